@@ -1,0 +1,265 @@
+/**
+ * Verifying one stored package against the catalog: every recorded file (tag files and payload
+ * alike) is read again and its size and digests compared; files on disk the catalog does not
+ * know are found by walking the folder without following links. Every problem is a typed
+ * `Finding`, gathered into a list; `describeFinding` turns one into a sentence for people.
+ *
+ * It never writes, never throws for what it finds on disk (a missing or unreadable folder is a
+ * finding like any other) and never decides what to do about a finding: the runner records it.
+ * The only rejection is an abort (the caller's signal) or a closed hasher.
+ */
+import type { Dirent } from 'node:fs';
+import { lstat, readdir } from 'node:fs/promises';
+import pLimit from 'p-limit';
+import { ALGORITHM_STRENGTH, type Algorithm, type FileRecord } from '../catalog/types.js';
+import { Storage } from '../storage/storage.js';
+
+/** What verifying needs from the fixity pool (FixityPool satisfies it). */
+export interface PackageHasher {
+  hashFile(
+    absPath: string,
+    algorithms: Algorithm[],
+    opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal },
+  ): Promise<{ size: number; digests: Partial<Record<Algorithm, string>> }>;
+}
+
+export type FindingCode =
+  /** The package folder is gone (or something other than a folder stands in its place). */
+  | 'package-missing'
+  /** The package folder exists but could not be listed. */
+  | 'package-unreadable'
+  /** The package is no longer stored according to the catalog. */
+  | 'package-not-in-catalog'
+  | 'file-missing'
+  /** Same size, different content: `algorithm`, `expected` and `actual` digests. */
+  | 'file-changed'
+  /** `expected` and `actual` are sizes in bytes (decimal). */
+  | 'size-changed'
+  /** Could not be read; `reason` is the error code (EACCES, EIO, ...). */
+  | 'file-unreadable'
+  /** A recorded file is now a symbolic link, folder or special file; `kind` says which. */
+  | 'file-not-regular'
+  /** On disk but not in the catalog; `kind` says what it is. */
+  | 'file-extra'
+  /** The catalog holds no digest for the file, so only its size was checked. */
+  | 'digest-not-recorded';
+
+/** What an entry on disk is, for findings about things that are not regular files. */
+export type EntryKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block device' | 'character device' | 'unknown';
+
+export interface Finding {
+  code: FindingCode;
+  /** Relative to the bag root, as in the catalog; absent for findings about the whole package. */
+  path?: string;
+  algorithm?: Algorithm;
+  expected?: string;
+  actual?: string;
+  /** The error code behind an unreadable file or folder. */
+  reason?: string;
+  kind?: EntryKind;
+}
+
+export interface VerifyOptions {
+  /** `strongest`: the strongest recorded digest of each file; `all`: every recorded one. */
+  algorithms: 'strongest' | 'all';
+  signal?: AbortSignal;
+  /** Called with a file's recorded size once it has been read, for progress reporting. */
+  onFileRead?: (bytes: number) => void;
+  /** Files handed to the hasher at once for this package; default 32. */
+  filesInFlight?: number;
+}
+
+/** Errors that mean "stop", not "this file is bad": they propagate instead of becoming findings. */
+const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED']);
+
+const errorCode = (err: unknown): string => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
+};
+
+/** The digests to verify for one file, strongest first. */
+export function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algorithm[] {
+  const recorded = ALGORITHM_STRENGTH.filter((a) => file.digests[a] !== undefined);
+  return mode === 'all' ? recorded : recorded.slice(0, 1);
+}
+
+/**
+ * Checks the package folder `dir` against its recorded `files`. Findings come back sorted:
+ * package-level first, then by path.
+ */
+export async function verifyPackage(dir: string, files: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
+  const { signal } = opts;
+  signal?.throwIfAborted();
+
+  const root = await lstat(dir).catch((err: unknown) => err as NodeJS.ErrnoException);
+  if (root instanceof Error) {
+    const code = errorCode(root);
+    if (code === 'ENOENT' || code === 'ENOTDIR') return [{ code: 'package-missing' }];
+    return [{ code: 'package-unreadable', reason: code }];
+  }
+  if (!root.isDirectory()) return [{ code: 'package-missing', kind: kindOf(root) }];
+
+  // Listing first: an unlistable folder is one finding, not one per file.
+  const walked = await walk(dir, files, signal);
+  if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
+
+  const findings: Finding[] = [...walked.findings];
+  const limit = pLimit(opts.filesInFlight ?? 32);
+  // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
+  const order = [...files].sort((a, b) => b.size - a.size);
+  const checks = order.map((file) => limit(async () => {
+    const found = await checkFile(dir, file, hasher, opts);
+    if (found !== undefined) findings.push(found);
+  }));
+  const settled = await Promise.allSettled(checks);
+  signal?.throwIfAborted();
+  for (const result of settled) if (result.status === 'rejected') throw result.reason;
+  return findings.sort(byPackageThenPath);
+}
+
+async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, opts: VerifyOptions): Promise<Finding | undefined> {
+  opts.signal?.throwIfAborted();
+  const path = file.path;
+  let absPath: string;
+  try {
+    absPath = Storage.resolveInside(dir, path);
+  } catch {
+    return { code: 'file-unreadable', path, reason: 'unsafe path in the catalog' };
+  }
+  const algorithms = algorithmsToVerify(file, opts.algorithms);
+  let found: { size: number; digests: Partial<Record<Algorithm, string>> };
+  try {
+    found = await hasher.hashFile(absPath, algorithms, { priority: 'audit', ...(opts.signal ? { signal: opts.signal } : {}) });
+  } catch (err) {
+    const code = errorCode(err);
+    if (STOP_CODES.has(code)) throw err;
+    if (code === 'ENOENT' || code === 'ENOTDIR') return { code: 'file-missing', path };
+    if (code === 'ELOOP' || code === 'EISDIR' || code === 'ERR_NOT_REGULAR_FILE') {
+      const entry = await lstat(absPath).catch(() => undefined);
+      return { code: 'file-not-regular', path, kind: entry ? kindOf(entry) : 'unknown' };
+    }
+    return { code: 'file-unreadable', path, reason: code };
+  }
+  opts.onFileRead?.(file.size);
+  if (found.size !== file.size) return { code: 'size-changed', path, expected: String(file.size), actual: String(found.size) };
+  for (const algorithm of algorithms) {
+    const expected = file.digests[algorithm]!;
+    const actual = found.digests[algorithm];
+    if (actual === undefined || actual.toLowerCase() !== expected.toLowerCase())
+      return { code: 'file-changed', path, algorithm, expected, actual: actual ?? '' };
+  }
+  if (algorithms.length === 0) return { code: 'digest-not-recorded', path };
+  return undefined;
+}
+
+/**
+ * Walks the package folder without following links and reports every entry the catalog does
+ * not know. A folder the catalog does not imply is reported itself only when nothing inside it
+ * was (an empty folder that appeared). A subfolder that cannot be listed is reported as
+ * unreadable; the root folder failing to list makes the whole package unreadable.
+ */
+async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSignal): Promise<{ findings: Finding[] } | { unreadable: string }> {
+  const recorded = new Set(files.map((f) => f.path));
+  const impliedDirs = new Set<string>();
+  for (const { path } of files) {
+    for (let i = path.indexOf('/'); i >= 0; i = path.indexOf('/', i + 1)) impliedDirs.add(path.slice(0, i));
+  }
+  const findings: Finding[] = [];
+
+  const visit = async (rel: string): Promise<number> => {
+    signal?.throwIfAborted();
+    let entries: Dirent[];
+    try {
+      entries = await readdir(rel === '' ? dir : `${dir}/${rel}`, { withFileTypes: true });
+    } catch (err) {
+      if (rel === '') throw err;
+      findings.push({ code: 'file-unreadable', path: `${rel}/`, reason: errorCode(err) });
+      return 1;
+    }
+    let reported = 0;
+    for (const entry of entries) {
+      const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
+      if (entry.isDirectory()) {
+        const inside = await visit(path);
+        if (inside === 0 && !impliedDirs.has(path) && !recorded.has(path)) {
+          findings.push({ code: 'file-extra', path: `${path}/`, kind: 'directory' });
+          reported++;
+        }
+        reported += inside;
+      } else if (!recorded.has(path)) {
+        // A recorded path that became a link or special file is reported by checkFile instead.
+        findings.push({ code: 'file-extra', path, kind: kindOf(entry) });
+        reported++;
+      }
+    }
+    return reported;
+  };
+
+  try {
+    await visit('');
+  } catch (err) {
+    if (STOP_CODES.has(errorCode(err))) throw err;
+    return { unreadable: errorCode(err) };
+  }
+  return { findings };
+}
+
+function kindOf(entry: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isBlockDevice(): boolean; isCharacterDevice(): boolean }): EntryKind {
+  if (entry.isFile()) return 'file';
+  if (entry.isDirectory()) return 'directory';
+  if (entry.isSymbolicLink()) return 'symlink';
+  if (entry.isFIFO()) return 'fifo';
+  if (entry.isSocket()) return 'socket';
+  if (entry.isBlockDevice()) return 'block device';
+  if (entry.isCharacterDevice()) return 'character device';
+  return 'unknown';
+}
+
+function byPackageThenPath(a: Finding, b: Finding): number {
+  const pa = a.path ?? '';
+  const pb = b.path ?? '';
+  return pa < pb ? -1 : pa > pb ? 1 : 0;
+}
+
+const KIND_NOUN: Record<EntryKind, string> = {
+  file: 'file',
+  directory: 'folder',
+  symlink: 'symbolic link',
+  fifo: 'FIFO',
+  socket: 'socket',
+  'block device': 'block device',
+  'character device': 'character device',
+  unknown: 'entry of unknown type',
+};
+
+/** One finding as a sentence for people. Never names a server path: paths are bag-relative. */
+export function describeFinding(f: Finding): string {
+  const where = f.path ?? 'the package';
+  switch (f.code) {
+    case 'package-missing':
+      return f.kind === undefined ? 'the package folder is missing' : `the package folder is missing: a ${KIND_NOUN[f.kind]} stands in its place`;
+    case 'package-unreadable':
+      return `the package folder could not be read (${f.reason ?? 'unknown error'})`;
+    case 'package-not-in-catalog':
+      return 'the package is no longer recorded as stored in the catalog';
+    case 'file-missing':
+      return `${where}: missing`;
+    case 'file-changed':
+      return `${where}: ${f.algorithm ?? 'digest'} changed: expected ${f.expected ?? '?'}, found ${f.actual || '?'}`;
+    case 'size-changed':
+      return `${where}: size changed: expected ${f.expected ?? '?'} bytes, found ${f.actual ?? '?'}`;
+    case 'file-unreadable':
+      return `${where}: could not be read (${f.reason ?? 'unknown error'})`;
+    case 'file-not-regular':
+      return `${where}: is now a ${KIND_NOUN[f.kind ?? 'unknown']}, not a regular file`;
+    case 'file-extra':
+      return `${where}: extra ${KIND_NOUN[f.kind ?? 'file']} not in the catalog`;
+    case 'digest-not-recorded':
+      return `${where}: no digest recorded in the catalog; only its size was checked`;
+  }
+}
+
+/** The detail of a failed fixity check event: one line per finding. */
+export function findingsDetail(findings: readonly Finding[]): string {
+  return findings.map(describeFinding).join('\n');
+}

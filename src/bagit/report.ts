@@ -1,0 +1,53 @@
+/**
+ * The shapes the validator hands to its callers (the ingest worker, `preservd validate`), and the
+ * one thing it needs from them: something that hashes a file.
+ */
+import type { Algorithm, Problem } from '../catalog/types.js';
+
+/** One regular file of the bag, tag or payload, as read once during validation. */
+export interface BagFile {
+  /** Relative to the bag root, '/' separated. */
+  path: string;
+  size: number;
+  /** CRC-32 as 8 lower-case hex digits. */
+  crc32: string;
+  /** Lower-case hex, for every algorithm that was asked for. */
+  digests: Partial<Record<Algorithm, string>>;
+}
+
+export interface BagReport {
+  /** No problem of severity 'error'. */
+  valid: boolean;
+  /** BagIt-Version as bagit.txt gives it (even when invalid), absent without a readable bagit.txt. */
+  version?: string;
+  /** Tag-File-Character-Encoding as bagit.txt gives it. */
+  encoding?: string;
+  /** Payload manifest algorithms present, in the order of ALGORITHMS. */
+  algorithms: Algorithm[];
+  /** Every problem found, errors and warnings; validation never stops at the first. */
+  problems: Problem[];
+  /** Every regular file in the bag (tag and payload) that could be read, sorted by path. */
+  files: BagFile[];
+  payloadBytes: number;
+  payloadFiles: number;
+  /** bag-info.txt (or a pre-0.96 package-info.txt) entries in order, labels as written. */
+  bagInfo: Array<[string, string]>;
+}
+
+/** What the validator needs to hash: implemented by src/fixity's pool. */
+export interface FileHasher {
+  hashFile(
+    absPath: string,
+    algorithms: Algorithm[],
+    opts?: { crc32?: boolean; priority?: 'ingest' | 'audit' },
+  ): Promise<{ size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> }>;
+}
+
+export interface ValidateOptions {
+  hasher: FileHasher;
+  /** Digests to compute for every file beyond those the manifests use, e.g. ['sha256']. */
+  alsoDigest?: Algorithm[];
+  signal?: AbortSignal;
+  /** hashFile calls in flight at once; the hasher bounds the real work. Default 32. */
+  concurrency?: number;
+}

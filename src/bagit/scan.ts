@@ -1,0 +1,173 @@
+/**
+ * Walking a bag on disk without trusting it: every entry is looked at with lstat, symbolic links
+ * are never followed, anything that is not a regular file or a directory is refused. Also the
+ * name checks that need the whole set of names at once: operating-system junk files and names
+ * that collide when letter case or Unicode normalization is ignored.
+ */
+import { isUtf8 } from 'node:buffer';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Stats } from 'node:fs';
+import { nonPortableNameReason } from './paths.js';
+import type { BagProblemInit, SpecialFileKind } from './problems.js';
+
+export interface ScannedFile {
+  /** Relative to the bag root, '/' separated. */
+  path: string;
+  size: number;
+}
+
+export interface BagScan {
+  /** Regular files, sorted by path. */
+  files: ScannedFile[];
+  /** Every path that exists in the bag, whatever it is (files, directories, links, devices). */
+  present: Set<string>;
+  /** Directories, sorted by path. */
+  directories: string[];
+  problems: BagProblemInit[];
+}
+
+function specialKind(st: Stats): SpecialFileKind {
+  if (st.isFIFO()) return 'fifo';
+  if (st.isSocket()) return 'socket';
+  if (st.isBlockDevice()) return 'block-device';
+  if (st.isCharacterDevice()) return 'character-device';
+  return 'unknown';
+}
+
+function errorCode(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' ? code : 'read error';
+}
+
+/**
+ * Walk the bag rooted at `root` (which the caller has checked is a directory). Problems here:
+ * `symlink`, `special-file`, `name-not-utf8`, `non-portable-name`, `file-unreadable` (a
+ * directory that cannot be listed).
+ */
+export async function scanBag(root: string, signal?: AbortSignal): Promise<BagScan> {
+  const files: ScannedFile[] = [];
+  const directories: string[] = [];
+  const present = new Set<string>();
+  const problems: BagProblemInit[] = [];
+  const pending: string[] = [''];
+
+  while (pending.length > 0) {
+    signal?.throwIfAborted();
+    const dir = pending.pop()!;
+    let names: Buffer[];
+    try {
+      // Names as bytes: a name that is not UTF-8 would otherwise be silently mangled.
+      names = await readdir(join(root, dir), { encoding: 'buffer' });
+    } catch (err) {
+      problems.push({ code: 'file-unreadable', path: dir, detail: errorCode(err) });
+      continue;
+    }
+    const decoded: string[] = [];
+    for (const raw of names) {
+      const rel = dir === '' ? raw.toString('utf8') : `${dir}/${raw.toString('utf8')}`;
+      if (!isUtf8(raw)) {
+        problems.push({ code: 'name-not-utf8', path: rel });
+        continue;
+      }
+      decoded.push(raw.toString('utf8'));
+    }
+    decoded.sort();
+    const stats = await Promise.all(
+      decoded.map(async (name) => {
+        try {
+          return await lstat(join(root, dir, name));
+        } catch (err) {
+          return err as Error;
+        }
+      }),
+    );
+    decoded.forEach((name, i) => {
+      const rel = dir === '' ? name : `${dir}/${name}`;
+      const st = stats[i]!;
+      present.add(rel);
+      if (st instanceof Error) {
+        problems.push({ code: 'file-unreadable', path: rel, detail: errorCode(st) });
+        return;
+      }
+      const portability = nonPortableNameReason(name);
+      if (portability !== undefined) problems.push({ code: 'non-portable-name', path: rel, reason: portability });
+      if (st.isSymbolicLink()) problems.push({ code: 'symlink', path: rel });
+      else if (st.isDirectory()) {
+        directories.push(rel);
+        pending.push(rel);
+      } else if (st.isFile()) files.push({ path: rel, size: st.size });
+      else problems.push({ code: 'special-file', path: rel, kind: specialKind(st) });
+    });
+  }
+  const byPath = (a: { path: string }, b: { path: string }): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  files.sort(byPath);
+  directories.sort();
+  return { files, present, directories, problems };
+}
+
+/** Files and folders that desktop systems leave behind (compared case-insensitively). */
+const SYSTEM_NAMES = new Set([
+  '.ds_store',
+  'thumbs.db',
+  'ehthumbs.db',
+  'desktop.ini',
+  '.spotlight-v100',
+  '.trashes',
+  '.fseventsd',
+  '.temporaryitems',
+  '__macosx',
+  'icon\r',
+]);
+
+function isSystemName(name: string): boolean {
+  return name.startsWith('._') || SYSTEM_NAMES.has(name.toLowerCase());
+}
+
+/**
+ * One `system-file` warning per operating-system file or folder among `paths` (for a folder such
+ * as `__MACOSX`, the folder is named once rather than every file in it). Warnings, not errors:
+ * the bytes are listed and verified like any others, and whether they belong is the depositor's
+ * call; the warning tells them.
+ */
+export function findSystemFiles(paths: Iterable<string>): BagProblemInit[] {
+  const found = new Set<string>();
+  for (const path of paths) {
+    const segments = path.split('/');
+    const at = segments.findIndex(isSystemName);
+    if (at >= 0) found.add(segments.slice(0, at + 1).join('/'));
+  }
+  return [...found].sort().map((path) => ({ code: 'system-file', path }));
+}
+
+/**
+ * Names that are different byte strings but the same name to macOS (Unicode normalization) or to
+ * Windows and macOS (letter case). Each group is reported once per extra spelling, against the
+ * first spelling in sorted order. Normalization is checked first; case is then compared between
+ * spellings that still differ after NFC, so one pair never gives two warnings.
+ */
+export function findNameCollisions(paths: Iterable<string>): BagProblemInit[] {
+  const problems: BagProblemInit[] = [];
+  const byNfc = new Map<string, Set<string>>();
+  for (const path of paths) {
+    const key = path.normalize('NFC');
+    let group = byNfc.get(key);
+    if (group === undefined) byNfc.set(key, (group = new Set()));
+    group.add(path);
+  }
+  const byCase = new Map<string, string[]>();
+  for (const [nfc, group] of [...byNfc].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+    const spellings = [...group].sort();
+    for (const other of spellings.slice(1)) problems.push({ code: 'normalization-collision', path: other, other: spellings[0]! });
+    const key = nfc.toLowerCase();
+    const list = byCase.get(key);
+    if (list === undefined) byCase.set(key, [spellings[0]!]);
+    else list.push(spellings[0]!);
+  }
+  for (const spellings of byCase.values()) {
+    if (spellings.length < 2) continue;
+    spellings.sort();
+    for (const other of spellings.slice(1)) problems.push({ code: 'case-collision', path: other, other: spellings[0]! });
+  }
+  return problems;
+}

@@ -1,0 +1,314 @@
+/**
+ * `validateBag`: is this directory a valid BagIt bag (RFC 8493, versions 0.93 to 1.0)? It walks
+ * the bag, reads its tag files, hashes every regular file once (every algorithm at once, through
+ * the caller's FileHasher) and reports every problem it finds, errors and warnings together.
+ * It knows nothing of HTTP, the catalog or chipmunk, and never writes to the bag.
+ */
+import { readFile, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
+import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
+import { parseManifest, parseManifestFileName, type ManifestEntry, type ManifestKind } from './manifest.js';
+import { isPayloadPath } from './paths.js';
+import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
+import type { BagFile, BagReport, FileHasher, ValidateOptions } from './report.js';
+import { findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
+import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
+
+/** The rules that differ between BagIt versions. */
+interface VersionRules {
+  /** `%25` is an escape (1.0); before, only `%0D` and `%0A` are. */
+  decodePercent: boolean;
+  /** The same path listed twice with the same digest: a warning before 1.0, an error from 1.0. */
+  duplicateSeverity: Severity;
+  /** 1.0: every payload file in every payload manifest; before, in at least one. */
+  everyPayloadManifest: boolean;
+  /** 0.93 to 0.95 called bag-info.txt package-info.txt. */
+  packageInfo: boolean;
+}
+
+/**
+ * A bag whose version cannot be read or is unknown is held to the current rules (1.0): the
+ * strictest reading, and the one a new bag should follow anyway.
+ */
+function rulesFor(version: string | undefined): VersionRules {
+  const known = version !== undefined && /^\d+\.\d+$/.test(version) && SUPPORTED_VERSIONS.some((v) => compareVersions(v, version) === 0);
+  const effective = known ? version : '1.0';
+  const atLeast10 = compareVersions(effective, '1.0') >= 0;
+  return {
+    decodePercent: atLeast10,
+    duplicateSeverity: atLeast10 ? 'error' : 'warning',
+    everyPayloadManifest: atLeast10,
+    packageInfo: compareVersions(effective, '0.96') < 0,
+  };
+}
+
+interface LoadedManifest {
+  fileName: string;
+  kind: ManifestKind;
+  algorithm: Algorithm;
+  entries: Map<string, ManifestEntry>;
+}
+
+type HashResult = Awaited<ReturnType<FileHasher['hashFile']>>;
+
+const DEFAULT_CONCURRENCY = 32;
+
+function errorCode(err: unknown): string {
+  const code = (err as NodeJS.ErrnoException | undefined)?.code;
+  return typeof code === 'string' ? code : err instanceof Error ? err.message : 'read error';
+}
+
+/** Severity order for the report: errors first, then warnings, each in the order found. */
+function errorsFirst(problems: BagProblem[]): BagProblem[] {
+  return [...problems.filter((p) => p.severity === 'error'), ...problems.filter((p) => p.severity === 'warning')];
+}
+
+function emptyReport(problems: BagProblem[]): BagReport {
+  return { valid: false, algorithms: [], problems, files: [], payloadBytes: 0, payloadFiles: 0, bagInfo: [] };
+}
+
+/**
+ * Hash every file once with every algorithm, largest first so one huge file does not start last
+ * and finish alone. At most `concurrency` calls are in flight; the hasher bounds the real work.
+ */
+async function hashFiles(
+  root: string,
+  files: readonly ScannedFile[],
+  algorithms: Algorithm[],
+  hasher: FileHasher,
+  concurrency: number,
+  signal: AbortSignal | undefined,
+): Promise<{ results: Map<string, HashResult>; failures: Map<string, string> }> {
+  const queue = [...files].sort((a, b) => b.size - a.size);
+  const results = new Map<string, HashResult>();
+  const failures = new Map<string, string>();
+  let next = 0;
+  const runner = async (): Promise<void> => {
+    while (next < queue.length) {
+      signal?.throwIfAborted();
+      const file = queue[next++]!;
+      try {
+        results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, { crc32: true, priority: 'ingest' }));
+      } catch (err) {
+        signal?.throwIfAborted();
+        failures.set(file.path, errorCode(err));
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, queue.length)) }, runner));
+  return { results, failures };
+}
+
+export async function validateBag(dir: string, opts: ValidateOptions): Promise<BagReport> {
+  const { hasher, signal } = opts;
+  const found: BagProblem[] = [];
+  const report = (init: BagProblemInit, severity?: Severity): void => {
+    found.push(makeProblem(init, severity));
+  };
+
+  try {
+    const st = await stat(dir);
+    if (!st.isDirectory()) {
+      report({ code: 'bag-unreadable', detail: 'not a directory' });
+      return emptyReport(found);
+    }
+  } catch (err) {
+    report({ code: 'bag-unreadable', detail: errorCode(err) });
+    return emptyReport(found);
+  }
+
+  const scan = await scanBag(dir, signal);
+  scan.problems.forEach((p) => report(p));
+  const fileByPath = new Map(scan.files.map((f) => [f.path, f]));
+
+  /** Read a root tag file we are about to parse; only regular files, never through a link. */
+  const readBytes = async (path: string): Promise<Buffer | undefined> => {
+    try {
+      return await readFile(join(dir, path));
+    } catch (err) {
+      report({ code: 'file-unreadable', path, detail: errorCode(err) });
+      return undefined;
+    }
+  };
+
+  // bagit.txt decides the version's rules and the encoding of every other tag file.
+  let version: string | undefined;
+  let encoding: string | undefined;
+  if (fileByPath.has('bagit.txt')) {
+    const bytes = await readBytes('bagit.txt');
+    if (bytes !== undefined) {
+      const declaration = parseBagDeclaration(bytes);
+      declaration.problems.forEach((p) => report(p));
+      version = declaration.version;
+      encoding = declaration.encoding;
+    }
+  } else if (!scan.present.has('bagit.txt')) {
+    report({ code: 'bagit-txt-missing', path: 'bagit.txt' });
+  }
+  const rules = rulesFor(version);
+  const declaredEncoding = encoding ?? 'UTF-8';
+  // An encoding we cannot read was reported already; UTF-8 is the best remaining guess.
+  const readableEncoding = decodeTagBytes(new Uint8Array(0), declaredEncoding).ok ? declaredEncoding : 'UTF-8';
+
+  const readTagText = async (path: string): Promise<string | undefined> => {
+    const bytes = await readBytes(path);
+    if (bytes === undefined) return undefined;
+    const decoded = decodeTagBytes(bytes, readableEncoding);
+    if (!decoded.ok) {
+      report({ code: 'tag-file-undecodable', path, encoding: readableEncoding });
+      return undefined;
+    }
+    return decoded.text.startsWith('\ufeff') ? decoded.text.slice(1) : decoded.text;
+  };
+
+  // bag-info.txt (package-info.txt before 0.96): optional, but Payload-Oxum is checked when given.
+  const bagInfoName = fileByPath.has('bag-info.txt')
+    ? 'bag-info.txt'
+    : rules.packageInfo && fileByPath.has('package-info.txt')
+      ? 'package-info.txt'
+      : undefined;
+  let bagInfo: Array<[string, string]> = [];
+  let oxum: string | undefined;
+  if (bagInfoName !== undefined) {
+    const text = await readTagText(bagInfoName);
+    if (text !== undefined) {
+      const parsed = parseTagText(text);
+      parsed.malformedLines.forEach((line) => report({ code: 'tag-file-malformed', path: bagInfoName, line }));
+      bagInfo = parsed.entries.map((e) => [e.label, e.value]);
+      oxum = tagValue(parsed.entries, 'Payload-Oxum');
+    }
+  }
+
+  if (!scan.directories.includes('data')) report({ code: 'data-dir-missing', path: 'data' });
+
+  // Manifests live at the bag root.
+  const manifests: LoadedManifest[] = [];
+  for (const file of scan.files) {
+    if (file.path.includes('/')) continue;
+    const name = parseManifestFileName(file.path);
+    if (name === undefined) continue;
+    if (name.algorithm === undefined) {
+      report({ code: 'manifest-algorithm-unknown', path: file.path, algorithmName: name.algorithmName });
+      continue;
+    }
+    const text = await readTagText(file.path);
+    if (text === undefined) continue;
+    const parsed = parseManifest(text, { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent });
+    parsed.problems.forEach((p) => report(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
+    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries: parsed.entries });
+  }
+  const payloadManifests = manifests.filter((m) => m.kind === 'payload');
+  if (payloadManifests.length === 0) report({ code: 'manifest-missing' });
+
+  let fetchEntries: FetchEntry[] = [];
+  if (fileByPath.has(FETCH_FILE)) {
+    const text = await readTagText(FETCH_FILE);
+    if (text !== undefined) {
+      const parsed = parseFetch(text, { decodePercent: rules.decodePercent });
+      parsed.problems.forEach((p) => report(p));
+      fetchEntries = parsed.entries;
+    }
+  }
+  const fetched = new Set(fetchEntries.map((e) => e.path));
+
+  // One read per file, for every algorithm any manifest uses plus what the caller wants kept.
+  const wanted = new Set<Algorithm>([...manifests.map((m) => m.algorithm), ...(opts.alsoDigest ?? [])]);
+  const algorithms = ALGORITHMS.filter((a) => wanted.has(a));
+  const { results, failures } = await hashFiles(dir, scan.files, algorithms, hasher, opts.concurrency ?? DEFAULT_CONCURRENCY, signal);
+  signal?.throwIfAborted();
+  for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) report({ code: 'file-unreadable', path, detail });
+
+  // Each manifest entry: present and matching.
+  const missing = new Map<string, string[]>();
+  for (const manifest of manifests) {
+    for (const entry of manifest.entries.values()) {
+      if (!fileByPath.has(entry.path)) {
+        // A path that exists as a link, device or folder was reported as such already, and a
+        // path fetch.txt lists is reported as a fetch hole.
+        if (scan.present.has(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
+        const listedIn = missing.get(entry.path);
+        if (listedIn === undefined) missing.set(entry.path, [manifest.fileName]);
+        else listedIn.push(manifest.fileName);
+        continue;
+      }
+      const hashed = results.get(entry.path);
+      if (hashed === undefined || !entry.digestWellFormed) continue;
+      const actual = hashed.digests[manifest.algorithm];
+      if (actual === undefined) {
+        report({ code: 'file-unreadable', path: entry.path, detail: `the hasher returned no ${manifest.algorithm} digest` });
+        continue;
+      }
+      for (const expected of [entry.digest, ...entry.conflictingDigests]) {
+        if (actual.toLowerCase() !== expected) {
+          report({ code: 'manifest-mismatch', path: entry.path, algorithm: manifest.algorithm, expected, actual: actual.toLowerCase(), listedIn: manifest.fileName });
+        }
+      }
+    }
+  }
+  if (missing.size > 0) {
+    // A listed name that is absent but present under another case or normalization is the
+    // commonest cause on Linux; say so in the problem.
+    const similarKey = (p: string): string => p.normalize('NFC').toLowerCase();
+    const bySimilarKey = new Map(scan.files.map((f) => [similarKey(f.path), f.path]));
+    for (const [path, listedIn] of [...missing].sort(([a], [b]) => (a < b ? -1 : 1))) {
+      const similar = bySimilarKey.get(similarKey(path));
+      report(similar === undefined ? { code: 'file-missing', path, listedIn } : { code: 'file-missing', path, listedIn, similar });
+    }
+  }
+
+  // Completeness the other way: every payload file in a payload manifest (every one, from 1.0).
+  const payload = scan.files.filter((f) => isPayloadPath(f.path));
+  if (payloadManifests.length > 0) {
+    for (const file of payload) {
+      const lacking = payloadManifests.filter((m) => !m.entries.has(file.path));
+      if (lacking.length === payloadManifests.length) report({ code: 'file-not-in-manifest', path: file.path });
+      else if (rules.everyPayloadManifest) {
+        for (const m of lacking) report({ code: 'file-not-in-manifest', path: file.path, algorithm: m.algorithm, manifest: m.fileName });
+      }
+    }
+  }
+
+  for (const entry of fetchEntries) {
+    if (!scan.present.has(entry.path)) report({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE });
+    for (const m of payloadManifests) {
+      if (!m.entries.has(entry.path)) report({ code: 'fetch-not-in-manifest', path: entry.path, manifest: m.fileName });
+    }
+  }
+
+  const sizeOf = (f: ScannedFile): number => results.get(f.path)?.size ?? f.size;
+  const payloadBytes = payload.reduce((sum, f) => sum + sizeOf(f), 0);
+  if (oxum !== undefined && bagInfoName !== undefined) {
+    const actual = `${payloadBytes}.${payload.length}`;
+    const m = /^(\d+)\.(\d+)$/.exec(oxum);
+    if (!m) report({ code: 'payload-oxum-malformed', path: bagInfoName, value: oxum });
+    else if (BigInt(m[1]!) !== BigInt(payloadBytes) || BigInt(m[2]!) !== BigInt(payload.length)) {
+      report({ code: 'payload-oxum-mismatch', path: bagInfoName, expected: oxum, actual });
+    }
+  }
+
+  // Name checks over everything the bag has or claims to have.
+  const listed = manifests.flatMap((m) => [...m.entries.keys()]);
+  findSystemFiles(new Set([...scan.files.map((f) => f.path), ...scan.directories, ...listed])).forEach((p) => report(p));
+  findNameCollisions(new Set([...scan.files.map((f) => f.path), ...listed])).forEach((p) => report(p));
+
+  const files: BagFile[] = [];
+  for (const file of scan.files) {
+    const hashed = results.get(file.path);
+    if (hashed === undefined) continue;
+    files.push({ path: file.path, size: hashed.size, crc32: hashed.crc32 ?? '', digests: hashed.digests });
+  }
+  const problems = errorsFirst(found);
+  const result: BagReport = {
+    valid: !problems.some((p) => p.severity === 'error'),
+    algorithms: ALGORITHMS.filter((a) => payloadManifests.some((m) => m.algorithm === a)),
+    problems,
+    files,
+    payloadBytes,
+    payloadFiles: payload.length,
+    bagInfo,
+  };
+  if (version !== undefined) result.version = version;
+  if (encoding !== undefined) result.encoding = encoding;
+  return result;
+}

@@ -1,0 +1,94 @@
+/**
+ * The catalog: one LMDB environment under `<dataDir>/catalog/` holding users and tokens,
+ * packages and their files, the ingest queue, events and audits. It is the truth for what is
+ * stored; the disk is checked against it. Every state change is one `transaction()`: stores may
+ * be combined inside one, and a throw rolls all of it back.
+ */
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type RootDatabase } from 'lmdb';
+import { AuditStore } from './audits.js';
+import { EventStore } from './events.js';
+import { PackageStore } from './packages.js';
+import { QueueStore } from './queue.js';
+import { UserStore } from './users.js';
+
+/** Bumped whenever the stored shapes change; `migrate()` brings older catalogs forward. */
+export const SCHEMA_VERSION = 1;
+
+export class CatalogError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CatalogError';
+  }
+}
+
+export class Catalog {
+  readonly users: UserStore;
+  readonly packages: PackageStore;
+  readonly queue: QueueStore;
+  readonly events: EventStore;
+  readonly audits: AuditStore;
+  private readonly meta: Database<unknown, string>;
+
+  private constructor(private readonly root: RootDatabase) {
+    this.meta = root.openDB({ name: 'meta' });
+    const seq = (name: string) => () => this.nextSequence(name);
+    this.users = new UserStore(root, this);
+    this.packages = new PackageStore(root, this, seq('package'));
+    this.queue = new QueueStore(root, this, seq('queue'));
+    this.events = new EventStore(root, this, seq('event'));
+    this.audits = new AuditStore(root, this, seq('audit'));
+  }
+
+  /** Opens (creating if needed) the catalog of a data directory. */
+  static open(dataDir: string): Catalog {
+    const path = join(dataDir, 'catalog');
+    mkdirSync(path, { recursive: true });
+    // No dot in the last path component: lmdb-js would take it for a single-file database.
+    const root = open({ path, maxDbs: 32, compression: false });
+    const catalog = new Catalog(root);
+    catalog.migrate();
+    return catalog;
+  }
+
+  /** Runs `fn` as one all-or-nothing write transaction; nested calls join the outer one. */
+  transaction<T>(fn: () => T): T {
+    return this.root.transactionSync(fn);
+  }
+
+  get schemaVersion(): number {
+    return (this.meta.get('schemaVersion') as number | undefined) ?? 0;
+  }
+
+  private migrate(): void {
+    const found = this.schemaVersion;
+    if (found > SCHEMA_VERSION)
+      throw new CatalogError(`the catalog was written by a newer preservd (schema ${found}; this one knows ${SCHEMA_VERSION}); upgrade preservd`);
+    if (found === SCHEMA_VERSION) return;
+    // Version 0 is an empty catalog: nothing to carry forward yet.
+    this.transaction(() => {
+      this.meta.put('schemaVersion', SCHEMA_VERSION);
+      if (this.meta.get('createdAt') === undefined) this.meta.put('createdAt', Date.now());
+    });
+  }
+
+  private nextSequence(name: string): number {
+    return this.transaction(() => {
+      const key = `seq:${name}`;
+      const next = ((this.meta.get(key) as number | undefined) ?? 0) + 1;
+      this.meta.put(key, next);
+      return next;
+    });
+  }
+
+  /** Size of the LMDB data file, for metrics. */
+  sizeBytes(): number {
+    const stats = this.root.getStats() as { treeDepth?: number; pageSize?: number; lastPageNumber?: number };
+    return (stats.pageSize ?? 4096) * ((stats.lastPageNumber ?? 0) + 1);
+  }
+
+  async close(): Promise<void> {
+    await this.root.close();
+  }
+}

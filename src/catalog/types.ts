@@ -1,0 +1,113 @@
+/**
+ * The domain nouns of preservd, as the catalog stores them. Wire shapes (snake_case, RFC 3339
+ * dates) are made from these in `http/`; nothing here knows about HTTP.
+ */
+
+/** Digest algorithms a BagIt manifest may use (RFC 8493 §2.4), lower-case as in file names. */
+export type Algorithm = 'md5' | 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512';
+export const ALGORITHMS: readonly Algorithm[] = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
+
+/** Strongest first: the order audits pick "the strongest recorded digest" by. */
+export const ALGORITHM_STRENGTH: readonly Algorithm[] = ['sha512', 'sha384', 'sha256', 'sha224', 'sha1', 'md5'];
+
+export interface User {
+  name: string;
+  admin: boolean;
+  createdAt: number;
+}
+
+export interface Token {
+  /** Public identifier of the token (shown by `token issue`, used by `token revoke`). */
+  id: string;
+  userName: string;
+  /** Hex SHA-256 of the secret; the secret itself is never stored. */
+  digest: string;
+  createdAt: number;
+  revokedAt?: number;
+}
+
+/** A request before it is stored, a package after: one record, two names (API.md). */
+export interface Package {
+  bagId: string;
+  externalId: string;
+  contentType: string;
+  user: string;
+  /** Unguessable name of the landing folder; the secret part of the upload link. */
+  capability: string;
+  stored: boolean;
+  /** Relative to the storage root: `ab/cd/ef/<bag_id>`; set when stored. */
+  storagePath?: string;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** One stored file of a package: tag files and payload alike, path relative to the bag root. */
+export interface FileRecord {
+  path: string;
+  size: number;
+  /** CRC-32 as 8 lower-case hex digits, kept for the zip download. */
+  crc32: string;
+  /** Hex digests: every algorithm the bag's manifests used, plus sha256 always. */
+  digests: Partial<Record<Algorithm, string>>;
+}
+
+export type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
+
+/**
+ * Where an ingest is. Each stage is safe to run again after a crash; start-up resumes a PENDING
+ * item from its recorded stage.
+ */
+export type IngestStage = 'waiting' | 'staged' | 'validated' | 'stored' | 'finished';
+
+/** A problem found in a bag or a stored package: a typed value, turned into a sentence late. */
+export interface Problem {
+  code: string;
+  message: string;
+  path?: string;
+  severity?: 'error' | 'warning';
+  algorithm?: Algorithm;
+  expected?: string;
+  actual?: string;
+}
+
+export interface QueueItem {
+  id: number;
+  bagId: string;
+  status: QueueStatus;
+  stage: IngestStage;
+  /** The user who completed the request: the executor of the ingest's events. */
+  user: string;
+  errors?: Problem[];
+  createdAt: number;
+  updatedAt: number;
+}
+
+export type EventType = 'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'deletion';
+export type Outcome = 'success' | 'failure';
+
+export interface PreservationEvent {
+  id: number;
+  bagId: string;
+  type: EventType;
+  executor: string;
+  outcome: Outcome;
+  detail: string | null;
+  date: number;
+  auditId?: number;
+}
+
+export interface Audit {
+  id: number;
+  user: string;
+  /** Stored packages when the audit started. */
+  packages: number;
+  successes: number;
+  failures: number;
+  /** Bytes verified so far, for progress reporting. */
+  bytes: number;
+  /** Total bytes of the packages in this audit, for progress reporting. */
+  totalBytes: number;
+  createdAt: number;
+  updatedAt: number;
+  finishedAt?: number;
+}

@@ -1,0 +1,96 @@
+#!/usr/bin/env node
+/**
+ * The `preservd` command (CLI.md): serve, user, token, validate, audit, status.
+ */
+import { runAudit } from './commands/audit.js';
+import { runStatus } from './commands/status.js';
+import { runToken, runUser } from './commands/users.js';
+import { runValidate } from './commands/validate.js';
+import { ConfigError, loadConfig, type Config } from './config/config.js';
+import { Daemon } from './daemon.js';
+
+const HELP = `usage: preservd <command>
+
+  serve                              run the daemon: API, rsync daemon, watcher, ingest and audits
+  user add NAME [--admin]            create a user; its first token is the last line printed
+  user list                          users, admin flag, live tokens
+  token issue NAME                   a further token for NAME (last line printed)
+  token revoke TOKEN_ID              revoke a token
+  validate DIR [--content-type T --external-id X --bag-id B] [--json]
+                                     validate a bag offline: exit 0 valid, 1 invalid, 2 could not run
+  audit [--wait]                     ask the running daemon for an audit; --wait shows progress,
+                                     exits 0 when all passed and 1 when any package failed
+  status                             queue and audit summary of the running daemon
+
+Configuration: PRESERVD_CONFIG (JSON file), PRESERVD_DATA_DIR, PRESERVD_HTTP_HOST,
+PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
+`;
+
+async function serve(config: Config): Promise<number> {
+  const logger = Daemon.createLogger(config);
+  let daemon: Daemon;
+  try {
+    daemon = await Daemon.start(config, { logger });
+  } catch (err) {
+    logger.fatal({ err }, 'preservd could not start');
+    process.stderr.write(`preservd: ${(err as Error).message}\n`);
+    return 1;
+  }
+  await new Promise<void>((resolve) => {
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      logger.info({ signal }, 'stopping');
+      daemon.stop().then(resolve, (err: unknown) => {
+        logger.error({ err }, 'error while stopping');
+        resolve();
+      });
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+  });
+  return 0;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const [command, ...rest] = argv;
+  const io = { stdout: process.stdout, stderr: process.stderr };
+  if (command === undefined || command === 'help' || command === '--help' || command === '-h') {
+    (command === undefined ? process.stderr : process.stdout).write(HELP);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === 'validate') return runValidate(rest, io);
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    process.stderr.write(`preservd: ${err instanceof ConfigError ? err.message : (err as Error).message}\n`);
+    return 2;
+  }
+  switch (command) {
+    case 'serve':
+      return serve(config);
+    case 'user':
+      return runUser(rest, io, config);
+    case 'token':
+      return runToken(rest, io, config);
+    case 'audit':
+      return runAudit(rest, io, config);
+    case 'status':
+      return runStatus(rest, io, config);
+    default:
+      process.stderr.write(`preservd: unknown command "${command}"\n\n${HELP}`);
+      return 2;
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (err: unknown) => {
+    process.stderr.write(`preservd: ${(err as Error).stack ?? String(err)}\n`);
+    process.exitCode = 2;
+  },
+);

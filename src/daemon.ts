@@ -1,0 +1,211 @@
+/**
+ * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse.
+ *
+ *   catalog → first admin → fixity pool → landing zone, rsync daemon, watcher → reconcile →
+ *   ingest worker → audit runner → HTTP
+ */
+import { mkdir, open, readdir, rename } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import { pino, type Logger } from 'pino';
+import { AuditRunner } from './audit/runner.js';
+import { Catalog } from './catalog/catalog.js';
+import type { Package } from './catalog/types.js';
+import type { Config } from './config/config.js';
+import { FixityPool } from './fixity/index.js';
+import type { HttpContext } from './http/context.js';
+import { buildServer } from './http/server.js';
+import { isCapability } from './ingest/capability.js';
+import { IngestWorker } from './ingest/ingest.js';
+import { LandingZone } from './ingest/landing.js';
+import { RsyncDaemon, type TransferRecord } from './ingest/rsyncd.js';
+import { LandingWatcher } from './ingest/watcher.js';
+import { Metrics } from './metrics.js';
+import { Storage } from './storage/storage.js';
+
+export interface DaemonOptions {
+  logger?: Logger;
+}
+
+export class Daemon {
+  private constructor(
+    readonly config: Config,
+    readonly logger: Logger,
+    readonly catalog: Catalog,
+    readonly storage: Storage,
+    readonly pool: FixityPool,
+    readonly landing: LandingZone,
+    readonly rsync: RsyncDaemon | undefined,
+    readonly watcher: LandingWatcher,
+    readonly ingest: IngestWorker,
+    readonly audits: AuditRunner,
+    readonly metrics: Metrics,
+    private http: FastifyInstance | undefined,
+  ) {}
+
+  static createLogger(config: Config): Logger {
+    return pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', 'token', 'secret'] });
+  }
+
+  static async start(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
+    const logger = options.logger ?? Daemon.createLogger(config);
+    await mkdir(config.dataDir, { recursive: true, mode: 0o750 });
+    const storage = new Storage(config.dataDir);
+    await storage.ensureLayout();
+    const catalog = Catalog.open(config.dataDir);
+    await ensureFirstAdmin(catalog, config.dataDir, logger);
+
+    const metrics = new Metrics(catalog);
+    const pool = new FixityPool({
+      workers: config.fixity.workers,
+      readSize: config.fixity.readSize,
+      maxOpenFiles: config.fixity.maxOpenFiles,
+      auditRateLimitBytesPerSec: config.audit.rateLimitMBps * 1e6,
+    });
+    metrics.watchPool(pool);
+    const landing = new LandingZone(config.dataDir);
+    let rsync: RsyncDaemon | undefined;
+    if (config.upload.rsync.enabled) {
+      const r = config.upload.rsync;
+      rsync = new RsyncDaemon({ dataDir: config.dataDir, host: r.host, port: r.port, module: r.module, binary: r.binary, maxConnections: r.maxConnections, logger });
+      await rsync.start();
+      metrics.watchRsync(rsync);
+    }
+    const watcher = new LandingWatcher(storage.landingRoot);
+    await watcher.start();
+
+    await reconcile(catalog, storage, landing, logger);
+
+    const ingest = new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver() });
+    const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger });
+    metrics.watchAudits(audits);
+    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, metrics, undefined);
+    rsync?.onTransfer((t) => daemon.recordTransfer(t));
+    ingest.start();
+    audits.start();
+
+    const app = await buildServer(daemon.httpContext(), logger);
+    await app.listen({ host: config.http.host, port: config.http.port });
+    daemon.http = app;
+    logger.info({ url: daemon.url, rsync: rsync === undefined ? null : `rsync://${config.upload.rsync.host}:${rsync.port}/${config.upload.rsync.module}/` }, 'preservd is serving');
+    return daemon;
+  }
+
+  /** Where the API answers (with the real port when the configured one was 0). */
+  get url(): string {
+    const address = this.http?.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : this.config.http.port;
+    return `http://${this.config.http.host}:${port}`;
+  }
+
+  uploadLink(pkg: Package): string {
+    const template = this.config.upload.linkTemplate;
+    if (this.rsync === undefined || (template !== undefined && !this.config.upload.rsync.enabled)) {
+      return (template ?? '{capability}').replaceAll('{capability}', pkg.capability).replaceAll('{bag_id}', pkg.bagId);
+    }
+    return this.rsync.uploadLink(pkg.capability, this.config.upload.rsync.advertisedHost);
+  }
+
+  private httpContext(): HttpContext {
+    return {
+      config: this.config,
+      catalog: this.catalog,
+      storage: this.storage,
+      uploadLink: (pkg) => this.uploadLink(pkg),
+      openLanding: (pkg) => this.landing.open(pkg.capability),
+      uploadProgress: (pkg) => this.watcher.progress(pkg.capability),
+      wakeIngest: () => this.ingest.wake(),
+      startAudit: (user) => this.audits.startAudit(user),
+      metrics: () => this.metrics.render(),
+      observeResponse: (route, method, status, seconds) => this.metrics.observeResponse(route, method, status, seconds),
+    };
+  }
+
+  /** A finished rsync upload becomes a `transfer` event of its package (idempotent by record). */
+  private async recordTransfer(t: TransferRecord): Promise<void> {
+    const pkg = this.catalog.packages.byUploadCapability(t.capability);
+    if (pkg === undefined) return;
+    const ok = t.exitStatus === 0;
+    this.catalog.events.add({
+      bagId: pkg.bagId,
+      type: 'transfer',
+      executor: pkg.user,
+      outcome: ok ? 'success' : 'failure',
+      detail: ok ? 'rsync upload finished' : `rsync upload ended with exit status ${t.exitStatus}`,
+      date: t.endedAt,
+    });
+  }
+
+  /** Graceful stop: no new connections, in-flight work parked, LMDB closed last. */
+  async stop(): Promise<void> {
+    const grace = this.config.http.shutdownGraceSeconds * 1000;
+    if (this.http !== undefined) {
+      const server = this.http.server;
+      const deadline = setTimeout(() => server.closeAllConnections(), grace);
+      deadline.unref();
+      await this.http.close();
+      clearTimeout(deadline);
+    }
+    await this.ingest.stop();
+    await this.audits.stop();
+    await this.watcher.stop();
+    await this.rsync?.stop();
+    await this.pool.close();
+    await this.catalog.close();
+    this.logger.info('preservd stopped');
+  }
+}
+
+/** On first start: an `admin` user whose token goes to `<dataDir>/admin.token` (mode 0600). */
+async function ensureFirstAdmin(catalog: Catalog, dataDir: string, logger: Logger): Promise<void> {
+  if (catalog.users.list().length > 0) return;
+  catalog.users.add('admin', true);
+  const { secret } = catalog.users.issueToken('admin');
+  const path = join(dataDir, 'admin.token');
+  const tmp = `${path}.${process.pid}.tmp`;
+  const file = await open(tmp, 'w', 0o600);
+  await file.writeFile(`${secret}\n`);
+  await file.sync();
+  await file.close();
+  await rename(tmp, path);
+  logger.info({ path }, 'created the first admin user "admin"; its token is in this file');
+}
+
+/**
+ * Start-up reconciliation of disk and catalog. PENDING items are resumed by the ingest worker
+ * from their recorded stage; here: every open request without a PENDING item has its landing
+ * folder, open link, and nothing left in staging; leftovers nobody owns are reported, never
+ * deleted.
+ */
+export async function reconcile(catalog: Catalog, storage: Storage, landing: LandingZone, logger: Logger): Promise<void> {
+  const pending = new Set(catalog.queue.pending().map((i) => i.bagId));
+  const known = new Set<string>();
+  for (const pkg of catalog.packages.list()) {
+    known.add(pkg.bagId);
+    known.add(pkg.capability);
+    if (pkg.stored) {
+      if (pkg.storagePath !== undefined && !(await Storage.exists(storage.packageDir(pkg.storagePath))))
+        logger.error({ bagId: pkg.bagId, storagePath: pkg.storagePath }, 'a stored package is missing from storage; the next audit will report it');
+      continue;
+    }
+    if (pending.has(pkg.bagId)) continue;
+    const staged = storage.stagingDir(pkg.bagId);
+    const upload = landing.path(pkg.capability);
+    if (await Storage.exists(staged)) {
+      // A failed ingest was interrupted while giving the upload back.
+      if (await Storage.exists(upload)) await rename(staged, `${staged}.returned-${Date.now()}`);
+      else await rename(staged, upload);
+      logger.warn({ bagId: pkg.bagId }, 'returned an interrupted upload to its landing folder');
+    }
+    if (!(await Storage.exists(upload))) await landing.open(pkg.capability);
+    await landing.reopen(pkg.capability);
+  }
+  for (const name of await readdir(storage.landingRoot).catch(() => [] as string[])) {
+    if (!known.has(name)) logger.warn({ folder: join(storage.landingRoot, name), capability: isCapability(name) }, 'a landing folder belongs to no request');
+  }
+  for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
+    if (!known.has(name) || !pending.has(name)) {
+      if (!known.has(name)) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
+    }
+  }
+}

@@ -1,0 +1,22 @@
+/**
+ * fixity: hashing files for a preservation repository. A pool of worker threads (one per core by
+ * default) reads each file once, in large reads into a reused buffer, and feeds every requested
+ * digest (md5, sha1, sha224, sha256, sha384, sha512 via node:crypto; CRC-32 via zlib) from that
+ * one read. Ingest jobs go before queued audit jobs; audit reads can be rate-limited; huge files
+ * can be hashed resumably across restarts. Symbolic links, FIFOs, devices and sockets are
+ * refused, never followed or blocked on.
+ *
+ * It knows nothing of bags, manifests or the catalog; it depends on nothing of preservd except
+ * the Algorithm type.
+ */
+export { FixityPool, createHasher } from './pool.js';
+export { AbortError, FixityError, NOT_REGULAR_FILE, POOL_CLOSED, WORKER_FAILED } from './errors.js';
+export type {
+  Algorithm,
+  FileDigests,
+  FixityPoolOptions,
+  FixityStats,
+  HashOptions,
+  Priority,
+  ResumeStore,
+} from './types.js';

@@ -1,0 +1,387 @@
+/**
+ * FixityPool: the main-thread half of the hashing pool. Jobs wait in two FIFO queues, ingest
+ * before audit; a worker gets the next job when it is free, or one job early when its current
+ * file is nearly done (so it never idles on a message round trip). When every worker is busy
+ * with audit jobs, an ingest job is handed to one anyway and runs between two of the audit
+ * job's chunks. The pool holds no file contents: a queued job is a path and a promise.
+ *
+ * It does not walk directories, compare digests or know what a bag is.
+ */
+import { availableParallelism } from 'node:os';
+import { isAbsolute } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
+import { AbortSignals } from './abort-signals.js';
+import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
+import { JobQueue } from './job-queue.js';
+import {
+  CONTROL_INTS,
+  MAIL,
+  SHARED_BYTES,
+  SHARED_INTS,
+  type FromWorker,
+  type JobMessage,
+  type ToWorker,
+  type WorkerData,
+} from './protocol.js';
+import { AuditRateLimit } from './rate-limit.js';
+import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Priority, ResumeStore } from './types.js';
+
+const MiB = 1024 * 1024;
+const DEFAULT_READ_SIZE = MiB;
+const MIN_READ_SIZE = 64 * 1024;
+const DEFAULT_CHECKPOINT_BYTES = 256 * MiB;
+const WORKER_URL = new URL('./worker.js', import.meta.url);
+
+interface Job {
+  id: number;
+  path: string;
+  algorithms: Algorithm[];
+  crc32: boolean;
+  priority: Priority;
+  resume?: ResumeStore;
+  signal?: AbortSignal;
+  resolve: (digests: FileDigests) => void;
+  reject: (err: unknown) => void;
+  settled: boolean;
+  /** The worker it was handed to; unset while queued. */
+  slot?: WorkerSlot;
+  /** Whether the job message went out (a resumable job first waits for its checkpoint to load). */
+  posted: boolean;
+}
+
+interface WorkerSlot {
+  worker: Worker;
+  control: Int32Array;
+  /** Jobs handed over that the worker has not answered for yet, settled (aborted) or not. */
+  jobs: Map<number, Job>;
+  ingestJobs: number;
+  /** The worker said its running job is nearly done. */
+  wanting: boolean;
+  online: boolean;
+  error?: unknown;
+}
+
+function invalidArgument(message: string): FixityError {
+  return new FixityError('ERR_INVALID_ARG_VALUE', message);
+}
+
+function checkAlgorithms(algorithms: readonly Algorithm[]): Algorithm[] {
+  if (!Array.isArray(algorithms)) throw invalidArgument('algorithms must be an array');
+  for (const a of algorithms) {
+    if (!ALGORITHMS.includes(a)) throw invalidArgument(`unknown digest algorithm ${JSON.stringify(a)}`);
+  }
+  return [...new Set(algorithms)];
+}
+
+export class FixityPool {
+  private readonly readSize: number;
+  private readonly maxOpenFiles: number;
+  private readonly shared = new SharedArrayBuffer(SHARED_INTS * BigInt64Array.BYTES_PER_ELEMENT);
+  private readonly sharedCells = new BigInt64Array(this.shared);
+  private readonly rateLimit = new AuditRateLimit(this.shared);
+  private readonly slots: WorkerSlot[] = [];
+  private readonly ingestQueue = new JobQueue<Job>();
+  private readonly auditQueue = new JobQueue<Job>();
+  private readonly signals = new AbortSignals<Job>((job, reason) => this.abort(job, reason));
+  private nextId = 1;
+  private queued = 0;
+  private outstanding = 0;
+  private filesHashed = 0;
+  private referenced = true;
+  private closed = false;
+  private closing?: Promise<void>;
+  /** Set when workers cannot start at all; every job then fails with it. */
+  private broken?: FixityError;
+
+  constructor(opts: FixityPoolOptions = {}) {
+    const workers = opts.workers ?? availableParallelism();
+    if (!Number.isSafeInteger(workers) || workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${workers}`);
+    const readSize = opts.readSize ?? DEFAULT_READ_SIZE;
+    if (!Number.isSafeInteger(readSize) || readSize < 1) throw new RangeError(`readSize must be a positive integer, got ${readSize}`);
+    this.readSize = Math.max(MIN_READ_SIZE, readSize);
+    const maxOpenFiles = opts.maxOpenFiles ?? Infinity;
+    if (!(maxOpenFiles >= 1)) throw new RangeError(`maxOpenFiles must be ≥ 1, got ${maxOpenFiles}`);
+    this.maxOpenFiles = maxOpenFiles;
+    this.rateLimit.setRate(opts.auditRateLimitBytesPerSec ?? 0);
+    for (let i = 0; i < workers; i++) this.slots.push(this.spawn());
+    this.updateReference();
+  }
+
+  hashFile(absPath: string, algorithms: Algorithm[], opts: HashOptions = {}): Promise<FileDigests> {
+    return new Promise<FileDigests>((resolve, reject) => {
+      if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path: absPath });
+      if (this.broken) throw this.broken;
+      if (typeof absPath !== 'string' || !isAbsolute(absPath)) throw invalidArgument(`not an absolute path: ${absPath}`);
+      const unique = checkAlgorithms(algorithms);
+      const priority = opts.priority ?? 'ingest';
+      if (priority !== 'ingest' && priority !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(priority)}`);
+      const everyBytes = opts.resume?.everyBytes;
+      if (everyBytes !== undefined && !(Number.isSafeInteger(everyBytes) && everyBytes > 0)) {
+        throw invalidArgument(`resume.everyBytes must be a positive integer, got ${everyBytes}`);
+      }
+      if (opts.signal?.aborted) throw new AbortError(absPath, opts.signal.reason);
+
+      const job: Job = {
+        id: this.nextId++,
+        path: absPath,
+        algorithms: unique,
+        crc32: opts.crc32 === true,
+        priority,
+        resolve,
+        reject,
+        settled: false,
+        posted: false,
+        ...(opts.resume ? { resume: opts.resume } : {}),
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      };
+      if (job.signal) this.signals.watch(job.signal, job);
+      (priority === 'ingest' ? this.ingestQueue : this.auditQueue).push(job);
+      this.queued++;
+      this.dispatch();
+    });
+  }
+
+  /** 0 = unlimited. Takes effect at once, also for audit jobs already running. */
+  setAuditRateLimit(bytesPerSec: number): void {
+    this.rateLimit.setRate(bytesPerSec);
+    for (const slot of this.slots) this.ring(slot); // sleeping workers re-check
+  }
+
+  stats(): FixityStats {
+    return {
+      bytesHashed: Number(Atomics.load(this.sharedCells, SHARED_BYTES)),
+      filesHashed: this.filesHashed,
+      queued: this.queued,
+      running: this.outstanding,
+    };
+  }
+
+  /** Terminates the workers; every job not yet resolved rejects (code ERR_FIXITY_POOL_CLOSED). */
+  close(): Promise<void> {
+    if (this.closing) return this.closing;
+    this.closed = true;
+    const closedError = (job: Job): FixityError =>
+      new FixityError(POOL_CLOSED, 'the fixity pool was closed before the file was hashed', { path: job.path });
+    for (const job of [...this.ingestQueue.takeAll(), ...this.auditQueue.takeAll()]) this.fail(job, closedError(job));
+    this.queued = 0;
+    for (const slot of this.slots) {
+      for (const job of slot.jobs.values()) this.fail(job, closedError(job));
+    }
+    this.closing = Promise.all(this.slots.map((slot) => slot.worker.terminate())).then(() => undefined);
+    return this.closing;
+  }
+
+  private spawn(): WorkerSlot {
+    const control = new SharedArrayBuffer(CONTROL_INTS * Int32Array.BYTES_PER_ELEMENT);
+    const workerData: WorkerData = { readSize: this.readSize, control, shared: this.shared };
+    const slot: WorkerSlot = {
+      worker: new Worker(WORKER_URL, { workerData }),
+      control: new Int32Array(control),
+      jobs: new Map(),
+      ingestJobs: 0,
+      wanting: false,
+      online: false,
+    };
+    if (!this.referenced) slot.worker.unref();
+    slot.worker.on('online', () => (slot.online = true));
+    slot.worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
+    slot.worker.on('error', (err) => (slot.error = err));
+    slot.worker.on('exit', () => this.onExit(slot));
+    return slot;
+  }
+
+  private post(slot: WorkerSlot, message: ToWorker): void {
+    slot.worker.postMessage(message);
+    this.ring(slot);
+  }
+
+  /** Tells a busy worker there is mail (it polls between chunks) and wakes it if it sleeps. */
+  private ring(slot: WorkerSlot): void {
+    Atomics.add(slot.control, MAIL, 1);
+    Atomics.notify(slot.control, MAIL);
+  }
+
+  private dispatch(): void {
+    if (this.closed) return;
+    for (const [queue, priority] of [
+      [this.ingestQueue, 'ingest'],
+      [this.auditQueue, 'audit'],
+    ] as const) {
+      while (queue.length > 0 && this.outstanding < this.maxOpenFiles) {
+        const slot = this.pickWorker(priority);
+        if (!slot) break;
+        const job = queue.shift()!;
+        if (!job.settled) this.assign(job, slot);
+      }
+    }
+    this.updateReference();
+  }
+
+  /** An idle worker, else one about to finish its job, else (for ingest) one running only audit jobs. */
+  private pickWorker(priority: Priority): WorkerSlot | undefined {
+    let nearlyDone: WorkerSlot | undefined;
+    let auditOnly: WorkerSlot | undefined;
+    for (const slot of this.slots) {
+      if (slot.jobs.size === 0) return slot;
+      if (!nearlyDone && slot.wanting && slot.jobs.size === 1) nearlyDone = slot;
+      if (!auditOnly && priority === 'ingest' && slot.ingestJobs === 0) auditOnly = slot;
+    }
+    return nearlyDone ?? auditOnly;
+  }
+
+  private assign(job: Job, slot: WorkerSlot): void {
+    this.queued--;
+    this.outstanding++;
+    job.slot = slot;
+    slot.jobs.set(job.id, job);
+    if (job.priority === 'ingest') slot.ingestJobs++;
+    slot.wanting = false;
+    const message: JobMessage = {
+      t: 'job',
+      id: job.id,
+      path: job.path,
+      algorithms: job.algorithms,
+      crc32: job.crc32,
+      audit: job.priority === 'audit',
+    };
+    const store = job.resume;
+    if (!store) {
+      job.posted = true;
+      this.post(slot, message);
+      return;
+    }
+    const everyBytes = store.everyBytes ?? DEFAULT_CHECKPOINT_BYTES;
+    store.load().then(
+      (checkpoint) => {
+        if (job.settled || slot.jobs.get(job.id) !== job) return;
+        job.posted = true;
+        this.post(slot, { ...message, resume: checkpoint ? { checkpoint, everyBytes } : { everyBytes } });
+      },
+      (err: unknown) => {
+        if (slot.jobs.get(job.id) !== job) return;
+        this.release(slot, job);
+        this.fail(job, err);
+        this.dispatch();
+      },
+    );
+  }
+
+  /** The worker no longer holds the job. */
+  private release(slot: WorkerSlot, job: Job): void {
+    if (!slot.jobs.delete(job.id)) return;
+    this.outstanding--;
+    if (job.priority === 'ingest') slot.ingestJobs--;
+  }
+
+  private onMessage(slot: WorkerSlot, message: FromWorker): void {
+    if (message.t === 'want') {
+      slot.wanting = true;
+      this.dispatch();
+      return;
+    }
+    const job = slot.jobs.get(message.id);
+    if (!job) return;
+    if (message.t === 'checkpoint') {
+      this.saveCheckpoint(slot, job, message.state);
+      return;
+    }
+    this.release(slot, job);
+    slot.wanting = false;
+    if (message.t === 'done') {
+      const { size, crc32, digests } = message;
+      this.succeed(job, crc32 === undefined ? { size, digests } : { size, crc32, digests });
+    } else if (message.t === 'fail') {
+      this.fail(job, deserializeError(message.error, job.path));
+    } else {
+      this.fail(job, new AbortError(job.path));
+    }
+    this.dispatch();
+  }
+
+  private saveCheckpoint(slot: WorkerSlot, job: Job, state: Uint8Array): void {
+    if (job.settled) return;
+    job.resume!.save(state).then(
+      () => {
+        if (!job.settled) this.post(slot, { t: 'saved', id: job.id });
+      },
+      (err: unknown) => {
+        if (job.settled) return;
+        this.fail(job, err);
+        this.post(slot, { t: 'cancel', id: job.id });
+      },
+    );
+  }
+
+  private succeed(job: Job, digests: FileDigests): void {
+    if (job.settled) return;
+    const finish = (): void => {
+      if (job.settled) return;
+      this.filesHashed++;
+      this.settle(job);
+      job.resolve(digests);
+    };
+    // A finished file's checkpoint must not let a later run skip re-reading it.
+    if (job.resume?.clear) job.resume.clear().then(finish, (err: unknown) => this.fail(job, err));
+    else finish();
+  }
+
+  private fail(job: Job, err: unknown): void {
+    if (job.settled) return;
+    this.settle(job);
+    job.reject(err);
+  }
+
+  private settle(job: Job): void {
+    job.settled = true;
+    if (job.signal) this.signals.unwatch(job.signal, job);
+  }
+
+  private abort(job: Job, reason: unknown): void {
+    if (job.settled) return;
+    const slot = job.slot;
+    if (!slot) this.queued--; // still queued: dispatch skips settled jobs
+    this.fail(job, new AbortError(job.path, reason));
+    if (slot && job.posted) this.post(slot, { t: 'cancel', id: job.id }); // released when the worker answers
+    else if (slot) this.release(slot, job); // its checkpoint is still loading
+    this.dispatch();
+  }
+
+  private onExit(slot: WorkerSlot): void {
+    const index = this.slots.indexOf(slot);
+    if (this.closed || index < 0) return;
+    const cause = slot.error;
+    for (const job of slot.jobs.values()) {
+      this.release(slot, job);
+      this.fail(job, new FixityError(WORKER_FAILED, `a fixity worker stopped while hashing ${job.path}`, { path: job.path, cause }));
+    }
+    if (!slot.online) {
+      // The worker could not even start: replacing it would fail the same way.
+      this.broken = new FixityError(WORKER_FAILED, 'fixity workers cannot start', { cause });
+      this.slots.splice(index, 1);
+      if (this.slots.length === 0) {
+        for (const job of [...this.ingestQueue.takeAll(), ...this.auditQueue.takeAll()]) this.fail(job, this.broken);
+        this.queued = 0;
+      }
+    } else {
+      this.slots[index] = this.spawn();
+    }
+    this.dispatch();
+  }
+
+  /** Idle workers must not keep the process alive; busy ones must. */
+  private updateReference(): void {
+    const busy = this.queued > 0 || this.outstanding > 0;
+    if (busy === this.referenced) return;
+    this.referenced = busy;
+    for (const slot of this.slots) {
+      if (busy) slot.worker.ref();
+      else slot.worker.unref();
+    }
+  }
+}
+
+/** A pool with the given options; the usual way to get one. */
+export function createHasher(opts?: FixityPoolOptions): FixityPool {
+  return new FixityPool(opts);
+}

@@ -1,0 +1,49 @@
+/**
+ * The messages between the pool (main thread) and its workers, and the layout of the shared
+ * memory they also use. Internal to src/fixity.
+ */
+import type { Algorithm } from '../catalog/types.js';
+import type { SerializedError } from './errors.js';
+
+export interface JobMessage {
+  t: 'job';
+  id: number;
+  path: string;
+  algorithms: Algorithm[];
+  crc32: boolean;
+  /** Audit jobs are throttled and may be preempted by ingest jobs. */
+  audit: boolean;
+  /** Present for a resumable job; `checkpoint` is what the store loaded, if anything. */
+  resume?: { checkpoint?: Uint8Array; everyBytes: number };
+}
+
+export type ToWorker =
+  | JobMessage
+  | { t: 'cancel'; id: number }
+  /** The pool stored the checkpoint the worker sent; it may go on. */
+  | { t: 'saved'; id: number }
+  /** Another worker is idle: hand back every job not started yet. */
+  | { t: 'giveBack' };
+
+export type FromWorker =
+  | { t: 'done'; id: number; size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> }
+  | { t: 'fail'; id: number; error: SerializedError }
+  | { t: 'aborted'; id: number }
+  | { t: 'checkpoint'; id: number; state: Uint8Array }
+  /** Answer to giveBack: the jobs not started, in the order they were queued. */
+  | { t: 'givenBack'; ids: number[] };
+
+export interface WorkerData {
+  readSize: number;
+  /** Per worker Int32Array: [MAIL] counts messages posted to it, so a busy worker knows to poll. */
+  control: SharedArrayBuffer;
+  /** Shared by all workers: the audit token bucket and the byte counter (see rate-limit.ts). */
+  shared: SharedArrayBuffer;
+}
+
+export const MAIL = 0;
+export const CONTROL_INTS = 1;
+
+/** Indices into the shared BigInt64Array. 0–2 belong to AuditRateLimit. */
+export const SHARED_BYTES = 3;
+export const SHARED_INTS = 4;

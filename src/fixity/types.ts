@@ -1,0 +1,67 @@
+/** The shapes callers of the fixity pool see. */
+import type { Algorithm } from '../catalog/types.js';
+
+export type { Algorithm };
+
+export interface FileDigests {
+  /** Bytes actually read, which is what the digests cover. */
+  size: number;
+  /** CRC-32 (the zip/zlib one) as 8 lower-case hex digits, when asked for. */
+  crc32?: string;
+  /** Lower-case hex, one per requested algorithm. */
+  digests: Partial<Record<Algorithm, string>>;
+}
+
+/**
+ * Where a resumable job keeps its checkpoint between runs of the process. The bytes are opaque;
+ * they record the file's size, mtime and inode, the offset reached and every hasher's state.
+ *
+ * A checkpoint belongs to ONE hashing run: resuming skips re-reading the bytes before its offset.
+ * Scope a store to a run (an audit id plus the file, say) and drop it when the run is over, or
+ * give it `clear`, which the pool calls once the file hashed completely.
+ */
+export interface ResumeStore {
+  load(): Promise<Uint8Array | undefined>;
+  save(state: Uint8Array): Promise<void>;
+  /** Called after the last byte was hashed, before the job resolves. */
+  clear?(): Promise<void>;
+  /** Checkpoint interval in bytes; default 256 MiB. */
+  everyBytes?: number;
+}
+
+export type Priority = 'ingest' | 'audit';
+
+export interface HashOptions {
+  /** Also compute the CRC-32 (for the zip download). */
+  crc32?: boolean;
+  /** Queued ingest jobs always start before queued audit jobs; default 'ingest'. */
+  priority?: Priority;
+  /** Aborts a queued or running job; it rejects with an AbortError (code 'ABORT_ERR'). */
+  signal?: AbortSignal;
+  /** Accepted for callers' convenience; the queue is FIFO within a priority (submit largest first). */
+  expectedSize?: number;
+  /** Makes the job resumable across restarts (hash-wasm hashers, slower than node:crypto). */
+  resume?: ResumeStore;
+}
+
+export interface FixityPoolOptions {
+  /** Worker threads; default os.availableParallelism(). */
+  workers?: number;
+  /** Bytes per read, one reused buffer per job; default 1 MiB, at least 64 KiB. */
+  readSize?: number;
+  /** Most files open at once across the pool; default 2 per worker (a job plus a preempting ingest job). */
+  maxOpenFiles?: number;
+  /** Total read rate of 'audit' jobs over all workers; 0 (default) = unlimited. Ingest is never throttled. */
+  auditRateLimitBytesPerSec?: number;
+}
+
+export interface FixityStats {
+  /** Bytes read and hashed so far, counted as they are read. */
+  bytesHashed: number;
+  /** Jobs that resolved. */
+  filesHashed: number;
+  /** Jobs waiting for a worker. */
+  queued: number;
+  /** Jobs handed to a worker and not yet finished (including one prefetched job per worker). */
+  running: number;
+}

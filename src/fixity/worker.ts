@@ -1,0 +1,184 @@
+/**
+ * A fixity pool worker. Jobs arrive as messages and wait in a small local queue (the pool sends
+ * a few ahead, so the worker never idles on a message round trip; it hands them back on request
+ * when another worker runs dry). Each job runs synchronously to the end (one file, one reused
+ * buffer). Between chunks the worker polls its port (receiveMessageOnPort) when the
+ * pool has rung its mailbox counter, so a running job can be cancelled, can wait for its
+ * checkpoint to be saved, and, if it is an audit job, can let an ingest job run first (nested,
+ * at most one level deep). Audit reads are throttled by the shared AuditRateLimit; the sleep is
+ * an Atomics.wait on the mailbox, so a message still wakes it.
+ */
+import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { createWasmHasherSet, type WasmHasherSet } from './digesters.js';
+import { serializeError } from './errors.js';
+import { hashFileNative, hashFileResumable, type ResumableHooks } from './hash-file.js';
+import { MAIL, SHARED_BYTES, type FromWorker, type JobMessage, type ToWorker, type WorkerData } from './protocol.js';
+import { AuditRateLimit } from './rate-limit.js';
+
+if (!parentPort) throw new Error('src/fixity/worker.js runs only as a worker thread of FixityPool');
+const port = parentPort;
+const data = workerData as WorkerData;
+const control = new Int32Array(data.control);
+const shared = new BigInt64Array(data.shared);
+const rateLimit = new AuditRateLimit(data.shared);
+
+/** Index = nesting depth: 0 for the job the worker picked, 1 for an ingest job run inside an audit job. */
+const buffers: Buffer[] = [Buffer.allocUnsafe(data.readSize)];
+let wasmSets: WasmHasherSet[] | undefined;
+
+const ingestQueue: JobMessage[] = [];
+const auditQueue: JobMessage[] = [];
+const running: JobMessage[] = [];
+const cancelled = new Set<number>();
+const saved = new Set<number>();
+let seenMail = 0;
+let draining = false;
+
+/** Thrown through the hashing code to stop a cancelled job. */
+const STOP = Symbol('stop');
+
+function post(message: FromWorker): void {
+  port.postMessage(message);
+}
+
+function removeQueued(id: number): boolean {
+  for (const queue of [ingestQueue, auditQueue]) {
+    const i = queue.findIndex((job) => job.id === id);
+    if (i >= 0) {
+      queue.splice(i, 1);
+      return true;
+    }
+  }
+  return false;
+}
+
+function accept(message: ToWorker): void {
+  switch (message.t) {
+    case 'job':
+      (message.audit ? auditQueue : ingestQueue).push(message);
+      break;
+    case 'cancel':
+      if (removeQueued(message.id)) post({ t: 'aborted', id: message.id });
+      // A cancel for a job that already finished is simply late; only running jobs need the flag.
+      else if (running.some((job) => job.id === message.id)) cancelled.add(message.id);
+      break;
+    case 'saved':
+      saved.add(message.id);
+      break;
+    case 'giveBack': {
+      const ids = [...ingestQueue, ...auditQueue].map((job) => job.id);
+      ingestQueue.length = 0;
+      auditQueue.length = 0;
+      post({ t: 'givenBack', ids });
+      break;
+    }
+  }
+}
+
+/** Takes in whatever the pool posted since we last looked; cheap when it posted nothing. */
+function pump(): void {
+  const mail = Atomics.load(control, MAIL);
+  if (mail === seenMail) return;
+  seenMail = mail;
+  for (let received = receiveMessageOnPort(port); received; received = receiveMessageOnPort(port)) {
+    accept(received.message as ToWorker);
+  }
+}
+
+/** Between chunks: stop if cancelled; an audit job lets queued ingest jobs run first. */
+function interrupt(job: JobMessage, depth: number): void {
+  pump();
+  if (cancelled.has(job.id)) throw STOP;
+  if (depth === 0 && job.audit) {
+    for (let next = ingestQueue.shift(); next; next = ingestQueue.shift()) run(next, 1);
+    if (cancelled.has(job.id)) throw STOP;
+  }
+}
+
+/** Sleeps until the rate limit allows the next audit read, still answering messages. */
+function throttle(job: JobMessage, depth: number, bytes: number): void {
+  const until = rateLimit.charge(bytes);
+  if (until === 0n) return;
+  const generation = rateLimit.generation();
+  for (;;) {
+    const now = process.hrtime.bigint();
+    if (now >= until) return;
+    Atomics.wait(control, MAIL, seenMail, Math.ceil(Number(until - now) / 1e6));
+    interrupt(job, depth);
+    if (rateLimit.generation() !== generation) return; // the limit changed: its debts were reset
+  }
+}
+
+function waitUntilSaved(job: JobMessage, depth: number): void {
+  for (;;) {
+    interrupt(job, depth);
+    if (saved.delete(job.id)) return;
+    Atomics.wait(control, MAIL, seenMail);
+  }
+}
+
+function run(job: JobMessage, depth: number): void {
+  running.push(job);
+  const hooks: ResumableHooks = {
+    beforeRead() {
+      interrupt(job, depth);
+    },
+    afterRead(bytes) {
+      Atomics.add(shared, SHARED_BYTES, BigInt(bytes));
+      if (job.audit) throttle(job, depth, bytes);
+    },
+    checkpoint(state) {
+      post({ t: 'checkpoint', id: job.id, state });
+      waitUntilSaved(job, depth);
+    },
+  };
+  try {
+    const buffer = (buffers[depth] ??= Buffer.allocUnsafe(data.readSize));
+    const result = job.resume
+      ? hashFileResumable(job.path, job.algorithms, job.crc32, buffer, wasmSets![depth]!, job.resume, hooks)
+      : hashFileNative(job.path, job.algorithms, job.crc32, buffer, hooks);
+    post({ t: 'done', id: job.id, ...result });
+  } catch (err) {
+    post(err === STOP ? { t: 'aborted', id: job.id } : { t: 'fail', id: job.id, error: serializeError(err) });
+  } finally {
+    running.pop();
+    cancelled.delete(job.id);
+    saved.delete(job.id);
+  }
+}
+
+async function drain(): Promise<void> {
+  if (draining) return;
+  draining = true;
+  try {
+    for (;;) {
+      pump();
+      const job = ingestQueue.shift() ?? auditQueue.shift();
+      if (!job) return;
+      // An audit job may host a nested resumable ingest job, hence two sets, made on first need.
+      if ((job.audit || job.resume) && !wasmSets) {
+        running.push(job); // so that a cancel arriving meanwhile is kept
+        try {
+          wasmSets = await Promise.all([createWasmHasherSet(), createWasmHasherSet()]);
+        } catch (err) {
+          post({ t: 'fail', id: job.id, error: serializeError(err) });
+          continue;
+        } finally {
+          running.pop();
+        }
+        if (cancelled.delete(job.id)) {
+          post({ t: 'aborted', id: job.id });
+          continue;
+        }
+      }
+      run(job, 0);
+    }
+  } finally {
+    draining = false;
+  }
+}
+
+port.on('message', (message: ToWorker) => {
+  accept(message);
+  void drain();
+});

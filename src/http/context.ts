@@ -1,0 +1,29 @@
+/**
+ * What the routes need from the rest of the daemon. `http` calls into these; nothing below calls
+ * back into `http`.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import type { Audit, Package } from '../catalog/types.js';
+import type { Config } from '../config/config.js';
+import type { Storage } from '../storage/storage.js';
+import type { UploadProgress } from './views.js';
+
+export interface HttpContext {
+  config: Config;
+  catalog: Catalog;
+  storage: Storage;
+  /** Where the client uploads this request's bag. */
+  uploadLink(pkg: Package): string;
+  /** Creates the landing folder of a new request. */
+  openLanding(pkg: Package): Promise<void>;
+  /** Upload progress of an open request, from the landing watcher. */
+  uploadProgress(pkg: Package): UploadProgress | undefined;
+  /** Tells the ingest worker a queue item is waiting. */
+  wakeIngest(): void;
+  /** Starts an audit (or returns the one in progress) and wakes the audit runner. */
+  startAudit(user: string): { created: Audit } | { existing: Audit };
+  /** Prometheus text for /metrics, if metrics are on. */
+  metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** Records an HTTP response for metrics. */
+  observeResponse?: (route: string, method: string, status: number, seconds: number) => void;
+}

@@ -1,0 +1,64 @@
+/** Audits: admins only. */
+import type { FastifyInstance } from 'fastify';
+import type { PreservationEvent } from '../../catalog/types.js';
+import { requireAdmin } from '../auth.js';
+import type { HttpContext } from '../context.js';
+import { notFound } from '../errors.js';
+import { errors, idParam, listOf, ref } from '../schemas.js';
+import { auditSummaryView, eventView } from '../views.js';
+
+export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
+  app.get(
+    '/v1/audits',
+    { schema: { tags: ['audits'], summary: 'Every audit, oldest first', response: { 200: listOf('AuditSummary'), ...errors(401, 403) } } },
+    async (request) => {
+      requireAdmin(request);
+      return [...ctx.catalog.audits.list()].map(auditSummaryView);
+    },
+  );
+
+  app.post(
+    '/v1/audits',
+    {
+      schema: {
+        tags: ['audits'],
+        summary: 'Start a fixity audit of every stored package',
+        response: { 201: ref('AuditSummary'), 303: { type: 'null', description: 'An audit is in progress: see Location.' }, ...errors(401, 403) },
+      },
+    },
+    async (request, reply) => {
+      const user = requireAdmin(request);
+      const result = ctx.startAudit(user.name);
+      if ('existing' in result) return reply.code(303).header('location', `/v1/audits/${result.existing.id}`).send();
+      return reply.code(201).header('location', `/v1/audits/${result.created.id}`).send(auditSummaryView(result.created));
+    },
+  );
+
+  app.get<{ Params: { id: string } }>(
+    '/v1/audits/:id',
+    {
+      schema: {
+        tags: ['audits'],
+        summary: 'One audit, with its successes and failures as events',
+        params: idParam,
+        response: { 200: ref('Audit'), ...errors(400, 401, 403, 404) },
+      },
+    },
+    async (request) => {
+      const audit = ctx.catalog.audits.get(Number(request.params.id));
+      if (audit === undefined) throw notFound(`no audit ${request.params.id}`);
+      requireAdmin(request);
+      const successes: unknown[] = [];
+      const failures: unknown[] = [];
+      for (const event of ctx.catalog.events.forAudit(audit.id)) {
+        (event.outcome === 'success' ? successes : failures).push(auditEventView(ctx, event));
+      }
+      return { ...auditSummaryView(audit), successes, failures };
+    },
+  );
+}
+
+function auditEventView(ctx: HttpContext, event: PreservationEvent): Record<string, unknown> {
+  const pkg = ctx.catalog.packages.get(event.bagId);
+  return { ...eventView(event), bag_id: event.bagId, external_id: pkg?.externalId ?? null };
+}

@@ -1,0 +1,64 @@
+/** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
+import type { FastifyInstance } from 'fastify';
+import { sendFile, sendZip } from '../../download/index.js';
+import { Storage } from '../../storage/storage.js';
+import type { HttpContext } from '../context.js';
+import { notFound } from '../errors.js';
+import { bagIdParam, errors } from '../schemas.js';
+import { loadPackage } from './access.js';
+
+const binary = (description: string) => ({ description, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
+
+export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
+  app.get<{ Params: { bag_id: string } }>(
+    '/v1/packages/:bag_id/download',
+    {
+      schema: {
+        tags: ['downloads'],
+        summary: 'The whole bag as a stored (not deflated) ZIP64 under one top folder <bag_id>/',
+        params: bagIdParam,
+        response: { 200: binary('application/zip'), ...errors(401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const pkg = loadPackage(ctx, request, request.params.bag_id);
+      if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
+      return sendZip(request, reply, {
+        bagId: pkg.bagId,
+        dir: ctx.storage.packageDir(pkg.storagePath),
+        files: ctx.catalog.packages.listFiles(pkg.bagId),
+        storedAt: pkg.updatedAt,
+      });
+    },
+  );
+
+  app.get<{ Params: { bag_id: string; '*': string } }>(
+    '/v1/packages/:bag_id/*',
+    {
+      schema: {
+        tags: ['downloads'],
+        summary: 'One payload file (path relative to data/), with Range, ETag and Repr-Digest',
+        params: {
+          type: 'object',
+          required: ['bag_id', '*'],
+          properties: { bag_id: bagIdParam.properties.bag_id, '*': { type: 'string', description: 'A path from the package’s files.' } },
+        },
+        response: { 200: binary('The file’s bytes'), 206: binary('A range of the file'), ...errors(401, 403, 404, 416) },
+      },
+    },
+    async (request, reply) => {
+      const pkg = loadPackage(ctx, request, request.params.bag_id);
+      if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
+      const name = request.params['*'];
+      // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
+      const record = name === '' ? undefined : ctx.catalog.packages.file(pkg.bagId, `data/${name}`);
+      if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
+      const dir = ctx.storage.packageDir(pkg.storagePath);
+      return sendFile(request, reply, {
+        absPath: Storage.resolveInside(dir, record.path),
+        storageRelativePath: `${pkg.storagePath}/${record.path}`,
+        record,
+      }, { offload: ctx.config.download.offload });
+    },
+  );
+}

@@ -1,0 +1,143 @@
+/**
+ * Requests and packages: create, list, show (also under the deprecated /v1/bags), and complete.
+ */
+import type { FastifyInstance } from 'fastify';
+import { isUuid } from '../../catalog/packages.js';
+import { newCapability } from '../../ingest/capability.js';
+import { caller, mayAccess } from '../auth.js';
+import type { HttpContext } from '../context.js';
+import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
+import { bagIdParam, errors, listOf, ref } from '../schemas.js';
+import { queueItemView } from '../views.js';
+import { loadPackage, viewPackage, visiblePackages } from './access.js';
+
+const createBody = {
+  type: 'object',
+  required: ['bag_id', 'content_type', 'external_id'],
+  properties: {
+    bag_id: { type: 'string', format: 'uuid' },
+    content_type: { type: 'string' },
+    external_id: { type: 'string', minLength: 1, maxLength: 1024 },
+    user: { type: 'string', description: 'Admins only: the owner of the new request. Ignored for regular users.' },
+  },
+} as const;
+
+interface CreateFields {
+  bagId: string;
+  contentType: string;
+  externalId: string;
+  user?: string;
+}
+
+/** Checks a create body field by field; every problem is reported at once (422). */
+function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
+  const fields: Record<string, string[]> = {};
+  const add = (f: string, problem: string) => (fields[f] ??= []).push(problem);
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw unprocessable({ body: ['must be an object with bag_id, content_type and external_id'] });
+  const b = body as Record<string, unknown>;
+  const text = (name: string): string | undefined => {
+    const v = b[name];
+    if (v === undefined || v === null) add(name, 'is required');
+    else if (typeof v !== 'string') add(name, 'must be a string');
+    else if (v.trim() === '') add(name, 'must not be empty');
+    else return v;
+    return undefined;
+  };
+  const bagId = text('bag_id');
+  if (bagId !== undefined && !isUuid(bagId)) add('bag_id', 'must be a UUID');
+  const contentType = text('content_type');
+  if (contentType !== undefined && !contentTypes.includes(contentType)) add('content_type', `must be one of ${contentTypes.join(', ')}`);
+  const externalId = text('external_id');
+  if (externalId !== undefined) {
+    if (externalId.length > 1024) add('external_id', 'must be at most 1024 characters');
+    // It appears in paths and file names: keep it printable.
+    if (/[\u0000-\u001f\u007f/\\]/.test(externalId)) add('external_id', 'must not contain control characters or slashes');
+  }
+  let user: string | undefined;
+  if (b.user !== undefined && b.user !== null && b.user !== '') {
+    if (typeof b.user !== 'string') add('user', 'must be a string');
+    else user = b.user;
+  }
+  if (Object.keys(fields).length > 0) throw unprocessable(fields);
+  return { bagId: bagId!.toLowerCase(), contentType: contentType!, externalId: externalId!, user };
+}
+
+export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
+  const list = { tags: ['requests'], response: { 200: listOf('Package'), ...errors(401) } };
+  const show = { tags: ['requests'], params: bagIdParam, response: { 200: ref('Package'), ...errors(401, 403, 404) } };
+
+  for (const prefix of ['/v1/requests', '/v1/packages', '/v1/bags']) {
+    const deprecated = prefix === '/v1/bags';
+    app.get(prefix, { schema: { ...list, summary: 'Every visible request or package, without files', deprecated } }, async (request) =>
+      visiblePackages(ctx, request).map((pkg) => viewPackage(ctx, request, pkg, false)),
+    );
+    app.get<{ Params: { bag_id: string } }>(
+      `${prefix}/:bag_id`,
+      { schema: { ...show, summary: 'One request or package, with its files', deprecated } },
+      async (request) => viewPackage(ctx, request, loadPackage(ctx, request, request.params.bag_id), true),
+    );
+  }
+
+  app.post<{ Body: unknown }>(
+    '/v1/requests',
+    {
+      attachValidation: true, // the handler reports every bad field as 422 itself
+      schema: {
+        tags: ['requests'],
+        summary: 'Declare a bag to upload',
+        body: createBody,
+        response: { 201: ref('Package'), 303: { type: 'null', description: 'A package with this bag_id or external_id exists: see Location.' }, ...errors(400, 401, 403, 409, 413, 422) },
+      },
+    },
+    async (request, reply) => {
+      const user = caller(request);
+      const fields = checkCreateBody(request.body, Object.keys(ctx.config.contentTypes));
+      let owner = user.name;
+      if (user.admin && fields.user !== undefined) {
+        if (ctx.catalog.users.get(fields.user) === undefined) throw unprocessable({ user: [`no user "${fields.user}"`] });
+        owner = fields.user;
+      }
+      const result = ctx.catalog.packages.create({
+        bagId: fields.bagId,
+        externalId: fields.externalId,
+        contentType: fields.contentType,
+        user: owner,
+        capability: newCapability(),
+      });
+      if ('existing' in result) {
+        const existing = result.existing;
+        if (!mayAccess(user, existing.user))
+          throw conflict(existing.bagId === fields.bagId ? 'this bag_id is already in use' : 'this external_id is already in use');
+        return reply.code(303).header('location', `/v1/requests/${existing.bagId}`).send();
+      }
+      await ctx.openLanding(result.created);
+      return reply
+        .code(201)
+        .header('location', `/v1/requests/${result.created.bagId}`)
+        .send(viewPackage(ctx, request, result.created, true));
+    },
+  );
+
+  app.post<{ Params: { bag_id: string } }>(
+    '/v1/requests/:bag_id/complete',
+    {
+      schema: {
+        tags: ['requests'],
+        summary: 'Say the upload is complete: queue the bag for ingest',
+        params: bagIdParam,
+        response: { 201: ref('QueueItem'), 303: { type: 'null', description: 'A pending or done queue item exists: see Location.' }, ...errors(401, 403, 404) },
+      },
+    },
+    async (request, reply) => {
+      const user = caller(request);
+      // By bag_id only (not external_id), as chipmunk.
+      const pkg = isUuid(request.params.bag_id) ? ctx.catalog.packages.get(request.params.bag_id) : undefined;
+      if (pkg === undefined) throw notFound(`no request with bag_id "${request.params.bag_id}"`);
+      if (!mayAccess(user, pkg.user)) throw forbidden(`request ${pkg.bagId} belongs to another user`);
+      const result = ctx.catalog.queue.enqueue(pkg.bagId, user.name);
+      if ('existing' in result) return reply.code(303).header('location', `/v1/queue/${result.existing.id}`).send();
+      ctx.wakeIngest();
+      return reply.code(201).header('location', `/v1/queue/${result.created.id}`).send(queueItemView(result.created));
+    },
+  );
+}

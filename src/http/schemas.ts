@@ -1,0 +1,148 @@
+/**
+ * JSON schemas of the wire shapes. Fastify validates and serialises with them, and
+ * @fastify/swagger turns them into the OpenAPI document, so they are the one description of the
+ * API.
+ */
+const date = { type: 'string', format: 'date-time' } as const;
+
+export const errorSchema = {
+  $id: 'Error',
+  type: 'object',
+  required: ['error'],
+  properties: {
+    error: { type: 'string', description: 'One sentence saying what went wrong.' },
+    fields: { type: 'object', additionalProperties: { type: 'array', items: { type: 'string' } } },
+  },
+} as const;
+
+export const packageSchema = {
+  $id: 'Package',
+  type: 'object',
+  description: 'A request before it is stored, a package after (one object, two names).',
+  required: ['bag_id', 'user', 'content_type', 'external_id', 'upload_link', 'stored', 'created_at', 'updated_at'],
+  properties: {
+    bag_id: { type: 'string', format: 'uuid' },
+    user: { type: 'string', description: 'Username of the owner.' },
+    content_type: { type: 'string' },
+    external_id: { type: 'string' },
+    upload_link: { type: 'string', description: 'Where to rsync the bag: rsync://host:port/module/<capability>/' },
+    storage_location: { type: ['string', 'null'], description: 'Admins only; null until stored.' },
+    stored: { type: 'boolean' },
+    files: { type: 'array', items: { type: 'string' }, description: 'Single-item responses only: payload paths relative to data/, sorted.' },
+    upload: {
+      type: 'object',
+      description: 'Single-item responses of unstored requests: what has arrived in the landing folder so far.',
+      properties: {
+        files: { type: 'integer' },
+        bytes: { type: 'integer' },
+        last_write_at: { type: ['string', 'null'], format: 'date-time' },
+        in_progress: { type: 'boolean' },
+      },
+    },
+    created_at: date,
+    updated_at: date,
+  },
+} as const;
+
+export const problemSchema = {
+  $id: 'Problem',
+  type: 'object',
+  required: ['code', 'message'],
+  properties: {
+    code: { type: 'string' },
+    message: { type: 'string' },
+    path: { type: 'string' },
+    severity: { type: 'string', enum: ['error', 'warning'] },
+  },
+} as const;
+
+export const queueItemSchema = {
+  $id: 'QueueItem',
+  type: 'object',
+  required: ['id', 'status', 'request', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'integer' },
+    status: { type: 'string', enum: ['PENDING', 'DONE', 'FAILED'] },
+    request: { type: 'string' },
+    package: { type: 'string', description: 'DONE only.' },
+    error: { type: 'string', description: 'FAILED only: every problem, joined by blank lines.' },
+    errors: { type: 'array', items: { $ref: 'Problem#' }, description: 'FAILED only.' },
+    created_at: date,
+    updated_at: date,
+  },
+} as const;
+
+export const eventSchema = {
+  $id: 'Event',
+  type: 'object',
+  required: ['id', 'type', 'executor', 'outcome', 'detail', 'date'],
+  properties: {
+    id: { type: 'integer' },
+    type: { type: 'string', enum: ['transfer', 'validation', 'ingestion', 'fixity check', 'replication', 'deletion'] },
+    executor: { type: 'string' },
+    outcome: { type: 'string', enum: ['success', 'failure'] },
+    detail: { type: ['string', 'null'] },
+    date,
+  },
+} as const;
+
+const auditCommon = {
+  id: { type: 'integer' },
+  user: { type: 'string' },
+  packages: { type: 'integer', description: 'Stored packages when the audit started.' },
+  bytes: { type: 'integer', description: 'Bytes verified so far.' },
+  total_bytes: { type: 'integer' },
+  finished_at: { type: ['string', 'null'], format: 'date-time' },
+  created_at: date,
+  updated_at: date,
+} as const;
+
+export const auditSummarySchema = {
+  $id: 'AuditSummary',
+  type: 'object',
+  required: ['id', 'user', 'successes', 'failures', 'packages', 'created_at', 'updated_at'],
+  properties: { ...auditCommon, successes: { type: 'integer' }, failures: { type: 'integer' } },
+} as const;
+
+export const auditEventSchema = {
+  $id: 'AuditEvent',
+  type: 'object',
+  properties: {
+    ...eventSchema.properties,
+    bag_id: { type: 'string' },
+    external_id: { type: 'string' },
+  },
+} as const;
+
+export const auditSchema = {
+  $id: 'Audit',
+  type: 'object',
+  required: ['id', 'user', 'successes', 'failures', 'packages', 'created_at', 'updated_at'],
+  properties: {
+    ...auditCommon,
+    successes: { type: 'array', items: { $ref: 'AuditEvent#' } },
+    failures: { type: 'array', items: { $ref: 'AuditEvent#' } },
+  },
+} as const;
+
+export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
+
+export const ref = (id: string) => ({ $ref: `${id}#` });
+export const listOf = (id: string) => ({ type: 'array', items: ref(id) });
+
+/** Error responses a route may give, for the OpenAPI document. */
+export function errors(...codes: number[]): Record<number, unknown> {
+  return Object.fromEntries(codes.map((c) => [c, ref('Error')]));
+}
+
+export const bagIdParam = {
+  type: 'object',
+  required: ['bag_id'],
+  properties: { bag_id: { type: 'string', description: 'A bag_id (UUID) or the package’s external_id.' } },
+} as const;
+
+export const idParam = {
+  type: 'object',
+  required: ['id'],
+  properties: { id: { type: 'string', pattern: '^[0-9]{1,15}$' } },
+} as const;

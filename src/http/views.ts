@@ -1,0 +1,84 @@
+/**
+ * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
+ * the documented order, `storage_location` for admins only.
+ */
+import type { Audit, Package, PreservationEvent, Problem, QueueItem, User } from '../catalog/types.js';
+
+export const rfc3339 = (ms: number) => new Date(ms).toISOString();
+
+export interface UploadProgress {
+  files: number;
+  bytes: number;
+  lastWriteAt?: number;
+  tempFiles: number;
+}
+
+export interface PackageViewOptions {
+  viewer: User;
+  uploadLink: string;
+  storageLocation?: string;
+  files?: string[];
+  upload?: UploadProgress;
+}
+
+export function packageView(pkg: Package, o: PackageViewOptions): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    bag_id: pkg.bagId,
+    user: pkg.user,
+    content_type: pkg.contentType,
+    external_id: pkg.externalId,
+    upload_link: o.uploadLink,
+  };
+  if (o.viewer.admin) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
+  view.stored = pkg.stored;
+  if (o.files !== undefined) view.files = o.files;
+  if (o.upload !== undefined && !pkg.stored)
+    view.upload = {
+      files: o.upload.files,
+      bytes: o.upload.bytes,
+      last_write_at: o.upload.lastWriteAt === undefined ? null : rfc3339(o.upload.lastWriteAt),
+      in_progress: o.upload.tempFiles > 0,
+    };
+  view.created_at = rfc3339(pkg.createdAt);
+  view.updated_at = rfc3339(pkg.updatedAt);
+  return view;
+}
+
+export function problemView(p: Problem): Record<string, unknown> {
+  const v: Record<string, unknown> = { code: p.code, message: p.message };
+  if (p.path !== undefined) v.path = p.path;
+  if (p.severity !== undefined) v.severity = p.severity;
+  return v;
+}
+
+export function queueItemView(item: QueueItem): Record<string, unknown> {
+  const view: Record<string, unknown> = { id: item.id, status: item.status, request: `/v1/requests/${item.bagId}` };
+  if (item.status === 'DONE') view.package = `/v1/packages/${item.bagId}`;
+  if (item.status === 'FAILED') {
+    const errors = (item.errors ?? []).filter((p) => p.severity !== 'warning');
+    view.error = errors.map((p) => p.message).join('\n\n');
+    view.errors = errors.map(problemView);
+  }
+  view.created_at = rfc3339(item.createdAt);
+  view.updated_at = rfc3339(item.updatedAt);
+  return view;
+}
+
+export function eventView(e: PreservationEvent): Record<string, unknown> {
+  return { id: e.id, type: e.type, executor: e.executor, outcome: e.outcome, detail: e.detail, date: rfc3339(e.date) };
+}
+
+export function auditSummaryView(a: Audit): Record<string, unknown> {
+  return {
+    id: a.id,
+    user: a.user,
+    successes: a.successes,
+    failures: a.failures,
+    packages: a.packages,
+    bytes: a.bytes,
+    total_bytes: a.totalBytes,
+    finished_at: a.finishedAt === undefined ? null : rfc3339(a.finishedAt),
+    created_at: rfc3339(a.createdAt),
+    updated_at: rfc3339(a.updatedAt),
+  };
+}

@@ -1,0 +1,89 @@
+/**
+ * The ingest worker: takes PENDING queue items, oldest first, a few at a time, and drives each
+ * through its stages (stages.ts) to DONE or FAILED. The stage reached is recorded in the catalog,
+ * so after a crash start-up resumes every PENDING item where it was; nothing stays PENDING.
+ */
+import type { Catalog } from '../catalog/catalog.js';
+import type { QueueItem } from '../catalog/types.js';
+import type { Config } from '../config/config.js';
+import type { FileHasher } from '../bagit/index.js';
+import type { Storage } from '../storage/storage.js';
+import type { LandingZone } from './landing.js';
+import type { LandingWatcher } from './watcher.js';
+import { IngestStages, type IngestObserver } from './stages.js';
+
+export interface Logger {
+  info(obj: object | string, msg?: string): void;
+  warn(obj: object | string, msg?: string): void;
+  error(obj: object | string, msg?: string): void;
+}
+
+export interface IngestDeps {
+  catalog: Catalog;
+  storage: Storage;
+  hasher: FileHasher;
+  landing: LandingZone;
+  watcher: LandingWatcher;
+  config: Config;
+  logger: Logger;
+  observer?: IngestObserver;
+}
+
+export class IngestWorker {
+  private readonly running = new Map<number, Promise<void>>();
+  private readonly stages: IngestStages;
+  private readonly abort = new AbortController();
+  private stopped = false;
+  private retryTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly deps: IngestDeps) {
+    this.stages = new IngestStages(deps, this.abort.signal);
+  }
+
+  /** Starts working: resumes every PENDING item, crashed ones included. */
+  start(): void {
+    this.wake();
+  }
+
+  /** Looks for PENDING items not yet being worked on. */
+  wake(): void {
+    if (this.stopped) return;
+    const limit = this.deps.config.ingest.concurrency;
+    for (const item of this.deps.catalog.queue.pending()) {
+      if (this.running.size >= limit) break;
+      if (this.running.has(item.id)) continue;
+      const run = this.run(item).finally(() => {
+        this.running.delete(item.id);
+        this.wake();
+      });
+      this.running.set(item.id, run);
+    }
+  }
+
+  /** Items being worked on now. */
+  get active(): number {
+    return this.running.size;
+  }
+
+  private async run(item: QueueItem): Promise<void> {
+    try {
+      await this.stages.ingest(item);
+    } catch (err) {
+      if (this.stopped) return; // parked: resumed at next start from its recorded stage
+      // The item could not even be failed (e.g. the catalog refused a write): try again later.
+      this.deps.logger.error({ err, queueItem: item.id, bagId: item.bagId }, 'ingest could not record its outcome; retrying in 30 s');
+      clearTimeout(this.retryTimer);
+      this.retryTimer = setTimeout(() => this.wake(), 30_000);
+      this.retryTimer.unref();
+      await new Promise((r) => setTimeout(r, 30_000).unref());
+    }
+  }
+
+  /** Stops taking work and parks what is in flight (it resumes at the next start). */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearTimeout(this.retryTimer);
+    this.abort.abort();
+    await Promise.allSettled([...this.running.values()]);
+  }
+}

@@ -1,0 +1,202 @@
+/**
+ * The landing zone: one folder per open request under `<dataDir>/landing/<capability>/`, where
+ * the client's rsync writes the bag, plus the small files through which the rsync daemon's hook
+ * scripts and this process talk (under `<dataDir>/rsyncd/`):
+ *
+ * - `closed/<capability>`: the request was completed; the pre-xfer gate refuses further uploads.
+ * - `active/<rsync pid>`: a transfer the gate let through and that has not ended yet; holds the
+ *   capability. Written by the pre-xfer hook, removed by the post-xfer hook.
+ * - `transfers/<epoch ms>-<rsync pid>`: one record per ended transfer (see `TransferLog`).
+ *
+ * This file owns that layout and the operations the ingest needs on it (open, close, reopen,
+ * count the transfers still writing). It does not run rsync (`rsyncd.ts`) or watch files
+ * (`watcher.ts`), and it never moves an upload: staging is the ingest's job.
+ */
+import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { assertCapability, isCapability } from './capability.js';
+
+/** The part of a pino logger this module uses; pass pino itself, or nothing for silence. */
+export interface Logger {
+  debug(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
+
+/** Absolute paths of the landing zone and of the rsync daemon's state, from the data dir. */
+export interface LandingLayout {
+  /** `<dataDir>/landing`: the rsync module's root, one folder per open request. */
+  landing: string;
+  /** `<dataDir>/rsyncd`: generated configuration, hook scripts, log, and the folders below. */
+  rsyncd: string;
+  closed: string;
+  active: string;
+  transfers: string;
+}
+
+export function landingLayout(dataDir: string): LandingLayout {
+  const root = resolve(dataDir);
+  const rsyncd = join(root, 'rsyncd');
+  return {
+    landing: join(root, 'landing'),
+    rsyncd,
+    closed: join(rsyncd, 'closed'),
+    active: join(rsyncd, 'active'),
+    transfers: join(rsyncd, 'transfers'),
+  };
+}
+
+/** A transfer the pre-xfer gate admitted whose rsync process is still running. */
+export interface ActiveTransfer {
+  pid: number;
+  capability: string;
+}
+
+export class LandingZone {
+  readonly layout: LandingLayout;
+
+  constructor(dataDir: string) {
+    this.layout = landingLayout(dataDir);
+  }
+
+  /** The landing folder of a capability. Throws for anything that is not a capability. */
+  path(capability: string): string {
+    assertCapability(capability);
+    return join(this.layout.landing, capability);
+  }
+
+  /** Creates the landing folder, so the gate accepts uploads to it. Safe to call again. */
+  async open(capability: string): Promise<void> {
+    const dir = this.path(capability);
+    await mkdir(this.layout.landing, { recursive: true, mode: 0o700 });
+    await mkdir(dir, { recursive: true, mode: 0o700 });
+  }
+
+  /**
+   * Marks the capability closed: from now on the gate refuses every new transfer to it.
+   * Transfers already admitted keep running; wait for `activeTransfers()` to reach 0.
+   */
+  async close(capability: string): Promise<void> {
+    assertCapability(capability);
+    await mkdir(this.layout.closed, { recursive: true, mode: 0o700 });
+    await writeAtomically(join(this.layout.closed, capability), `closed_at=${Date.now()}\n`);
+  }
+
+  /** Lets uploads in again, e.g. when a failed ingest hands the upload back to the client. */
+  async reopen(capability: string): Promise<void> {
+    assertCapability(capability);
+    await rm(join(this.layout.closed, capability), { force: true });
+  }
+
+  async isClosed(capability: string): Promise<boolean> {
+    assertCapability(capability);
+    return exists(join(this.layout.closed, capability));
+  }
+
+  /** How many admitted transfers to this capability are still running. */
+  async activeTransfers(capability: string): Promise<number> {
+    assertCapability(capability);
+    const live = await this.liveTransfers();
+    return live.filter((t) => t.capability === capability).length;
+  }
+
+  /**
+   * Every admitted transfer still running. Records whose rsync process is gone (killed before
+   * its post-xfer hook ran, or left from before a reboot) are removed on the way.
+   */
+  async liveTransfers(): Promise<ActiveTransfer[]> {
+    let names: string[];
+    try {
+      names = await readdir(this.layout.active);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT')) return [];
+      throw err;
+    }
+    const live: ActiveTransfer[] = [];
+    for (const name of names) {
+      // `.<pid>.tmp` is a record being written by the hook; `<pid>` a finished one.
+      const match = /^(?:\.(\d+)\.tmp|(\d+))$/.exec(name);
+      if (!match) continue;
+      const pid = Number(match[1] ?? match[2]);
+      const file = join(this.layout.active, name);
+      if (!(await isRsyncProcess(pid))) {
+        await rm(file, { force: true });
+        continue;
+      }
+      if (match[1] !== undefined) continue;
+      let capability: string;
+      try {
+        capability = (await readFile(file, 'utf8')).trim();
+      } catch (err) {
+        if (isErrno(err, 'ENOENT')) continue; // the post-xfer hook removed it just now
+        throw err;
+      }
+      if (isCapability(capability)) live.push({ pid, capability });
+    }
+    return live;
+  }
+
+  /** Removes records of transfers whose rsync process is gone; returns how many live on. */
+  async cleanStaleTransfers(): Promise<number> {
+    return (await this.liveTransfers()).length;
+  }
+}
+
+/**
+ * Whether `pid` is a running rsync process. The pid in an active record may have been reused
+ * by an unrelated process after a crash, so on Linux the command name is checked too.
+ */
+export async function isRsyncProcess(pid: number): Promise<boolean> {
+  if (!Number.isSafeInteger(pid) || pid <= 0) return false;
+  let statLine: string;
+  try {
+    statLine = await readFile(`/proc/${pid}/stat`, 'utf8');
+  } catch (err) {
+    if (isErrno(err, 'ENOENT') && (await exists('/proc/self/stat'))) return false;
+    return signalZeroSucceeds(pid); // no procfs here: the best we can do
+  }
+  // "<pid> (<comm>) <state> ...": comm may itself contain spaces or parentheses.
+  const open = statLine.indexOf('(');
+  const close = statLine.lastIndexOf(')');
+  const comm = statLine.slice(open + 1, close);
+  const state = statLine.slice(close + 2, close + 3);
+  return state !== 'Z' && state !== 'X' && comm.includes('rsync');
+}
+
+function signalZeroSucceeds(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return isErrno(err, 'EPERM');
+  }
+}
+
+/** Writes a file so that readers see either nothing or all of it: a temp file, then rename. */
+export async function writeAtomically(file: string, content: string, mode = 0o600): Promise<void> {
+  const tmp = join(file, '..', `.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
+  try {
+    await writeFile(tmp, content, { mode });
+    await rename(tmp, file);
+  } catch (err) {
+    await unlink(tmp).catch(() => {});
+    throw err;
+  }
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await stat(path);
+    return true;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return false;
+    throw err;
+  }
+}
+
+export function isErrno(err: unknown, code: string): boolean {
+  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
+}

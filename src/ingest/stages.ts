@@ -1,0 +1,209 @@
+/**
+ * The stages of one ingest, named after what they do, each safe to run again after a crash:
+ *
+ *   waitForQuiet → stage → validate → record intent → store → record result
+ *
+ * The catalog's intent is written before the disk changes and its result after, so start-up can
+ * always tell where an item was: a bag is in landing/, in staging/, or in storage/, never in two
+ * places and never half-moved (moves are renames within one filesystem).
+ */
+import { rename } from 'node:fs/promises';
+import { validateBag, type BagReport } from '../bagit/index.js';
+import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
+import { Storage } from '../storage/storage.js';
+import { checkChipmunk } from './chipmunk.js';
+import type { IngestDeps } from './ingest.js';
+
+/** Hooks for metrics. */
+export interface IngestObserver {
+  finished(outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: Problem[]): void;
+}
+
+/** A problem that ends an ingest before or outside validation. */
+class IngestFailure extends Error {
+  constructor(readonly problem: Problem) {
+    super(problem.message);
+  }
+}
+
+export class IngestStages {
+  constructor(
+    private readonly deps: IngestDeps,
+    private readonly signal: AbortSignal,
+  ) {}
+
+  /** Drives one PENDING item to DONE or FAILED, from whatever stage it had reached. */
+  async ingest(item: QueueItem): Promise<void> {
+    const { catalog, logger } = this.deps;
+    const started = Date.now();
+    const pkg = catalog.packages.get(item.bagId);
+    if (pkg === undefined) {
+      catalog.queue.finish(item.id, { status: 'FAILED', errors: [{ code: 'package-missing', message: `no request ${item.bagId} in the catalog`, severity: 'error' }] });
+      return;
+    }
+    if (pkg.stored && item.stage !== 'validated') {
+      this.fail(item, pkg, [{ code: 'already-stored', message: `package ${pkg.bagId} is already stored`, severity: 'error' }], started, false);
+      return;
+    }
+    logger.info({ queueItem: item.id, bagId: pkg.bagId, stage: item.stage }, 'ingest started');
+    let stage = item.stage;
+    try {
+      if (stage === 'waiting') {
+        await this.waitForQuiet(pkg);
+        await this.stage(pkg);
+        stage = catalog.queue.advance(item.id, 'staged').stage;
+      }
+      if (stage === 'staged') {
+        await this.stage(pkg); // again after a crash: the bag may be back in landing/
+        const report = await this.validate(pkg);
+        const errors = report.problems.filter((p) => p.severity !== 'warning');
+        if (errors.length > 0) {
+          await this.returnUpload(pkg);
+          this.fail(item, pkg, report.problems, started, true, report);
+          return;
+        }
+        this.recordIntent(item, pkg, report);
+        stage = 'validated';
+      }
+      if (stage === 'validated') {
+        const storagePath = Storage.storagePath(pkg.bagId);
+        await this.store(pkg, storagePath);
+        this.recordResult(item, pkg, storagePath, started);
+      }
+    } catch (err) {
+      if (this.signal.aborted) throw err; // shutting down: park at the recorded stage
+      if (err instanceof IngestFailure) {
+        await this.returnUpload(pkg).catch(() => undefined);
+        this.fail(item, pkg, [err.problem], started, true);
+        return;
+      }
+      logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
+      await this.returnUpload(pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+      this.fail(item, pkg, [{ code: 'internal-error', message: 'the ingest failed because of a server error; the operator can find it in the log', severity: 'error' }], started, true);
+    }
+  }
+
+  /** Closes the upload link, then waits until no rsync runs into it and nothing was written lately. */
+  private async waitForQuiet(pkg: Package): Promise<void> {
+    const { landing, watcher, config } = this.deps;
+    await landing.close(pkg.capability);
+    if (!(await Storage.exists(landing.path(pkg.capability)))) return;
+    await watcher.waitForQuiet(pkg.capability, {
+      quietMs: config.upload.quietMs,
+      activeTransfers: () => landing.activeTransfers(pkg.capability),
+      signal: this.signal,
+    });
+  }
+
+  /** Moves the upload out of the uploader's reach into staging/ (a rename; done once). */
+  private async stage(pkg: Package): Promise<void> {
+    const { landing, storage } = this.deps;
+    const staged = storage.stagingDir(pkg.bagId);
+    if (await Storage.exists(staged)) return;
+    await landing.close(pkg.capability);
+    const upload = landing.path(pkg.capability);
+    if (!(await Storage.exists(upload)))
+      throw new IngestFailure({ code: 'upload-missing', message: `nothing was uploaded for ${pkg.bagId}: rsync the bag to its upload_link, then complete again`, severity: 'error' });
+    await rename(upload, staged);
+  }
+
+  private async validate(pkg: Package): Promise<BagReport> {
+    const { storage, hasher, config } = this.deps;
+    const dir = storage.stagingDir(pkg.bagId);
+    const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal: this.signal });
+    if (report.files.length === 0) {
+      report.problems.unshift({ code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' });
+      return report;
+    }
+    const chipmunk = await checkChipmunk(
+      dir,
+      report,
+      { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType },
+      config.contentTypes[pkg.contentType],
+      { signal: this.signal },
+    );
+    report.problems.push(...chipmunk);
+    return report;
+  }
+
+  /** The intent: the files about to be stored and the successful validation, before the move. */
+  private recordIntent(item: QueueItem, pkg: Package, report: BagReport): void {
+    const { catalog } = this.deps;
+    const files: FileRecord[] = report.files.map((f) => ({ path: f.path, size: f.size, crc32: f.crc32, digests: f.digests }));
+    const warnings = report.problems.filter((p) => p.severity === 'warning');
+    catalog.transaction(() => {
+      catalog.packages.putFiles(pkg.bagId, files);
+      catalog.events.add({
+        bagId: pkg.bagId,
+        type: 'validation',
+        executor: item.user,
+        outcome: 'success',
+        detail: `valid BagIt ${report.version ?? ''} bag: ${report.payloadFiles} payload files, ${report.payloadBytes} bytes, ${report.algorithms.join(', ')} manifests${
+          warnings.length > 0 ? `; warnings:\n${warnings.map((w) => w.message).join('\n')}` : ''
+        }`,
+      });
+      catalog.queue.advance(item.id, 'validated');
+    });
+  }
+
+  /** Renames the staged bag into storage; after a crash it may already be there. */
+  private async store(pkg: Package, storagePath: string): Promise<void> {
+    const { storage } = this.deps;
+    const staged = storage.stagingDir(pkg.bagId);
+    if (await Storage.exists(staged)) {
+      await storage.moveIntoStorage(staged, storagePath);
+      return;
+    }
+    if (await Storage.exists(storage.packageDir(storagePath))) return;
+    throw new Error(`the validated bag ${pkg.bagId} is neither in staging nor in storage`);
+  }
+
+  private recordResult(item: QueueItem, pkg: Package, storagePath: string, started: number): void {
+    const { catalog, landing, logger } = this.deps;
+    let bytes = 0;
+    catalog.transaction(() => {
+      catalog.packages.markStored(pkg.bagId, storagePath);
+      bytes = catalog.packages.storedBytes(pkg.bagId);
+      catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'success', detail: `stored at ${storagePath}` });
+      catalog.queue.finish(item.id, { status: 'DONE' });
+    });
+    landing.forget(pkg.capability).catch(() => undefined);
+    const seconds = (Date.now() - started) / 1000;
+    logger.info({ queueItem: item.id, bagId: pkg.bagId, bytes, seconds }, 'ingest done');
+    this.deps.observer?.finished('DONE', seconds, bytes, []);
+  }
+
+  /** Gives a failed upload back to the depositor: staging → landing, and the link opens again. */
+  private async returnUpload(pkg: Package): Promise<void> {
+    const { storage, landing } = this.deps;
+    const staged = storage.stagingDir(pkg.bagId);
+    const upload = landing.path(pkg.capability);
+    if (await Storage.exists(staged)) {
+      if (await Storage.exists(upload)) {
+        // Should not happen (the link was closed); keep both rather than lose either.
+        await rename(staged, `${staged}.returned-${Date.now()}`);
+      } else {
+        await rename(staged, upload);
+      }
+    } else if (!(await Storage.exists(upload))) {
+      await landing.open(pkg.capability);
+    }
+    await landing.reopen(pkg.capability);
+  }
+
+  private fail(item: QueueItem, pkg: Package, problems: Problem[], started: number, events: boolean, report?: BagReport): void {
+    const { catalog, logger } = this.deps;
+    const errors = problems.filter((p) => p.severity !== 'warning');
+    const detail = errors.map((p) => p.message).join('\n');
+    catalog.transaction(() => {
+      if (events) {
+        if (report !== undefined) catalog.events.add({ bagId: pkg.bagId, type: 'validation', executor: item.user, outcome: 'failure', detail });
+        catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'failure', detail });
+      }
+      catalog.queue.finish(item.id, { status: 'FAILED', errors: problems });
+    });
+    const seconds = (Date.now() - started) / 1000;
+    logger.info({ queueItem: item.id, bagId: pkg.bagId, problems: errors.length, codes: [...new Set(errors.map((p) => p.code))] }, 'ingest failed');
+    this.deps.observer?.finished('FAILED', seconds, 0, errors);
+  }
+}

@@ -1,0 +1,110 @@
+/**
+ * Prometheus metrics (prom-client): HTTP requests, ingest queue and durations, bytes hashed,
+ * audit progress, failures by code, rsync restarts, catalog size. Gauges are read when scraped.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { Catalog } from './catalog/catalog.js';
+import type { Problem } from './catalog/types.js';
+import type { IngestObserver } from './ingest/stages.js';
+
+interface PoolStats {
+  stats(): { bytesHashed: number; filesHashed: number; queued: number; running: number };
+}
+interface RsyncStats {
+  readonly restarts: number;
+}
+interface AuditProgress {
+  progress(): { auditId: number; packages: number; done: number; bytes: number; totalBytes: number } | undefined;
+}
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly requests: Counter<'route' | 'method' | 'status'>;
+  private readonly requestSeconds: Histogram<'route' | 'method'>;
+  private readonly ingestSeconds: Histogram<'outcome'>;
+  private readonly ingestBytes: Counter;
+  private readonly failures: Counter<'code'>;
+
+  constructor(catalog: Catalog) {
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry, prefix: 'preservd_' });
+    this.requests = new Counter({ name: 'preservd_http_requests_total', help: 'HTTP responses by route, method and status', labelNames: ['route', 'method', 'status'], registers });
+    this.requestSeconds = new Histogram({
+      name: 'preservd_http_request_duration_seconds',
+      help: 'HTTP response time by route and method',
+      labelNames: ['route', 'method'],
+      buckets: [0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60],
+      registers,
+    });
+    this.ingestSeconds = new Histogram({
+      name: 'preservd_ingest_duration_seconds',
+      help: 'Time from the start of an ingest to DONE or FAILED',
+      labelNames: ['outcome'],
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200],
+      registers,
+    });
+    this.ingestBytes = new Counter({ name: 'preservd_ingest_bytes_total', help: 'Bytes of bags stored', registers });
+    this.failures = new Counter({ name: 'preservd_ingest_failures_total', help: 'Problems that failed ingests, by code', labelNames: ['code'], registers });
+    new Gauge({
+      name: 'preservd_ingest_queue_depth',
+      help: 'PENDING queue items',
+      registers,
+      collect() {
+        this.set(catalog.queue.depth());
+      },
+    });
+    new Gauge({
+      name: 'preservd_catalog_size_bytes',
+      help: 'Size of the LMDB catalog',
+      registers,
+      collect() {
+        this.set(catalog.sizeBytes());
+      },
+    });
+  }
+
+  watchPool(pool: PoolStats): void {
+    const registers = [this.registry];
+    new Gauge({ name: 'preservd_fixity_bytes_hashed_total', help: 'Bytes read and hashed by the fixity pool', registers, collect() { this.set(pool.stats().bytesHashed); } });
+    new Gauge({ name: 'preservd_fixity_files_hashed_total', help: 'Files hashed by the fixity pool', registers, collect() { this.set(pool.stats().filesHashed); } });
+    new Gauge({ name: 'preservd_fixity_jobs_queued', help: 'Files waiting for a hashing worker', registers, collect() { this.set(pool.stats().queued); } });
+  }
+
+  watchRsync(rsync: RsyncStats): void {
+    new Gauge({ name: 'preservd_rsync_restarts_total', help: 'Times the rsync daemon child was restarted', registers: [this.registry], collect() { this.set(rsync.restarts); } });
+  }
+
+  watchAudits(audits: AuditProgress): void {
+    const registers = [this.registry];
+    const progress = new Gauge({ name: 'preservd_audit_packages', help: 'Packages of the audit in progress', labelNames: ['state'], registers, collect() {
+      const p = audits.progress();
+      this.set({ state: 'total' }, p?.packages ?? 0);
+      this.set({ state: 'done' }, p?.done ?? 0);
+    } });
+    void progress;
+    new Gauge({ name: 'preservd_audit_bytes', help: 'Bytes of the audit in progress', labelNames: ['state'], registers, collect() {
+      const p = audits.progress();
+      this.set({ state: 'total' }, p?.totalBytes ?? 0);
+      this.set({ state: 'done' }, p?.bytes ?? 0);
+    } });
+  }
+
+  ingestObserver(): IngestObserver {
+    return {
+      finished: (outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: Problem[]) => {
+        this.ingestSeconds.observe({ outcome }, seconds);
+        if (outcome === 'DONE') this.ingestBytes.inc(bytes);
+        for (const p of problems) this.failures.inc({ code: p.code });
+      },
+    };
+  }
+
+  observeResponse(route: string, method: string, status: number, seconds: number): void {
+    this.requests.inc({ route, method, status: String(status) });
+    this.requestSeconds.observe({ route, method }, seconds);
+  }
+
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}

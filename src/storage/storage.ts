@@ -1,0 +1,74 @@
+/**
+ * Where bags live: `<dataDir>/storage/ab/cd/ef/<bag_id>/`, staging beside it, and safe
+ * resolution of a stored file. No string from a request is ever joined to a path here: callers
+ * pass a `FileRecord` path that came from the catalog, and it is checked once more.
+ */
+import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { isAbsolute, join, normalize, sep } from 'node:path';
+
+export class Storage {
+  readonly storageRoot: string;
+  readonly stagingRoot: string;
+  readonly landingRoot: string;
+
+  constructor(readonly dataDir: string) {
+    this.storageRoot = join(dataDir, 'storage');
+    this.stagingRoot = join(dataDir, 'staging');
+    this.landingRoot = join(dataDir, 'landing');
+  }
+
+  async ensureLayout(): Promise<void> {
+    for (const dir of [this.storageRoot, this.stagingRoot, this.landingRoot]) await mkdir(dir, { recursive: true, mode: 0o750 });
+  }
+
+  /** `ab/cd/ef/<bag_id>`: the first three pairs of the uuid, as chipmunk lays bags out. */
+  static storagePath(bagId: string): string {
+    const id = bagId.toLowerCase();
+    return `${id.slice(0, 2)}/${id.slice(2, 4)}/${id.slice(4, 6)}/${id}`;
+  }
+
+  /** Absolute folder of a stored package, from its catalog `storagePath`. */
+  packageDir(storagePath: string): string {
+    if (!/^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f-]{36}$/.test(storagePath)) throw new Error(`malformed storage path ${storagePath}`);
+    return join(this.storageRoot, storagePath);
+  }
+
+  stagingDir(bagId: string): string {
+    return join(this.stagingRoot, bagId.toLowerCase());
+  }
+
+  /**
+   * The absolute path of a file inside a package folder. `relPath` comes from the catalog, but
+   * is checked anyway: relative, normalised, no `..`, no NUL.
+   */
+  static resolveInside(dir: string, relPath: string): string {
+    if (relPath === '' || relPath.includes('\0') || isAbsolute(relPath) || relPath.includes('\\')) throw new Error('unsafe path');
+    const norm = normalize(relPath);
+    if (norm !== relPath || norm.split(sep).some((seg) => seg === '..' || seg === '.' || seg === '')) throw new Error('unsafe path');
+    return join(dir, norm);
+  }
+
+  /**
+   * Moves a staged bag into storage by rename (same filesystem: atomic). The destination must
+   * not exist; parents are created.
+   */
+  async moveIntoStorage(stagedDir: string, storagePath: string): Promise<string> {
+    const target = this.packageDir(storagePath);
+    await mkdir(join(target, '..'), { recursive: true, mode: 0o750 });
+    await rename(stagedDir, target);
+    return target;
+  }
+
+  static async exists(path: string): Promise<boolean> {
+    try {
+      await stat(path);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  static async removeTree(path: string): Promise<void> {
+    await rm(path, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,211 @@
+/**
+ * Starts the real daemon (`node dist/src/cli.js serve`) as a child process on free loopback
+ * ports with a temporary data directory, and talks to it the way clients do: HTTP, rsync and the
+ * `preservd` command.
+ */
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/** The repository root (tests run from dist/test/...). */
+export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
+export const cliPath = join(repoRoot, 'dist/src/cli.js');
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.once('error', fail);
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      const port = typeof address === 'object' && address !== null ? address.port : 0;
+      server.close(() => ok(port));
+    });
+  });
+}
+
+export interface Teardown {
+  teardown(fn: () => unknown): void;
+}
+
+export interface HttpResult {
+  status: number;
+  headers: Headers;
+  text: string;
+  /** The parsed JSON body, or undefined when the body is not JSON. */
+  json: any;
+}
+
+export interface RequestOptions {
+  token?: string | null;
+  json?: unknown;
+  form?: Record<string, string>;
+  body?: string | Buffer;
+  headers?: Record<string, string>;
+}
+
+export interface StartOptions {
+  /** Reuse a data directory (restart after a crash). */
+  dataDir?: string;
+  /** Merged into the generated config file. */
+  config?: Record<string, unknown>;
+  env?: Record<string, string>;
+  /** Keep the data directory after the test (e.g. to restart on it). */
+  keepDataDir?: boolean;
+}
+
+export class TestDaemon {
+  private exited: Promise<number | null>;
+  output = '';
+
+  private constructor(
+    readonly proc: ChildProcess,
+    readonly dataDir: string,
+    readonly httpPort: number,
+    readonly rsyncPort: number,
+    readonly env: NodeJS.ProcessEnv,
+  ) {
+    this.exited = new Promise((ok) => proc.once('exit', (code) => ok(code)));
+    proc.stdout?.on('data', (d: Buffer) => (this.output += d.toString()));
+    proc.stderr?.on('data', (d: Buffer) => (this.output += d.toString()));
+  }
+
+  static async start(t: Teardown, options: StartOptions = {}): Promise<TestDaemon> {
+    const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'preservd-test-'));
+    const httpPort = await freePort();
+    const rsyncPort = await freePort();
+    const configPath = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
+    const config = { upload: { quietMs: 200 }, logLevel: 'warn', ...options.config };
+    writeFileSync(configPath, JSON.stringify(config));
+    const env = {
+      ...process.env,
+      PRESERVD_CONFIG: configPath,
+      PRESERVD_DATA_DIR: dataDir,
+      PRESERVD_HTTP_PORT: String(httpPort),
+      PRESERVD_RSYNC_PORT: String(rsyncPort),
+      ...options.env,
+    };
+    const proc = spawn(process.execPath, [cliPath, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env);
+    t.teardown(async () => {
+      await daemon.stop();
+      if (options.keepDataDir !== true) {
+        rmSync(dataDir, { recursive: true, force: true });
+        rmSync(configPath, { force: true });
+      }
+    });
+    await daemon.waitUntilServing();
+    return daemon;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.httpPort}`;
+  }
+
+  get adminToken(): string {
+    return readFileSync(join(this.dataDir, 'admin.token'), 'utf8').trim();
+  }
+
+  private async waitUntilServing(): Promise<void> {
+    const deadline = Date.now() + 20_000;
+    while (Date.now() < deadline) {
+      if (this.proc.exitCode !== null) throw new Error(`the daemon exited with ${this.proc.exitCode}:\n${this.output}`);
+      try {
+        const res = await fetch(`${this.url}/v1/openapi.json`);
+        if (res.ok) return;
+      } catch {
+        // not listening yet
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    throw new Error(`the daemon did not start within 20 s:\n${this.output}`);
+  }
+
+  /** An HTTP request as the admin unless `token` says otherwise (null: no Authorization). */
+  async request(method: string, path: string, options: RequestOptions = {}): Promise<HttpResult> {
+    const headers: Record<string, string> = { ...options.headers };
+    const token = options.token === undefined ? this.adminToken : options.token;
+    if (token !== null && headers.authorization === undefined) headers.authorization = `Bearer ${token}`;
+    let body: string | Buffer | undefined = options.body;
+    if (options.json !== undefined) {
+      body = JSON.stringify(options.json);
+      headers['content-type'] ??= 'application/json';
+    } else if (options.form !== undefined) {
+      body = new URLSearchParams(options.form).toString();
+      headers['content-type'] ??= 'application/x-www-form-urlencoded';
+    }
+    const res = await fetch(`${this.url}${path}`, { method, headers, body, redirect: 'manual' });
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text === '' ? undefined : JSON.parse(text);
+    } catch {
+      json = undefined;
+    }
+    return { status: res.status, headers: res.headers, text, json };
+  }
+
+  /** Runs `preservd ARGS` against this daemon's data directory and configuration. */
+  cli(args: string[], extraEnv: Record<string, string> = {}): { code: number; stdout: string; stderr: string } {
+    const r = spawnSync(process.execPath, [cliPath, ...args], { env: { ...this.env, ...extraEnv }, encoding: 'utf8', timeout: 120_000 });
+    return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
+  }
+
+  /** Creates a user with the CLI and returns its token (the last line of stdout). */
+  addUser(name: string, admin = false): string {
+    const r = this.cli(['user', 'add', name, ...(admin ? ['--admin'] : [])]);
+    if (r.code !== 0) throw new Error(`user add failed: ${r.stderr}`);
+    return r.stdout.trim().split('\n').at(-1)!;
+  }
+
+  /** Creates a request as `token` and returns its JSON. */
+  async createRequest(token: string, fields: { bag_id: string; external_id: string; content_type?: string }): Promise<any> {
+    const res = await this.request('POST', '/v1/requests', { token, json: { content_type: 'digital', ...fields } });
+    if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
+    return res.json;
+  }
+
+  /** Polls a queue item until it is no longer PENDING. */
+  async waitForQueueItem(id: number, token?: string, timeoutMs = 60_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const res = await this.request('GET', `/v1/queue/${id}`, { token });
+      if (res.status !== 200) throw new Error(`queue item ${id}: ${res.status} ${res.text}`);
+      if (res.json.status !== 'PENDING') return res.json;
+      if (Date.now() > deadline) throw new Error(`queue item ${id} still PENDING after ${timeoutMs} ms\n${this.output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
+  /** SIGTERM and wait; SIGKILL if it does not stop within 15 s. */
+  async stop(): Promise<number | null> {
+    if (this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc.exitCode;
+    this.proc.kill('SIGTERM');
+    const timer = setTimeout(() => this.proc.kill('SIGKILL'), 15_000);
+    const code = await this.exited;
+    clearTimeout(timer);
+    return code;
+  }
+
+  /** kill -9: no chance to clean up. Its rsync child is killed too, as systemd would. */
+  async kill9(): Promise<void> {
+    const pids = spawnSync('pgrep', ['-P', String(this.proc.pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    this.proc.kill('SIGKILL');
+    for (const pid of pids) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+    await this.exited;
+  }
+}
+
+/** Uploads a bag folder the way chipmunk-client does. */
+export function rsyncUpload(bagDir: string, link: string): { code: number; output: string } {
+  const r = spawnSync('rsync', ['-rtvzP', '--delete', '--no-group', '--no-perms', '--chmod=ugo=rwX', `${bagDir}/`, link], { encoding: 'utf8', timeout: 120_000 });
+  return { code: r.status ?? -1, output: `${r.stdout}${r.stderr}` };
+}
