@@ -18,7 +18,7 @@ import { buildServer } from './http/server.js';
 import { isCapability } from './ingest/capability.js';
 import { IngestWorker } from './ingest/ingest.js';
 import { LandingZone } from './ingest/landing.js';
-import { RsyncDaemon, type TransferRecord } from './ingest/rsyncd.js';
+import { RsyncDaemon, type Transfer } from './ingest/rsyncd.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { Metrics } from './metrics.js';
 import { Storage } from './storage/storage.js';
@@ -49,10 +49,22 @@ export class Daemon {
 
   static async start(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
     const logger = options.logger ?? Daemon.createLogger(config);
+    // What has been started so far, stopped in reverse if a later step fails.
+    const started: Array<() => Promise<unknown>> = [];
+    try {
+      return await Daemon.startPieces(config, logger, started);
+    } catch (err) {
+      for (const stop of started.reverse()) await stop().catch(() => undefined);
+      throw err;
+    }
+  }
+
+  private static async startPieces(config: Config, logger: Logger, started: Array<() => Promise<unknown>>): Promise<Daemon> {
     await mkdir(config.dataDir, { recursive: true, mode: 0o750 });
     const storage = new Storage(config.dataDir);
     await storage.ensureLayout();
     const catalog = Catalog.open(config.dataDir);
+    started.push(() => catalog.close());
     await ensureFirstAdmin(catalog, config.dataDir, logger);
 
     const metrics = new Metrics(catalog);
@@ -62,16 +74,20 @@ export class Daemon {
       maxOpenFiles: config.fixity.maxOpenFiles,
       auditRateLimitBytesPerSec: config.audit.rateLimitMBps * 1e6,
     });
+    started.push(() => pool.close());
     metrics.watchPool(pool);
     const landing = new LandingZone(config.dataDir);
     let rsync: RsyncDaemon | undefined;
     if (config.upload.rsync.enabled) {
       const r = config.upload.rsync;
       rsync = new RsyncDaemon({ dataDir: config.dataDir, host: r.host, port: r.port, module: r.module, binary: r.binary, maxConnections: r.maxConnections, logger });
+      const child = rsync;
+      started.push(() => child.stop());
       await rsync.start();
       metrics.watchRsync(rsync);
     }
     const watcher = new LandingWatcher(storage.landingRoot);
+    started.push(() => watcher.stop());
     await watcher.start();
 
     await reconcile(catalog, storage, landing, logger);
@@ -81,13 +97,15 @@ export class Daemon {
     metrics.watchAudits(audits);
     const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, metrics, undefined);
     rsync?.onTransfer((t) => daemon.recordTransfer(t));
+    started.push(() => ingest.stop(), () => audits.stop());
     ingest.start();
     audits.start();
 
     const app = await buildServer(daemon.httpContext(), logger);
+    started.push(() => app.close());
     await app.listen({ host: config.http.host, port: config.http.port });
     daemon.http = app;
-    logger.info({ url: daemon.url, rsync: rsync === undefined ? null : `rsync://${config.upload.rsync.host}:${rsync.port}/${config.upload.rsync.module}/` }, 'preservd is serving');
+    logger.info({ url: daemon.url, rsync: rsync === undefined ? null : `rsync://${config.upload.rsync.host}:${config.upload.rsync.port}/${config.upload.rsync.module}/` }, 'preservd is serving');
     return daemon;
   }
 
@@ -122,7 +140,7 @@ export class Daemon {
   }
 
   /** A finished rsync upload becomes a `transfer` event of its package (idempotent by record). */
-  private async recordTransfer(t: TransferRecord): Promise<void> {
+  private async recordTransfer(t: Transfer): Promise<void> {
     const pkg = this.catalog.packages.byUploadCapability(t.capability);
     if (pkg === undefined) return;
     const ok = t.exitStatus === 0;

@@ -154,8 +154,8 @@ async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, o
 
 /**
  * Walks the package folder without following links and reports every entry the catalog does
- * not know. A folder the catalog does not imply is reported itself only when nothing inside it
- * was (an empty folder that appeared). A subfolder that cannot be listed is reported as
+ * not know. A folder the catalog does not imply is reported itself only when it holds no files
+ * (empty folders that appeared); otherwise the files in it are. A subfolder that cannot be listed is reported as
  * unreadable; the root folder failing to list makes the whole package unreadable.
  */
 async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSignal): Promise<{ findings: Finding[] } | { unreadable: string }> {
@@ -166,7 +166,7 @@ async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSig
   }
   const findings: Finding[] = [];
 
-  const visit = async (rel: string): Promise<number> => {
+  const visit = async (rel: string): Promise<void> => {
     signal?.throwIfAborted();
     let entries: Dirent[];
     try {
@@ -174,25 +174,23 @@ async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSig
     } catch (err) {
       if (rel === '') throw err;
       findings.push({ code: 'file-unreadable', path: `${rel}/`, reason: errorCode(err) });
-      return 1;
+      return;
     }
-    let reported = 0;
     for (const entry of entries) {
       const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
       if (entry.isDirectory()) {
-        const inside = await visit(path);
-        if (inside === 0 && !impliedDirs.has(path) && !recorded.has(path)) {
-          findings.push({ code: 'file-extra', path: `${path}/`, kind: 'directory' });
-          reported++;
+        const before = findings.length;
+        await visit(path);
+        // A folder the catalog does not imply, holding no files: one finding for the topmost.
+        const beneath = findings.slice(before);
+        if (!impliedDirs.has(path) && !recorded.has(path) && beneath.every((f) => f.code === 'file-extra' && f.kind === 'directory')) {
+          findings.splice(before, beneath.length, { code: 'file-extra', path: `${path}/`, kind: 'directory' });
         }
-        reported += inside;
       } else if (!recorded.has(path)) {
         // A recorded path that became a link or special file is reported by checkFile instead.
         findings.push({ code: 'file-extra', path, kind: kindOf(entry) });
-        reported++;
       }
     }
-    return reported;
   };
 
   try {

@@ -39,7 +39,8 @@ export interface FileHasher {
   hashFile(
     absPath: string,
     algorithms: Algorithm[],
-    opts?: { crc32?: boolean; priority?: 'ingest' | 'audit' },
+    /** `signal` lets an abort stop a file mid-read; a hasher may ignore it. */
+    opts?: { crc32?: boolean; priority?: 'ingest' | 'audit'; signal?: AbortSignal },
   ): Promise<{ size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> }>;
 }
 

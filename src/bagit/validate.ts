@@ -5,7 +5,7 @@
  * It knows nothing of HTTP, the catalog or chipmunk, and never writes to the bag.
  */
 import { readFile, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
 import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
 import { parseManifest, parseManifestFileName, type ManifestEntry, type ManifestKind } from './manifest.js';
@@ -89,7 +89,7 @@ async function hashFiles(
       signal?.throwIfAborted();
       const file = queue[next++]!;
       try {
-        results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, { crc32: true, priority: 'ingest' }));
+        results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, { crc32: true, priority: 'ingest', signal }));
       } catch (err) {
         signal?.throwIfAborted();
         failures.set(file.path, errorCode(err));
@@ -100,26 +100,28 @@ async function hashFiles(
   return { results, failures };
 }
 
-export async function validateBag(dir: string, opts: ValidateOptions): Promise<BagReport> {
+export async function validateBag(bagDir: string, opts: ValidateOptions): Promise<BagReport> {
   const { hasher, signal } = opts;
+  // Hashers take absolute paths only.
+  const dir = resolve(bagDir);
   const found: BagProblem[] = [];
-  const report = (init: BagProblemInit, severity?: Severity): void => {
+  const add = (init: BagProblemInit, severity?: Severity): void => {
     found.push(makeProblem(init, severity));
   };
 
   try {
     const st = await stat(dir);
     if (!st.isDirectory()) {
-      report({ code: 'bag-unreadable', detail: 'not a directory' });
+      add({ code: 'bag-unreadable', detail: 'not a directory' });
       return emptyReport(found);
     }
   } catch (err) {
-    report({ code: 'bag-unreadable', detail: errorCode(err) });
+    add({ code: 'bag-unreadable', detail: errorCode(err) });
     return emptyReport(found);
   }
 
   const scan = await scanBag(dir, signal);
-  scan.problems.forEach((p) => report(p));
+  scan.problems.forEach((p) => add(p));
   const fileByPath = new Map(scan.files.map((f) => [f.path, f]));
 
   /** Read a root tag file we are about to parse; only regular files, never through a link. */
@@ -127,7 +129,7 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
     try {
       return await readFile(join(dir, path));
     } catch (err) {
-      report({ code: 'file-unreadable', path, detail: errorCode(err) });
+      add({ code: 'file-unreadable', path, detail: errorCode(err) });
       return undefined;
     }
   };
@@ -139,12 +141,12 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
     const bytes = await readBytes('bagit.txt');
     if (bytes !== undefined) {
       const declaration = parseBagDeclaration(bytes);
-      declaration.problems.forEach((p) => report(p));
+      declaration.problems.forEach((p) => add(p));
       version = declaration.version;
       encoding = declaration.encoding;
     }
   } else if (!scan.present.has('bagit.txt')) {
-    report({ code: 'bagit-txt-missing', path: 'bagit.txt' });
+    add({ code: 'bagit-txt-missing', path: 'bagit.txt' });
   }
   const rules = rulesFor(version);
   const declaredEncoding = encoding ?? 'UTF-8';
@@ -156,7 +158,7 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
     if (bytes === undefined) return undefined;
     const decoded = decodeTagBytes(bytes, readableEncoding);
     if (!decoded.ok) {
-      report({ code: 'tag-file-undecodable', path, encoding: readableEncoding });
+      add({ code: 'tag-file-undecodable', path, encoding: readableEncoding });
       return undefined;
     }
     return decoded.text.startsWith('\ufeff') ? decoded.text.slice(1) : decoded.text;
@@ -174,13 +176,13 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
     const text = await readTagText(bagInfoName);
     if (text !== undefined) {
       const parsed = parseTagText(text);
-      parsed.malformedLines.forEach((line) => report({ code: 'tag-file-malformed', path: bagInfoName, line }));
+      parsed.malformedLines.forEach((line) => add({ code: 'tag-file-malformed', path: bagInfoName, line }));
       bagInfo = parsed.entries.map((e) => [e.label, e.value]);
       oxum = tagValue(parsed.entries, 'Payload-Oxum');
     }
   }
 
-  if (!scan.directories.includes('data')) report({ code: 'data-dir-missing', path: 'data' });
+  if (!scan.directories.includes('data')) add({ code: 'data-dir-missing', path: 'data' });
 
   // Manifests live at the bag root.
   const manifests: LoadedManifest[] = [];
@@ -189,24 +191,24 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
     const name = parseManifestFileName(file.path);
     if (name === undefined) continue;
     if (name.algorithm === undefined) {
-      report({ code: 'manifest-algorithm-unknown', path: file.path, algorithmName: name.algorithmName });
+      add({ code: 'manifest-algorithm-unknown', path: file.path, algorithmName: name.algorithmName });
       continue;
     }
     const text = await readTagText(file.path);
     if (text === undefined) continue;
     const parsed = parseManifest(text, { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent });
-    parsed.problems.forEach((p) => report(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
+    parsed.problems.forEach((p) => add(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
     manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries: parsed.entries });
   }
   const payloadManifests = manifests.filter((m) => m.kind === 'payload');
-  if (payloadManifests.length === 0) report({ code: 'manifest-missing' });
+  if (payloadManifests.length === 0) add({ code: 'manifest-missing' });
 
   let fetchEntries: FetchEntry[] = [];
   if (fileByPath.has(FETCH_FILE)) {
     const text = await readTagText(FETCH_FILE);
     if (text !== undefined) {
       const parsed = parseFetch(text, { decodePercent: rules.decodePercent });
-      parsed.problems.forEach((p) => report(p));
+      parsed.problems.forEach((p) => add(p));
       fetchEntries = parsed.entries;
     }
   }
@@ -217,7 +219,7 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
   const algorithms = ALGORITHMS.filter((a) => wanted.has(a));
   const { results, failures } = await hashFiles(dir, scan.files, algorithms, hasher, opts.concurrency ?? DEFAULT_CONCURRENCY, signal);
   signal?.throwIfAborted();
-  for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) report({ code: 'file-unreadable', path, detail });
+  for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) add({ code: 'file-unreadable', path, detail });
 
   // Each manifest entry: present and matching.
   const missing = new Map<string, string[]>();
@@ -236,12 +238,12 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
       if (hashed === undefined || !entry.digestWellFormed) continue;
       const actual = hashed.digests[manifest.algorithm];
       if (actual === undefined) {
-        report({ code: 'file-unreadable', path: entry.path, detail: `the hasher returned no ${manifest.algorithm} digest` });
+        add({ code: 'file-unreadable', path: entry.path, detail: `the hasher returned no ${manifest.algorithm} digest` });
         continue;
       }
       for (const expected of [entry.digest, ...entry.conflictingDigests]) {
         if (actual.toLowerCase() !== expected) {
-          report({ code: 'manifest-mismatch', path: entry.path, algorithm: manifest.algorithm, expected, actual: actual.toLowerCase(), listedIn: manifest.fileName });
+          add({ code: 'manifest-mismatch', path: entry.path, algorithm: manifest.algorithm, expected, actual: actual.toLowerCase(), listedIn: manifest.fileName });
         }
       }
     }
@@ -253,7 +255,7 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
     const bySimilarKey = new Map(scan.files.map((f) => [similarKey(f.path), f.path]));
     for (const [path, listedIn] of [...missing].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const similar = bySimilarKey.get(similarKey(path));
-      report(similar === undefined ? { code: 'file-missing', path, listedIn } : { code: 'file-missing', path, listedIn, similar });
+      add(similar === undefined ? { code: 'file-missing', path, listedIn } : { code: 'file-missing', path, listedIn, similar });
     }
   }
 
@@ -262,17 +264,17 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
   if (payloadManifests.length > 0) {
     for (const file of payload) {
       const lacking = payloadManifests.filter((m) => !m.entries.has(file.path));
-      if (lacking.length === payloadManifests.length) report({ code: 'file-not-in-manifest', path: file.path });
+      if (lacking.length === payloadManifests.length) add({ code: 'file-not-in-manifest', path: file.path });
       else if (rules.everyPayloadManifest) {
-        for (const m of lacking) report({ code: 'file-not-in-manifest', path: file.path, algorithm: m.algorithm, manifest: m.fileName });
+        for (const m of lacking) add({ code: 'file-not-in-manifest', path: file.path, algorithm: m.algorithm, manifest: m.fileName });
       }
     }
   }
 
   for (const entry of fetchEntries) {
-    if (!scan.present.has(entry.path)) report({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE });
+    if (!scan.present.has(entry.path)) add({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE });
     for (const m of payloadManifests) {
-      if (!m.entries.has(entry.path)) report({ code: 'fetch-not-in-manifest', path: entry.path, manifest: m.fileName });
+      if (!m.entries.has(entry.path)) add({ code: 'fetch-not-in-manifest', path: entry.path, manifest: m.fileName });
     }
   }
 
@@ -281,16 +283,16 @@ export async function validateBag(dir: string, opts: ValidateOptions): Promise<B
   if (oxum !== undefined && bagInfoName !== undefined) {
     const actual = `${payloadBytes}.${payload.length}`;
     const m = /^(\d+)\.(\d+)$/.exec(oxum);
-    if (!m) report({ code: 'payload-oxum-malformed', path: bagInfoName, value: oxum });
+    if (!m) add({ code: 'payload-oxum-malformed', path: bagInfoName, value: oxum });
     else if (BigInt(m[1]!) !== BigInt(payloadBytes) || BigInt(m[2]!) !== BigInt(payload.length)) {
-      report({ code: 'payload-oxum-mismatch', path: bagInfoName, expected: oxum, actual });
+      add({ code: 'payload-oxum-mismatch', path: bagInfoName, expected: oxum, actual });
     }
   }
 
   // Name checks over everything the bag has or claims to have.
   const listed = manifests.flatMap((m) => [...m.entries.keys()]);
-  findSystemFiles(new Set([...scan.files.map((f) => f.path), ...scan.directories, ...listed])).forEach((p) => report(p));
-  findNameCollisions(new Set([...scan.files.map((f) => f.path), ...listed])).forEach((p) => report(p));
+  findSystemFiles(new Set([...scan.files.map((f) => f.path), ...scan.directories, ...listed])).forEach((p) => add(p));
+  findNameCollisions(new Set([...scan.files.map((f) => f.path), ...listed])).forEach((p) => add(p));
 
   const files: BagFile[] = [];
   for (const file of scan.files) {

@@ -266,28 +266,26 @@ export async function sendFile(
       return reply.send(request.method === 'HEAD' ? emptyBody() : undefined);
     }
 
-    reply.headers({
+    const representation: Record<string, string> = {
       'content-type': contentTypeFor(record.path),
       'content-disposition': contentDisposition(record.path.slice(record.path.lastIndexOf('/') + 1)),
       'accept-ranges': 'bytes',
       'x-content-type-options': 'nosniff',
       ...validators,
-    });
-    if (reprDigest !== undefined) reply.header('repr-digest', reprDigest);
-
-    if (opts.offload !== undefined) return offloadBody(reply, file, opts.offload);
+    };
+    if (reprDigest !== undefined) representation['repr-digest'] = reprDigest;
+    if (opts.offload !== undefined) return offloadBody(reply.headers(representation), file, opts.offload);
 
     let range: RangeRequest = { kind: 'none' };
-    const rangeHeader = request.headers.range;
     const ifRange = request.headers['if-range'];
     if (request.method === 'GET' && (ifRange === undefined || (typeof ifRange === 'string' && ifRangeHolds(ifRange, etag, lastModified)))) {
-      range = parseRange(rangeHeader, size);
+      range = parseRange(request.headers.range, size);
     }
     if (range.kind === 'unsatisfiable') {
-      reply.removeHeader('repr-digest');
-      reply.code(416).header('content-range', `bytes */${size}`);
-      return reply.send({ error: `range not satisfiable: ${record.path} has ${size} bytes` });
+      reply.code(416).headers({ ...validators, 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` });
+      return reply.type('application/json; charset=utf-8').send({ error: `range not satisfiable: ${record.path} has ${size} bytes` });
     }
+    reply.headers(representation);
     const [start, end] = range.kind === 'range' ? [range.start, range.end] : [0, size - 1];
     if (range.kind === 'range') {
       reply.code(206).header('content-range', `bytes ${start}-${end}/${size}`);

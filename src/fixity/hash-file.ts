@@ -16,8 +16,8 @@ const OPEN_FLAGS = constants.O_RDONLY | (constants.O_NOFOLLOW ?? 0) | (constants
 
 /** What the worker does between and after chunks: polling for cancels, throttling, counting. */
 export interface ChunkHooks {
-  /** Before every read; `remaining` is what fstat says is left. Throws to stop the job. */
-  beforeRead(remaining: number): void;
+  /** Before every read; `first` for the job's first read. Throws to stop the job. */
+  beforeRead(first: boolean): void;
   /** After every non-empty read. */
   afterRead(bytes: number): void;
 }
@@ -66,25 +66,29 @@ function openRegularFile<B extends boolean>(
   }
 }
 
-/** Reads from `offset` to end of file (not just to the fstat size); returns the offset reached. */
+/**
+ * Reads from `offset` to the end of the file (wherever it is now, not where fstat put it);
+ * returns the offset reached. A short read of a regular file means end of file, which saves a
+ * second read() per small file.
+ */
 function readToEnd(
   fd: number,
   buffer: Buffer,
   offset: number,
-  statSize: number,
   digester: { update(chunk: Uint8Array): void },
   hooks: ChunkHooks,
   afterChunk?: (position: number) => void,
 ): number {
   let position = offset;
   for (;;) {
-    hooks.beforeRead(statSize - position);
+    hooks.beforeRead(position === offset);
     const n = readSync(fd, buffer, 0, buffer.length, position);
     if (n === 0) return position;
     digester.update(buffer.subarray(0, n));
     position += n;
     hooks.afterRead(n);
     afterChunk?.(position);
+    if (n < buffer.length) return position;
   }
 }
 
@@ -96,10 +100,10 @@ export function hashFileNative(
   buffer: Buffer,
   hooks: ChunkHooks,
 ): FileDigests {
-  const { fd, stat } = openRegularFile(path, false);
+  const { fd } = openRegularFile(path, false);
   try {
     const digester = new NativeDigester(algorithms, withCrc32);
-    const size = readToEnd(fd, buffer, 0, stat.size, digester, hooks);
+    const size = readToEnd(fd, buffer, 0, digester, hooks);
     return { size, ...digester.finish() };
   } finally {
     closeSync(fd);
@@ -134,7 +138,7 @@ export function hashFileResumable(
       }
     }
     let lastCheckpoint = start;
-    const size = readToEnd(fd, buffer, start, Number(stat.size), digester, hooks, (position) => {
+    const size = readToEnd(fd, buffer, start, digester, hooks, (position) => {
       if (position - lastCheckpoint < resume.everyBytes) return;
       hooks.checkpoint(encodeCheckpoint({ ...identity, offset: position, algorithms: [...algorithms], ...digester.save() }));
       lastCheckpoint = position;

@@ -2,12 +2,15 @@
  * The audit read-rate limit, shared by every worker through a SharedArrayBuffer: a token bucket
  * kept as one "theoretical arrival time" (GCRA). A worker charges the bytes it just read and
  * must not read again before the returned time, so the total audit rate over all workers stays
- * at or below the limit (plus at most one chunk per worker). Idle time earns no burst.
+ * at or below the limit, give or take one chunk per worker and SLACK. SLACK credits back a late
+ * wake-up (a sleeping thread wakes 1–5 ms late on a busy host, and that loss would otherwise
+ * accumulate over every chunk); idle time beyond it earns no burst.
  */
 
 const TAT = 0; // hrtime (ns) from which the next read is allowed
 const RATE = 1; // bytes per second; 0 = unlimited
 const GENERATION = 2; // bumped on every rate change, so sleeping workers re-check
+const SLACK_NS = 50_000_000n;
 
 export class AuditRateLimit {
   private readonly cells: BigInt64Array;
@@ -43,7 +46,8 @@ export class AuditRateLimit {
     for (;;) {
       const old = Atomics.load(this.cells, TAT);
       const now = process.hrtime.bigint();
-      const next = (old > now ? old : now) + cost;
+      const floor = now - SLACK_NS;
+      const next = (old > floor ? old : floor) + cost;
       if (Atomics.compareExchange(this.cells, TAT, old, next) === old) return next;
     }
   }

@@ -1,18 +1,28 @@
 /**
- * A fixity pool worker. Jobs arrive as messages and wait in a small local queue (the pool sends
- * a few ahead, so the worker never idles on a message round trip; it hands them back on request
- * when another worker runs dry). Each job runs synchronously to the end (one file, one reused
- * buffer). Between chunks the worker polls its port (receiveMessageOnPort) when the
- * pool has rung its mailbox counter, so a running job can be cancelled, can wait for its
- * checkpoint to be saved, and, if it is an audit job, can let an ingest job run first (nested,
- * at most one level deep). Audit reads are throttled by the shared AuditRateLimit; the sleep is
- * an Atomics.wait on the mailbox, so a message still wakes it.
+ * A fixity pool worker. Jobs arrive in batches and wait in a small local queue (the pool sends a
+ * few ahead so the worker never idles on a message round trip, and takes them back when another
+ * worker runs dry). Each job runs synchronously to the end: one file, one reused buffer.
+ *
+ * Between chunks the worker polls its port (receiveMessageOnPort) when the pool has rung its
+ * mailbox counter, so a running job can be cancelled, can wait for its checkpoint to be saved,
+ * and, if it is an audit job, can let ingest jobs run first (nested, one level deep). Audit
+ * reads are throttled by the shared AuditRateLimit; the sleep is an Atomics.wait on the mailbox,
+ * so a message still wakes it. Outcomes go back in batches, flushed before anything that may
+ * take long (a second chunk, a sleep, an idle worker).
  */
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { createWasmHasherSet, type WasmHasherSet } from './digesters.js';
 import { serializeError } from './errors.js';
 import { hashFileNative, hashFileResumable, type ResumableHooks } from './hash-file.js';
-import { MAIL, SHARED_BYTES, type FromWorker, type JobMessage, type ToWorker, type WorkerData } from './protocol.js';
+import {
+  MAIL,
+  SHARED_BYTES,
+  type FromWorker,
+  type JobMessage,
+  type JobOutcome,
+  type ToWorker,
+  type WorkerData,
+} from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
 
 if (!parentPort) throw new Error('src/fixity/worker.js runs only as a worker thread of FixityPool');
@@ -21,6 +31,9 @@ const data = workerData as WorkerData;
 const control = new Int32Array(data.control);
 const shared = new BigInt64Array(data.shared);
 const rateLimit = new AuditRateLimit(data.shared);
+
+/** Outcomes held back at most this many, so the pool can refill our queue before it empties. */
+const FLUSH_AT = 16;
 
 /** Index = nesting depth: 0 for the job the worker picked, 1 for an ingest job run inside an audit job. */
 const buffers: Buffer[] = [Buffer.allocUnsafe(data.readSize)];
@@ -31,13 +44,27 @@ const auditQueue: JobMessage[] = [];
 const running: JobMessage[] = [];
 const cancelled = new Set<number>();
 const saved = new Set<number>();
+let outbox: JobOutcome[] = [];
 let seenMail = 0;
 let draining = false;
 
 /** Thrown through the hashing code to stop a cancelled job. */
 const STOP = Symbol('stop');
 
-function post(message: FromWorker): void {
+function flush(): void {
+  if (outbox.length === 0) return;
+  const outcomes = outbox;
+  outbox = [];
+  port.postMessage({ t: 'outcomes', outcomes } satisfies FromWorker);
+}
+
+function report(outcome: JobOutcome): void {
+  outbox.push(outcome);
+  if (outbox.length >= FLUSH_AT) flush();
+}
+
+function send(message: FromWorker): void {
+  flush(); // keep the pool's view in order
   port.postMessage(message);
 }
 
@@ -54,11 +81,11 @@ function removeQueued(id: number): boolean {
 
 function accept(message: ToWorker): void {
   switch (message.t) {
-    case 'job':
-      (message.audit ? auditQueue : ingestQueue).push(message);
+    case 'jobs':
+      for (const job of message.jobs) (job.audit ? auditQueue : ingestQueue).push(job);
       break;
     case 'cancel':
-      if (removeQueued(message.id)) post({ t: 'aborted', id: message.id });
+      if (removeQueued(message.id)) report({ t: 'aborted', id: message.id });
       // A cancel for a job that already finished is simply late; only running jobs need the flag.
       else if (running.some((job) => job.id === message.id)) cancelled.add(message.id);
       break;
@@ -69,7 +96,7 @@ function accept(message: ToWorker): void {
       const ids = [...ingestQueue, ...auditQueue].map((job) => job.id);
       ingestQueue.length = 0;
       auditQueue.length = 0;
-      post({ t: 'givenBack', ids });
+      send({ t: 'givenBack', ids });
       break;
     }
   }
@@ -89,8 +116,9 @@ function pump(): void {
 function interrupt(job: JobMessage, depth: number): void {
   pump();
   if (cancelled.has(job.id)) throw STOP;
-  if (depth === 0 && job.audit) {
+  if (depth === 0 && job.audit && data.preemption && ingestQueue.length > 0) {
     for (let next = ingestQueue.shift(); next; next = ingestQueue.shift()) run(next, 1);
+    flush();
     if (cancelled.has(job.id)) throw STOP;
   }
 }
@@ -99,6 +127,7 @@ function interrupt(job: JobMessage, depth: number): void {
 function throttle(job: JobMessage, depth: number, bytes: number): void {
   const until = rateLimit.charge(bytes);
   if (until === 0n) return;
+  flush();
   const generation = rateLimit.generation();
   for (;;) {
     const now = process.hrtime.bigint();
@@ -120,7 +149,8 @@ function waitUntilSaved(job: JobMessage, depth: number): void {
 function run(job: JobMessage, depth: number): void {
   running.push(job);
   const hooks: ResumableHooks = {
-    beforeRead() {
+    beforeRead(first) {
+      if (!first) flush(); // a file longer than one chunk: let the pool hear about the others first
       interrupt(job, depth);
     },
     afterRead(bytes) {
@@ -128,7 +158,7 @@ function run(job: JobMessage, depth: number): void {
       if (job.audit) throttle(job, depth, bytes);
     },
     checkpoint(state) {
-      post({ t: 'checkpoint', id: job.id, state });
+      send({ t: 'checkpoint', id: job.id, state });
       waitUntilSaved(job, depth);
     },
   };
@@ -137,14 +167,33 @@ function run(job: JobMessage, depth: number): void {
     const result = job.resume
       ? hashFileResumable(job.path, job.algorithms, job.crc32, buffer, wasmSets![depth]!, job.resume, hooks)
       : hashFileNative(job.path, job.algorithms, job.crc32, buffer, hooks);
-    post({ t: 'done', id: job.id, ...result });
+    report({ t: 'done', id: job.id, ...result });
   } catch (err) {
-    post(err === STOP ? { t: 'aborted', id: job.id } : { t: 'fail', id: job.id, error: serializeError(err) });
+    report(err === STOP ? { t: 'aborted', id: job.id } : { t: 'fail', id: job.id, error: serializeError(err) });
   } finally {
     running.pop();
     cancelled.delete(job.id);
     saved.delete(job.id);
   }
+}
+
+/** An audit job may host a nested resumable ingest job, hence two sets; made on first need. */
+async function prepareWasm(job: JobMessage): Promise<boolean> {
+  flush();
+  running.push(job); // so that a cancel arriving meanwhile is kept
+  try {
+    wasmSets = await Promise.all([createWasmHasherSet(), createWasmHasherSet()]);
+  } catch (err) {
+    report({ t: 'fail', id: job.id, error: serializeError(err) });
+    return false;
+  } finally {
+    running.pop();
+  }
+  if (cancelled.delete(job.id)) {
+    report({ t: 'aborted', id: job.id });
+    return false;
+  }
+  return true;
 }
 
 async function drain(): Promise<void> {
@@ -154,27 +203,13 @@ async function drain(): Promise<void> {
     for (;;) {
       pump();
       const job = ingestQueue.shift() ?? auditQueue.shift();
-      if (!job) return;
-      // An audit job may host a nested resumable ingest job, hence two sets, made on first need.
-      if ((job.audit || job.resume) && !wasmSets) {
-        running.push(job); // so that a cancel arriving meanwhile is kept
-        try {
-          wasmSets = await Promise.all([createWasmHasherSet(), createWasmHasherSet()]);
-        } catch (err) {
-          post({ t: 'fail', id: job.id, error: serializeError(err) });
-          continue;
-        } finally {
-          running.pop();
-        }
-        if (cancelled.delete(job.id)) {
-          post({ t: 'aborted', id: job.id });
-          continue;
-        }
-      }
+      if (!job) break;
+      if ((job.audit || job.resume) && !wasmSets && !(await prepareWasm(job))) continue;
       run(job, 0);
     }
   } finally {
     draining = false;
+    flush();
   }
 }
 

@@ -18,8 +18,10 @@ export const errorSchema = {
 export const packageSchema = {
   $id: 'Package',
   type: 'object',
-  description: 'A request before it is stored, a package after (one object, two names).',
-  required: ['bag_id', 'user', 'content_type', 'external_id', 'upload_link', 'stored', 'created_at', 'updated_at'],
+  // No `required` list: the serializer would move required fields first and break the
+  // documented field order. Always present: bag_id, user, content_type, external_id,
+  // upload_link, stored, created_at, updated_at.
+  description: 'A request before it is stored, a package after (one object, two names). Always present: bag_id, user, content_type, external_id, upload_link, stored, created_at, updated_at.',
   properties: {
     bag_id: { type: 'string', format: 'uuid' },
     user: { type: 'string', description: 'Username of the owner.' },
@@ -59,7 +61,8 @@ export const problemSchema = {
 export const queueItemSchema = {
   $id: 'QueueItem',
   type: 'object',
-  required: ['id', 'status', 'request', 'created_at', 'updated_at'],
+  // No `required` list, for the same reason as Package.
+  description: 'One completion attempt. Always present: id, status, request, created_at, updated_at.',
   properties: {
     id: { type: 'integer' },
     status: { type: 'string', enum: ['PENDING', 'DONE', 'FAILED'] },

@@ -2,7 +2,7 @@
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
  * and one plugin of routes per resource.
  */
-import Fastify, { type FastifyError, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
@@ -17,12 +17,11 @@ import { sharedSchemas } from './schemas.js';
 
 export const API_VERSION = '1.0.0';
 
-export async function buildServer(ctx: HttpContext, logger: FastifyServerOptions['logger'] = false): Promise<FastifyInstance> {
+export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger): Promise<FastifyInstance> {
   const app = Fastify({
-    logger,
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
     bodyLimit: ctx.config.http.bodyLimit,
     requestIdHeader: 'x-request-id',
-    disableRequestLogging: false,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
     routerOptions: { maxParamLength: 2048 },
   });

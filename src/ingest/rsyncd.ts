@@ -15,7 +15,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
 import { watch, type FSWatcher } from 'node:fs';
-import { mkdir, open, readdir, readFile, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -112,6 +112,8 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   private running = false;
   private restartTimer: NodeJS.Timeout | undefined;
   private readonly orphanGroups = new Set<number>();
+  /** Size of rsyncd.log when the current rsync was started, to quote what it logged since. */
+  private logOffset = 0;
 
   constructor(options: RsyncDaemonOptions) {
     super();
@@ -129,7 +131,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     if (!MODULE_NAME.test(this.module)) {
       throw new Error(`rsync module name ${JSON.stringify(this.module)} must be letters, digits, ".", "_" or "-"`);
     }
-    if (!Number.isInteger(this.port) || this.port < 0 || this.port > 65535) {
+    if (!Number.isInteger(this.port) || this.port < 1 || this.port > 65535) {
       throw new Error(`rsync port ${this.port} is not a TCP port`);
     }
     if (!/^[^\s\/]+$/.test(this.host)) {
@@ -181,8 +183,9 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     for (const dir of [l.landing, l.rsyncd, l.closed, l.active, l.transfers]) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     }
-    const stale = await new LandingZone(this.options.dataDir).cleanStaleTransfers();
-    this.logger.debug({ liveTransfers: stale }, 'rsync: active-transfer records checked');
+    await this.endLeftoverDaemon();
+    const live = await new LandingZone(this.options.dataDir).cleanStaleTransfers();
+    this.logger.debug({ liveTransfers: live }, 'rsync: stale active-transfer records removed');
     this.running = true;
     this.consecutiveFailures = 0;
     try {
@@ -209,6 +212,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   private async launch(): Promise<ChildProcess> {
     for (const g of this.orphanGroups) if (!groupExists(g)) this.orphanGroups.delete(g);
     await this.writeFiles();
+    this.logOffset = await fileSize(this.logFile);
     const env = { ...process.env };
     delete env.RSYNC_NO_XFER_EXEC; // it would silently switch the gate off
     const child = spawn(
@@ -216,7 +220,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       [
         '--daemon',
         '--no-detach',
-        `--config=${join(this.layout.rsyncd, 'rsyncd.conf')}`,
+        `--config=${this.configFile}`,
         `--port=${this.port}`,
         `--address=${this.host}`,
       ],
@@ -249,6 +253,8 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       });
     }
     child.once('exit', (exitCode, signal) => this.onExit(child, pid, exitCode, signal));
+    child.on('error', (err) => this.logger.warn({ err, pid }, 'rsync process error'));
+    await writeAtomically(this.pidFile, `${pid}\n`);
     this.logger.info({ pid, host: this.host, port: this.port, module: this.module }, 'rsync daemon started');
     return child;
   }
@@ -256,7 +262,6 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   /** Probes the port until rsync greets us; rejects if the child exits first or time runs out. */
   private async waitUntilAnswering(child: ChildProcess): Promise<void> {
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000);
-    const logStart = await fileSize(join(this.layout.rsyncd, 'rsyncd.log'));
     const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
     while (!exited()) {
       if (await rsyncGreets(this.host, this.port)) {
@@ -274,7 +279,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       }
       await sleep(100);
     }
-    const tail = await logTail(join(this.layout.rsyncd, 'rsyncd.log'), logStart);
+    const tail = await logTail(this.logFile, this.logOffset);
     throw new Error(
       `rsync exited (code ${child.exitCode ?? child.signalCode}) before answering on ${this.host}:${this.port}` +
         (tail ? `: ${tail}` : ''),
@@ -342,20 +347,67 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.orphanGroups.clear();
     if (child?.pid !== undefined) groups.add(child.pid);
     if (groups.size === 0) return;
-    const exited = (): boolean => !child || child.exitCode !== null || child.signalCode !== null;
-    const gone = (): boolean => exited() && [...groups].every((g) => !groupExists(g));
+    await this.endGroups(groups, () => !child || child.exitCode !== null || child.signalCode !== null);
+    if (this.child === child) this.child = undefined;
+    this.childReady = false;
+    await rm(this.pidFile, { force: true });
+    this.logger.info({ groups: [...groups] }, 'rsync daemon stopped');
+  }
+
+  /** SIGTERM to each group; SIGKILL to what still runs after the deadline. */
+  private async endGroups(groups: Set<number>, leaderExited: () => boolean): Promise<void> {
+    const gone = async (): Promise<boolean> => {
+      if (!leaderExited()) return false;
+      for (const g of groups) if (await groupRunning(g)) return false;
+      return true;
+    };
     for (const g of groups) signalGroup(g, 'SIGTERM');
+    // rsync lingers 1.5–2 s after SIGTERM, a receiver in mid-transfer longer: that is normal.
     const deadline = Date.now() + (this.options.stopTimeoutMs ?? 5_000);
-    while (!gone() && Date.now() < deadline) await sleep(25);
-    if (!gone()) {
+    while (!(await gone()) && Date.now() < deadline) await sleep(50);
+    if (!(await gone())) {
       this.logger.warn({ groups: [...groups] }, 'rsync did not stop on SIGTERM; sending SIGKILL');
       for (const g of groups) signalGroup(g, 'SIGKILL');
       const killDeadline = Date.now() + 2_000;
-      while (!gone() && Date.now() < killDeadline) await sleep(25);
+      while (!(await gone()) && Date.now() < killDeadline) await sleep(50);
     }
-    if (this.child === child) this.child = undefined;
-    this.childReady = false;
-    this.logger.info({ groups: [...groups] }, 'rsync daemon stopped');
+  }
+
+  /**
+   * If preservd died without stopping rsync (SIGKILL, OOM; systemd would have ended it), that
+   * rsync still holds the port: end it, but only if it is ours, running our configuration.
+   */
+  private async endLeftoverDaemon(): Promise<void> {
+    let pid: number;
+    try {
+      pid = Number((await readFile(this.pidFile, 'utf8')).trim());
+    } catch {
+      return;
+    }
+    let args: string[] = [];
+    try {
+      args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
+    } catch {
+      // gone, or no procfs to make sure it is ours: leave it alone
+    }
+    if (Number.isSafeInteger(pid) && pid > 0 && args.includes(`--config=${this.configFile}`)) {
+      this.logger.warn({ pid }, 'stopping the rsync daemon left running by an earlier preservd');
+      await this.endGroups(new Set([pid]), () => true);
+    }
+    await rm(this.pidFile, { force: true });
+  }
+
+  private get logFile(): string {
+    return join(this.layout.rsyncd, 'rsyncd.log');
+  }
+
+  private get configFile(): string {
+    return join(this.layout.rsyncd, 'rsyncd.conf');
+  }
+
+  /** Our record of the running rsync's pid (not rsync's own `pid file`, which a crash leaves). */
+  private get pidFile(): string {
+    return join(this.layout.rsyncd, 'daemon.pid');
   }
 
   private async writeFiles(): Promise<void> {
@@ -364,7 +416,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     await writeAtomically(join(dir, 'pre-xfer.sh'), preXferScript(this.layout, this.module), 0o700);
     await writeAtomically(join(dir, 'post-xfer.sh'), postXferScript(this.layout), 0o700);
     await writeAtomically(
-      join(dir, 'rsyncd.conf'),
+      this.configFile,
       rsyncdConfig({
         layout: this.layout,
         module: this.module,
@@ -685,6 +737,36 @@ function groupExists(pgid: number): boolean {
   } catch (err) {
     return isErrno(err, 'EPERM');
   }
+}
+
+/**
+ * Whether any process of the group is still running. Unlike `groupExists`, zombies do not
+ * count: rsync's per-connection processes are orphaned when the listener dies, and where
+ * PID 1 does not reap orphans (some containers) they would otherwise hold up stop() forever.
+ */
+async function groupRunning(pgid: number): Promise<boolean> {
+  if (!groupExists(pgid)) return false;
+  let names: string[];
+  try {
+    names = await readdir('/proc');
+  } catch {
+    return true; // no procfs: trust kill(0)
+  }
+  const states = await Promise.all(
+    names
+      .filter((n) => /^\d+$/.test(n))
+      .map(async (n) => {
+        try {
+          const stat = await readFile(`/proc/${n}/stat`, 'utf8');
+          // "<pid> (<comm>) <state> <ppid> <pgrp> ..."
+          const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+          return Number(pgrp) === pgid && state !== 'Z' && state !== 'X';
+        } catch {
+          return false;
+        }
+      }),
+  );
+  return states.some(Boolean);
 }
 
 async function fileSize(file: string): Promise<number> {

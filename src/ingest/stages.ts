@@ -112,7 +112,9 @@ export class IngestStages {
     const dir = storage.stagingDir(pkg.bagId);
     const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal: this.signal });
     if (report.files.length === 0) {
-      report.problems.unshift({ code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' });
+      // One clear problem instead of "no bagit.txt, no data/, no manifest".
+      report.problems.splice(0, report.problems.length);
+      report.problems.push({ code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' });
       return report;
     }
     const chipmunk = await checkChipmunk(
@@ -167,7 +169,8 @@ export class IngestStages {
       catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'success', detail: `stored at ${storagePath}` });
       catalog.queue.finish(item.id, { status: 'DONE' });
     });
-    landing.forget(pkg.capability).catch(() => undefined);
+    // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.
+    landing.reopen(pkg.capability).catch(() => undefined);
     const seconds = (Date.now() - started) / 1000;
     logger.info({ queueItem: item.id, bagId: pkg.bagId, bytes, seconds }, 'ingest done');
     this.deps.observer?.finished('DONE', seconds, bytes, []);

@@ -42,7 +42,7 @@ export interface RequestOptions {
   token?: string | null;
   json?: unknown;
   form?: Record<string, string>;
-  body?: string | Buffer;
+  body?: string | Uint8Array;
   headers?: Record<string, string>;
 }
 
@@ -128,7 +128,7 @@ export class TestDaemon {
     const headers: Record<string, string> = { ...options.headers };
     const token = options.token === undefined ? this.adminToken : options.token;
     if (token !== null && headers.authorization === undefined) headers.authorization = `Bearer ${token}`;
-    let body: string | Buffer | undefined = options.body;
+    let body: string | Uint8Array | undefined = options.body;
     if (options.json !== undefined) {
       body = JSON.stringify(options.json);
       headers['content-type'] ??= 'application/json';
@@ -136,7 +136,7 @@ export class TestDaemon {
       body = new URLSearchParams(options.form).toString();
       headers['content-type'] ??= 'application/x-www-form-urlencoded';
     }
-    const res = await fetch(`${this.url}${path}`, { method, headers, body, redirect: 'manual' });
+    const res = await fetch(`${this.url}${path}`, { method, headers, body: body as BodyInit | undefined, redirect: 'manual' });
     const text = await res.text();
     let json: unknown;
     try {

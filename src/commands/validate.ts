@@ -1,0 +1,117 @@
+/**
+ * `preservd validate DIR [--content-type T --external-id X --bag-id B] [--json]` (CLI.md):
+ * validates a bag directory offline, prints every problem, one per line, then a summary.
+ * With the three request flags it also runs the chipmunk-info checks (content-type profiles and
+ * validators come from the configuration, which this command does not load yet).
+ * Exit 0 valid, 1 invalid, 2 could not run.
+ */
+import { stat } from 'node:fs/promises';
+import { showPath, validateBag, type BagReport, type FileHasher } from '../bagit/index.js';
+import type { Problem } from '../catalog/types.js';
+import { createHasher } from '../fixity/index.js';
+import { checkChipmunk, type ExpectedRequest } from '../ingest/chipmunk.js';
+
+export interface ValidateIO {
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+const USAGE = 'usage: preservd validate DIR [--content-type T --external-id X --bag-id B] [--json]\n';
+
+interface ValidateArgs {
+  dir: string;
+  json: boolean;
+  request?: ExpectedRequest;
+}
+
+const REQUEST_FLAGS = { '--content-type': 'contentType', '--external-id': 'externalId', '--bag-id': 'bagId' } as const;
+type RequestFlag = keyof typeof REQUEST_FLAGS;
+
+/** Parse the arguments, or say what is wrong with them. Flags take `--flag value` or `--flag=value`. */
+export function parseValidateArgs(argv: readonly string[]): ValidateArgs | { error: string } {
+  let dir: string | undefined;
+  let json = false;
+  const request: Partial<ExpectedRequest> = {};
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--json') {
+      json = true;
+      continue;
+    }
+    if (arg.startsWith('--')) {
+      const eq = arg.indexOf('=');
+      const flag = eq < 0 ? arg : arg.slice(0, eq);
+      if (!(flag in REQUEST_FLAGS)) return { error: `unknown option ${flag}` };
+      const value = eq < 0 ? argv[++i] : arg.slice(eq + 1);
+      if (value === undefined || value === '') return { error: `${flag} needs a value` };
+      request[REQUEST_FLAGS[flag as RequestFlag]] = value;
+      continue;
+    }
+    if (dir !== undefined) return { error: `unexpected argument ${arg}` };
+    dir = arg;
+  }
+  if (dir === undefined) return { error: 'no bag directory given' };
+  const given = Object.keys(request).length;
+  if (given === 0) return { dir, json };
+  if (given < 3) return { error: '--content-type, --external-id and --bag-id go together: give all three or none' };
+  return { dir, json, request: request as ExpectedRequest };
+}
+
+/** `error  <code>  <path>  <sentence>`; continuation lines of a long sentence are indented. */
+export function formatProblem(p: Problem): string {
+  const sentence = p.message.replace(/\n/g, '\n    ');
+  return `${p.severity ?? 'error'}  ${p.code}  ${p.path === undefined ? '-' : showPath(p.path)}  ${sentence}`;
+}
+
+function plural(n: number, word: string): string {
+  return `${n} ${word}${n === 1 ? '' : 's'}`;
+}
+
+/**
+ * Run the command. `deps.hasher` lets a caller that validates many bags share one hashing pool
+ * (tests do); by default the command starts its own fixity pool and closes it when done.
+ */
+export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher?: FileHasher } = {}): Promise<number> {
+  const args = parseValidateArgs(argv);
+  if ('error' in args) {
+    io.stderr.write(`preservd validate: ${args.error}\n${USAGE}`);
+    return 2;
+  }
+  try {
+    if (!(await stat(args.dir)).isDirectory()) {
+      io.stderr.write(`preservd validate: ${args.dir} is not a directory\n`);
+      return 2;
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    io.stderr.write(`preservd validate: cannot open ${args.dir}${code === 'ENOENT' ? ': no such directory' : ` (${code ?? 'error'})`}\n`);
+    return 2;
+  }
+
+  const ownPool = deps.hasher === undefined ? createHasher() : undefined;
+  const hasher = deps.hasher ?? ownPool!;
+  let problems: Problem[];
+  let report: BagReport;
+  try {
+    report = await validateBag(args.dir, { hasher, alsoDigest: ['sha256'] });
+    problems = [...report.problems];
+    // Content-type rules come from the configuration; none until the command loads it.
+    if (args.request !== undefined) problems.push(...(await checkChipmunk(args.dir, report, args.request, undefined)));
+  } finally {
+    await ownPool?.close();
+  }
+  const errors = problems.filter((p) => p.severity !== 'warning').length;
+  const warnings = problems.length - errors;
+  const valid = errors === 0;
+
+  if (args.json) {
+    io.stdout.write(`${JSON.stringify({ ...report, valid, problems }, null, 2)}\n`);
+  } else {
+    for (const p of problems) io.stdout.write(`${formatProblem(p)}\n`);
+    const what = report.version === undefined ? 'bag' : `BagIt ${report.version} bag`;
+    io.stdout.write(
+      `${valid ? 'valid' : 'invalid'} ${what}: ${plural(report.payloadFiles, 'payload file')}, ${plural(report.payloadBytes, 'byte')}; ${plural(errors, 'error')}, ${plural(warnings, 'warning')}\n`,
+    );
+  }
+  return valid ? 0 : 1;
+}

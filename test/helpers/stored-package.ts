@@ -1,0 +1,83 @@
+/**
+ * Test fixture: a stored package as ingest leaves it, without running ingest. The bag is written
+ * by `makeBag` (a valid BagIt 1.0 bag) straight into `<dataDir>/storage/ab/cd/ef/<bag_id>/`, then
+ * recorded in the catalog: packages.create, putFiles (every file, tag files too: size, CRC-32 and
+ * a digest per manifest algorithm plus sha256, computed here from the bytes on disk), markStored.
+ *
+ *   const storage = new Storage(dataDir);
+ *   const { bagId, dir, files } = await createStoredPackage(catalog, storage, { payload: { 'a.txt': 'hi\n' } });
+ */
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { lstat, readdir, readFile } from 'node:fs/promises';
+import { crc32 } from 'node:zlib';
+import type { Catalog } from '../../src/catalog/catalog.js';
+import type { Algorithm, FileRecord, Package } from '../../src/catalog/types.js';
+import { Storage } from '../../src/storage/storage.js';
+import { makeBag } from './make-bag.js';
+
+export interface StoredPackageSpec {
+  bagId?: string;
+  externalId?: string;
+  user?: string;
+  contentType?: string;
+  /** Payload files, by path relative to `data/`. Default: two small files. */
+  payload?: Record<string, string | Buffer>;
+  /** Manifest algorithms; default md5 and sha256. sha256 is always recorded in the catalog. */
+  algorithms?: Algorithm[];
+}
+
+export interface StoredPackage {
+  pkg: Package;
+  bagId: string;
+  /** Absolute folder of the bag in storage. */
+  dir: string;
+  storagePath: string;
+  /** As recorded in the catalog, sorted by path. */
+  files: FileRecord[];
+  /** Total bytes of all files (tag files included), as the audit counts them. */
+  bytes: number;
+}
+
+async function listFiles(root: string, rel = ''): Promise<string[]> {
+  const out: string[] = [];
+  for (const name of (await readdir(rel === '' ? root : `${root}/${rel}`)).sort()) {
+    const path = rel === '' ? name : `${rel}/${name}`;
+    const st = await lstat(`${root}/${path}`);
+    if (st.isDirectory()) out.push(...(await listFiles(root, path)));
+    else out.push(path);
+  }
+  return out;
+}
+
+/** The record ingest would write for a file of the bag at `dir`. */
+export async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[]): Promise<FileRecord> {
+  const bytes = await readFile(Storage.resolveInside(dir, path));
+  const digests: Partial<Record<Algorithm, string>> = {};
+  for (const a of new Set<Algorithm>([...algorithms, 'sha256'])) digests[a] = createHash(a).update(bytes).digest('hex');
+  return { path, size: bytes.length, crc32: (crc32(bytes) >>> 0).toString(16).padStart(8, '0'), digests };
+}
+
+/** Writes a bag into storage and records it as a stored package. */
+export async function createStoredPackage(catalog: Catalog, storage: Storage, spec: StoredPackageSpec = {}): Promise<StoredPackage> {
+  const bagId = (spec.bagId ?? randomUUID()).toLowerCase();
+  const algorithms = spec.algorithms ?? ['md5', 'sha256'];
+  const payload = spec.payload ?? { 'hello.txt': `hello from ${bagId}\n`, 'sub/notes.txt': randomBytes(64).toString('hex') };
+  const storagePath = Storage.storagePath(bagId);
+  const dir = storage.packageDir(storagePath);
+  await makeBag(dir, { files: payload, algorithms });
+
+  const files: FileRecord[] = [];
+  for (const path of await listFiles(dir)) files.push(await fileRecordOf(dir, path, algorithms));
+
+  const created = catalog.packages.create({
+    bagId,
+    externalId: spec.externalId ?? `ext-${bagId.slice(0, 8)}`,
+    contentType: spec.contentType ?? 'digital',
+    user: spec.user ?? 'alice',
+    capability: randomBytes(16).toString('hex'),
+  });
+  if ('existing' in created) throw new Error(`package ${bagId} already exists`);
+  catalog.packages.putFiles(bagId, files);
+  const pkg = catalog.packages.markStored(bagId, storagePath);
+  return { pkg, bagId, dir, storagePath, files: catalog.packages.listFiles(bagId), bytes: files.reduce((n, f) => n + f.size, 0) };
+}

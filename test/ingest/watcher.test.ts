@@ -1,0 +1,199 @@
+/**
+ * The landing watcher: counts that stay right when chokidar misses files, and waiting for an
+ * upload to be quiet.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { promisify } from 'node:util';
+import t, { type Test } from 'tap';
+import { newCapability } from '../../src/ingest/capability.js';
+import { isRsyncTempFile, LandingWatcher, scanUpload, type UploadProgress } from '../../src/ingest/watcher.js';
+
+const run = promisify(execFile);
+
+async function tempRoot(t: Test): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'preservd-watcher-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+async function startWatcher(t: Test, landing: string): Promise<LandingWatcher> {
+  const watcher = new LandingWatcher(landing, { minScanIntervalMs: 200 });
+  t.teardown(() => watcher.stop());
+  await watcher.start();
+  return watcher;
+}
+
+async function waitForProgress(
+  watcher: LandingWatcher,
+  cap: string,
+  wanted: (p: UploadProgress | undefined) => boolean,
+  timeoutMs = 10_000,
+): Promise<UploadProgress | undefined> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const p = watcher.progress(cap);
+    if (wanted(p)) return p;
+    if (Date.now() > deadline) return p;
+    await sleep(50);
+  }
+}
+
+t.test('rsync temp-file names are recognised', async (t) => {
+  t.ok(isRsyncTempFile('.f001.bin.tYpmdm'));
+  t.ok(isRsyncTempFile('.a.txt.pJDK6L'));
+  t.notOk(isRsyncTempFile('f001.bin'));
+  t.notOk(isRsyncTempFile('.DS_Store'));
+  t.notOk(isRsyncTempFile('.f001.bin.tYpm'));
+});
+
+t.test('scanUpload counts files, bytes, folders and temp files without following links', async (t) => {
+  const root = await tempRoot(t);
+  const upload = join(root, 'upload');
+  await mkdir(join(upload, 'data', 'sub'), { recursive: true });
+  await writeFile(join(upload, 'bagit.txt'), 'x'.repeat(10));
+  await writeFile(join(upload, 'data', 'a.bin'), Buffer.alloc(1000));
+  await writeFile(join(upload, 'data', 'sub', '.b.bin.AbC123'), Buffer.alloc(500));
+  await symlink('/etc', join(upload, 'data', 'link'));
+  const before = Date.now();
+  const scan = await scanUpload(upload);
+  t.equal(scan.files, 3, 'two files and a symlink');
+  t.equal(scan.bytes, 1010, 'bytes of regular files only, temp files excluded');
+  t.equal(scan.directories, 2);
+  t.equal(scan.tempFiles, 1);
+  t.ok(scan.lastWriteMs <= before + 1000 && scan.lastWriteMs > before - 60_000, 'last write is about now');
+  t.ok(scan.lastTempWriteMs > 0);
+  await t.rejects(scanUpload(join(root, 'missing')), { code: 'ENOENT' });
+});
+
+t.test('progress counts a cp -r burst of 300 files exactly', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const cap = newCapability();
+  await mkdir(join(landing, cap), { recursive: true });
+  const source = join(root, 'source');
+  let bytes = 0;
+  for (let d = 0; d < 15; d++) {
+    await mkdir(join(source, 'data', `dir${d}`), { recursive: true });
+    for (let f = 0; f < 20; f++) {
+      const size = 100 + d * 20 + f;
+      bytes += size;
+      await writeFile(join(source, 'data', `dir${d}`, `f${f}.bin`), Buffer.alloc(size, f));
+    }
+  }
+  const watcher = await startWatcher(t, landing);
+  t.match(watcher.progress(cap), { files: 0, bytes: 0, tempFiles: 0 }, 'empty at first');
+
+  await run('cp', ['-r', `${source}/.`, join(landing, cap)]);
+  const p = await waitForProgress(watcher, cap, (p) => p?.files === 300 && p.bytes === bytes);
+  t.equal(p?.files, 300, 'every file is counted');
+  t.equal(p?.bytes, bytes, 'every byte is counted');
+  t.equal(p?.tempFiles, 0);
+  t.ok(p && Date.now() - p.lastWriteAt < 10_000, 'the last write is recent');
+});
+
+t.test('uploads already in the landing zone are counted at start, others are not tracked', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const cap = newCapability();
+  await mkdir(join(landing, cap, 'data'), { recursive: true });
+  await writeFile(join(landing, cap, 'data', 'a'), 'abc');
+  await mkdir(join(landing, 'not-a-capability'));
+  const watcher = await startWatcher(t, landing);
+  t.match(watcher.progress(cap), { files: 1, bytes: 3, tempFiles: 0 });
+  t.equal(watcher.progress(newCapability()), undefined, 'no folder, no progress');
+
+  // A new upload folder is picked up; a folder that goes (staged) is forgotten.
+  const fresh = newCapability();
+  await mkdir(join(landing, fresh));
+  await writeFile(join(landing, fresh, 'x'), 'xy');
+  t.match(await waitForProgress(watcher, fresh, (p) => p?.files === 1), { files: 1, bytes: 2 });
+  await rename(join(landing, cap), join(root, 'staged'));
+  t.equal(await waitForProgress(watcher, cap, (p) => p === undefined), undefined);
+});
+
+t.test('waitForQuiet waits while files keep being written, then resolves', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const cap = newCapability();
+  await mkdir(join(landing, cap), { recursive: true });
+  const watcher = await startWatcher(t, landing);
+
+  let lastWrite = Date.now();
+  let writing = true;
+  const writer = (async () => {
+    for (let i = 0; i < 15; i++) {
+      await writeFile(join(landing, cap, `f${i}`), Buffer.alloc(1000, i));
+      lastWrite = Date.now();
+      await sleep(100);
+    }
+    writing = false;
+  })();
+  const quietMs = 400;
+  await watcher.waitForQuiet(cap, { quietMs, activeTransfers: async () => 0 });
+  const resolvedAt = Date.now();
+  t.notOk(writing, 'not while the writer is still writing');
+  t.ok(resolvedAt - lastWrite >= quietMs - 20, `resolved ${resolvedAt - lastWrite} ms after the last write`);
+  await writer;
+  t.equal(watcher.progress(cap)?.files, 15);
+});
+
+t.test('waitForQuiet waits for active transfers and temp files', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const cap = newCapability();
+  await mkdir(join(landing, cap, 'data'), { recursive: true });
+  await writeFile(join(landing, cap, 'data', '.a.bin.Xy12Zw'), 'partial');
+  const watcher = new LandingWatcher(landing); // not started: waitForQuiet scans on its own
+
+  let active = 1;
+  const started = Date.now();
+  let resolvedAt = 0;
+  const waiting = watcher
+    .waitForQuiet(cap, { quietMs: 100, pollMs: 25, activeTransfers: async () => active })
+    .then(() => (resolvedAt = Date.now()));
+  await sleep(400);
+  t.equal(resolvedAt, 0, 'not while a transfer is active');
+  active = 0;
+  await sleep(400);
+  t.equal(resolvedAt, 0, 'not while a temp file is there');
+  await rename(join(landing, cap, 'data', '.a.bin.Xy12Zw'), join(landing, cap, 'data', 'a.bin'));
+  await waiting;
+  t.ok(resolvedAt - started >= 800);
+});
+
+t.test('a temp-looking file that never changes does not block forever', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const cap = newCapability();
+  await mkdir(join(landing, cap), { recursive: true });
+  await writeFile(join(landing, cap, '.notes.backup'), 'a real file with an unlucky name');
+  const watcher = new LandingWatcher(landing);
+  const started = Date.now();
+  await watcher.waitForQuiet(cap, { quietMs: 50, pollMs: 25, tempFileTimeoutMs: 300, activeTransfers: async () => 0 });
+  t.ok(Date.now() - started >= 250, 'it waited for the temp-file timeout');
+});
+
+t.test('waitForQuiet stops on abort and returns at once for a missing folder', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const cap = newCapability();
+  await mkdir(join(landing, cap), { recursive: true });
+  const watcher = new LandingWatcher(landing);
+  const controller = new AbortController();
+  const waiting = watcher.waitForQuiet(cap, {
+    quietMs: 60_000,
+    signal: controller.signal,
+    activeTransfers: async () => 0,
+  });
+  setTimeout(() => controller.abort(new Error('shutting down')), 100);
+  await t.rejects(waiting, /shutting down|aborted/);
+
+  const started = Date.now();
+  await watcher.waitForQuiet(newCapability(), { quietMs: 60_000, activeTransfers: async () => 0 });
+  t.ok(Date.now() - started < 1000, 'no folder: nothing can be written, nothing to wait for');
+  t.throws(() => watcher.progress('nope'), /not an upload capability/);
+});
