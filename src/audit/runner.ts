@@ -38,6 +38,8 @@ export interface AuditRunnerOptions {
   logger: AuditLogger;
   /** Told after each package is recorded (metrics). */
   onChecked?: (checked: PackageChecked) => void;
+  /** Webhook delivery: per-attempt timeout (default 10 s) and the delays before retries (default 2 s, 10 s). */
+  webhook?: { timeoutMs?: number; retryDelaysMs?: number[] };
 }
 
 export interface PackageChecked {
@@ -81,6 +83,8 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Delays before the 2nd and 3rd delivery attempts; then the summary is given up (and logged). */
 const WEBHOOK_RETRY_DELAYS_MS = [2_000, 10_000];
 const RATE_WINDOW_MS = 30_000;
+/** After the hasher or catalog failed mid-audit, the runner looks again this much later. */
+const RETRY_AFTER_FAILURE_MS = 60_000;
 
 export class AuditRunner {
   private readonly catalog: Catalog;
@@ -89,6 +93,8 @@ export class AuditRunner {
   private readonly config: Pick<Config, 'audit'>;
   private readonly logger: AuditLogger;
   private readonly onChecked: ((checked: PackageChecked) => void) | undefined;
+  private readonly webhookTimeoutMs: number;
+  private readonly webhookRetryDelaysMs: readonly number[];
 
   private running = false;
   private loop: Promise<void> | undefined;
@@ -110,6 +116,8 @@ export class AuditRunner {
     this.config = opts.config;
     this.logger = opts.logger;
     this.onChecked = opts.onChecked;
+    this.webhookTimeoutMs = opts.webhook?.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
+    this.webhookRetryDelaysMs = opts.webhook?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS;
   }
 
   /** Starts working; an audit left in progress by an earlier run resumes where it was. */
@@ -264,8 +272,12 @@ export class AuditRunner {
     this.current = undefined;
     if (broken !== undefined) {
       // Not an abort: the hasher or the catalog failed under us. The packages not recorded stay
-      // in the to-do set for the next start.
-      this.logger.error({ auditId: audit.id, err: messageOf(broken.reason) }, `audit ${audit.id} paused: ${messageOf(broken.reason)}`);
+      // in the to-do set; try again in a while rather than spin or give up.
+      this.logger.error(
+        { auditId: audit.id, err: messageOf(broken.reason) },
+        `audit ${audit.id} paused: ${messageOf(broken.reason)}; trying again in ${RETRY_AFTER_FAILURE_MS / 1000} s`,
+      );
+      this.retryLater();
       return false;
     }
     return this.catalog.audits.get(audit.id)?.finishedAt !== undefined;
@@ -357,8 +369,9 @@ export class AuditRunner {
   }
 
   /**
-   * POSTs the summary: up to three attempts (10 s each) on network errors and 5xx answers,
-   * none after a 4xx, none once the runner stops. Failing is logged, never thrown.
+   * POSTs the summary: up to three attempts (10 s each, 2 s and 10 s apart) on network errors,
+   * timeouts, 429 and 5xx answers; no retry after another 4xx or once the runner stops. Failing
+   * is logged, never thrown.
    */
   private async deliver(url: string, payload: AuditWebhookPayload): Promise<void> {
     const body = JSON.stringify(payload);
@@ -371,7 +384,7 @@ export class AuditRunner {
           method: 'POST',
           headers: { 'content-type': 'application/json' },
           body,
-          signal: AbortSignal.timeout(WEBHOOK_TIMEOUT_MS),
+          signal: AbortSignal.timeout(this.webhookTimeoutMs),
         });
         await res.arrayBuffer().catch(() => undefined);
         if (res.ok) {
@@ -381,9 +394,9 @@ export class AuditRunner {
         problem = `the webhook answered ${res.status}`;
         retry = res.status >= 500 || res.status === 429;
       } catch (err) {
-        problem = (err as Error).name === 'TimeoutError' ? `no answer within ${WEBHOOK_TIMEOUT_MS / 1000} s` : messageOf(err);
+        problem = (err as Error).name === 'TimeoutError' ? `no answer within ${this.webhookTimeoutMs / 1000} s` : messageOf(err);
       }
-      const delay = WEBHOOK_RETRY_DELAYS_MS[attempt];
+      const delay = this.webhookRetryDelaysMs[attempt];
       if (!retry || delay === undefined || !this.running) {
         this.logger.error({ auditId, attempts: attempt + 1 }, `audit ${auditId} summary not delivered to the webhook: ${problem}`);
         return;
@@ -394,6 +407,12 @@ export class AuditRunner {
         return;
       }
     }
+  }
+
+  private retryLater(): void {
+    void this.sleepUnlessStopped(RETRY_AFTER_FAILURE_MS).then((awake) => {
+      if (awake) this.wake();
+    });
   }
 
   /** false if the runner stopped meanwhile. */

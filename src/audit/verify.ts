@@ -6,7 +6,8 @@
  *
  * It never writes, never throws for what it finds on disk (a missing or unreadable folder is a
  * finding like any other) and never decides what to do about a finding: the runner records it.
- * The only rejection is an abort (the caller's signal) or a closed hasher.
+ * It rejects only when the check itself could not be done: an abort (the caller's signal), or
+ * a closed or broken hasher.
  */
 import type { Dirent } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
@@ -69,8 +70,12 @@ export interface VerifyOptions {
   filesInFlight?: number;
 }
 
-/** Errors that mean "stop", not "this file is bad": they propagate instead of becoming findings. */
-const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED']);
+/**
+ * Errors that say nothing about the file: the check was stopped, or the hasher itself broke (a
+ * worker thread died). They propagate instead of becoming findings, so a broken pool never
+ * records a package as damaged.
+ */
+const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED', 'ERR_FIXITY_WORKER_FAILED']);
 
 const errorCode = (err: unknown): string => {
   const code = (err as { code?: unknown } | null)?.code;

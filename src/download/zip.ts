@@ -16,6 +16,7 @@
  * offset does not fit 32 bits, and for the end records when the entry count, the central
  * directory size or its offset do not fit.
  */
+import type { FileHandle } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRecord } from '../catalog/types.js';
 import { Storage } from '../storage/storage.js';
@@ -256,39 +257,78 @@ export interface ZipSource {
   storedAt?: number | Date;
 }
 
+/** An entry opened, checked against the catalog, and its local header plus first bytes read. */
+interface OpenedEntry {
+  handle: FileHandle;
+  first: Buffer;
+  mtimeMs: number;
+}
+
+async function openEntry(entry: ZipEntryPlan, dir: string, fixedMs: number | undefined): Promise<OpenedEntry> {
+  const { record } = entry;
+  const { handle, mtime } = await openStoredFile(Storage.resolveInside(dir, record.path), record);
+  try {
+    const mtimeMs = fixedMs ?? mtime.getTime();
+    const headerLength = localHeaderLength(entry);
+    const length = Math.min(record.size, READ_CHUNK);
+    const first = Buffer.allocUnsafe(headerLength + length);
+    writeLocalHeader(first, entry, mtimeMs);
+    await readFully(handle, first, headerLength, length, 0, record.path);
+    return { handle, first, mtimeMs };
+  } catch (err) {
+    closeQuietly(handle);
+    throw err;
+  }
+}
+
+function closeQuietly(handle: FileHandle): void {
+  handle.close().catch(() => {});
+}
+
+const ignore = () => {};
+
 /**
  * The archive's bytes, in order, in chunks of at most about 1 MiB. Each file is opened and checked
- * against the catalog just before its bytes go out; an entry's local header travels in the same
- * chunk as its first bytes, so a small file costs one write.
+ * against the catalog before its bytes go out. The next entry is opened (and its first bytes read)
+ * while the current one streams, so a bag of many small files is not a string of open/stat/read
+ * round trips; an entry's local header travels in the same chunk as its first bytes.
  */
 async function* zipChunks(plan: ZipPlan, source: ZipSource): AsyncGenerator<Buffer, void, undefined> {
-  const mtimes = new Float64Array(plan.entries.length);
+  const { entries } = plan;
+  const mtimes = new Float64Array(entries.length);
   const fixedMs = source.storedAt === undefined ? undefined : new Date(source.storedAt).getTime();
+  const prefetch = (i: number): Promise<OpenedEntry> | undefined => {
+    if (i >= entries.length) return undefined;
+    const opening = openEntry(entries[i]!, source.dir, fixedMs);
+    opening.catch(ignore); // awaited in turn below; this only marks the rejection as handled
+    return opening;
+  };
+  let next = prefetch(0);
   let sent = 0;
-  for (let i = 0; i < plan.entries.length; i++) {
-    const entry = plan.entries[i]!;
-    const { record } = entry;
-    const { handle, mtime } = await openStoredFile(Storage.resolveInside(source.dir, record.path), record);
-    try {
-      const mtimeMs = fixedMs ?? mtime.getTime();
-      mtimes[i] = mtimeMs;
-      const headerLength = localHeaderLength(entry);
-      let length = Math.min(record.size, READ_CHUNK);
-      const first = Buffer.allocUnsafe(headerLength + length);
-      writeLocalHeader(first, entry, mtimeMs);
-      await readFully(handle, first, headerLength, length, 0, record.path);
-      sent += first.length;
-      yield first;
-      for (let position = length; position < record.size; position += length) {
-        length = Math.min(READ_CHUNK, record.size - position);
-        const chunk = Buffer.allocUnsafe(length);
-        await readFully(handle, chunk, 0, length, position, record.path);
-        sent += length;
-        yield chunk;
+  try {
+    for (let i = 0; i < entries.length; i++) {
+      const { record } = entries[i]!;
+      const current = await next!;
+      next = prefetch(i + 1);
+      try {
+        mtimes[i] = current.mtimeMs;
+        sent += current.first.length;
+        yield current.first;
+        let length = Math.min(record.size, READ_CHUNK);
+        for (let position = length; position < record.size; position += length) {
+          length = Math.min(READ_CHUNK, record.size - position);
+          const chunk = Buffer.allocUnsafe(length);
+          await readFully(current.handle, chunk, 0, length, position, record.path);
+          sent += length;
+          yield chunk;
+        }
+      } finally {
+        closeQuietly(current.handle);
       }
-    } finally {
-      await handle.close();
     }
+  } finally {
+    // Stopped early (error, or the client went away): close what was opened ahead.
+    next?.then((opened) => closeQuietly(opened.handle), ignore);
   }
   if (sent !== plan.centralDirectoryOffset) throw new Error(`zip layout error: ${sent} bytes of entries, planned ${plan.centralDirectoryOffset}`);
 

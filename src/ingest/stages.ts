@@ -10,6 +10,7 @@
 import { rename } from 'node:fs/promises';
 import { validateBag, type BagReport } from '../bagit/index.js';
 import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
+import { failpoint } from '../failpoints.js';
 import { Storage } from '../storage/storage.js';
 import { checkChipmunk } from './chipmunk.js';
 import type { IngestDeps } from './ingest.js';
@@ -50,7 +51,9 @@ export class IngestStages {
     try {
       if (stage === 'waiting') {
         await this.waitForQuiet(pkg);
+        failpoint('ingest:before-stage');
         await this.stage(pkg);
+        failpoint('ingest:after-stage');
         stage = catalog.queue.advance(item.id, 'staged').stage;
       }
       if (stage === 'staged') {
@@ -59,16 +62,21 @@ export class IngestStages {
         const errors = report.problems.filter((p) => p.severity !== 'warning');
         if (errors.length > 0) {
           await this.returnUpload(pkg);
+          failpoint('ingest:after-return');
           this.fail(item, pkg, report.problems, started, true, report);
           return;
         }
+        failpoint('ingest:after-validate');
         this.recordIntent(item, pkg, report);
+        failpoint('ingest:after-intent');
         stage = 'validated';
       }
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
         await this.store(pkg, storagePath);
+        failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
+        failpoint('ingest:after-result');
       }
     } catch (err) {
       if (this.signal.aborted) throw err; // shutting down: park at the recorded stage

@@ -177,8 +177,8 @@ export class LandingWatcher {
     watcher.on('error', (err) => this.logger.warn({ err }, 'landing watcher error'));
     await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
     this.ready = true;
-    const names = await readdir(this.landing);
-    await Promise.all(names.filter(isCapability).map((cap) => this.scanNow(cap)));
+    // One upload after another: at start-up the disk is busy enough with chokidar's own walk.
+    for (const cap of (await readdir(this.landing)).filter(isCapability)) await this.scanNow(cap);
     this.rescanTimer = setInterval(() => {
       for (const cap of this.uploads.keys()) this.scheduleScan(cap);
     }, this.rescanMs);

@@ -8,7 +8,7 @@ import { readdirSync, readlinkSync, rmSync, truncateSync, writeFileSync } from '
 import { join } from 'node:path';
 import t from 'tap';
 import { contentDisposition, contentTypeFor, parseRange } from '../../src/download/index.js';
-import { defaultPayload, fileUrl, makeStoredBag, rawGet, recordOf, serveBag, sha256 } from './stored-bag.js';
+import { defaultPayload, fileUrl, makeStoredBag, rawGet, recordOf, serveBag, sha256 } from './fixtures/stored-bag.js';
 
 const b64 = (hex: string) => Buffer.from(hex, 'hex').toString('base64');
 

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { planZip } from '../../src/download/index.js';
-import { makeStoredBag, pythonZipReport, rawGet, recordOf, serveBag, sha256, unzipTest, type RawResponse } from './stored-bag.js';
+import { makeStoredBag, pythonZipReport, rawGet, recordOf, run, serveBag, sha256, unzipTest, type RawResponse } from './fixtures/stored-bag.js';
 
 const GiB = 2 ** 30;
 
@@ -125,9 +125,7 @@ t.test('zip download', async (t) => {
     t.equal(sha256(one.body), sha256(two.body));
     const zipPath = join(bag.dataDir, 'dated.zip');
     writeFileSync(zipPath, one.body);
-    const { stdout } = await import('./stored-bag.js').then(({ run }) =>
-      run('python3', ['-c', 'import sys,zipfile; print({i.date_time for i in zipfile.ZipFile(sys.argv[1]).infolist()})', zipPath]),
-    );
+    const { stdout } = await run('python3', ['-c', 'import sys,zipfile; print({i.date_time for i in zipfile.ZipFile(sys.argv[1]).infolist()})', zipPath]);
     const d = new Date(storedAt);
     const expected = `(${d.getFullYear()}, ${d.getMonth() + 1}, ${d.getDate()}, ${d.getHours()}, ${d.getMinutes()}, ${d.getSeconds() - (d.getSeconds() % 2)})`;
     t.equal(stdout.trim(), `{${expected}}`, 'every entry carries the stored date');

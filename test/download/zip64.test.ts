@@ -13,7 +13,7 @@ import { crc32 } from 'node:zlib';
 import t from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { planZip } from '../../src/download/index.js';
-import { makeStoredBag, run, serveBag, unzipTest } from './stored-bag.js';
+import { makeStoredBag, run, serveBag, unzipTest } from './fixtures/stored-bag.js';
 
 const BIG_SIZE = Math.floor(4.3 * 2 ** 30);
 /**

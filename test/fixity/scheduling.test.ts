@@ -68,7 +68,7 @@ t.test('the audit rate limit holds the audit read rate down; ingest ignores it',
   await pool.hashFile(eight, ['md5'], { priority: 'audit' });
   const auditSeconds = (performance.now() - start) / 1000;
   t.ok(auditSeconds >= 0.4, `8 MiB audit at 16 MiB/s took ${auditSeconds.toFixed(3)} s (≥ 0.4)`);
-  t.ok(auditSeconds < 2.5, 'but not far longer');
+  t.ok(auditSeconds < 5, 'but not far longer');
 
   // The limit is shared: two workers on two 4 MiB files still take ≥ 0.4 s together.
   const halves = [files.file('half-a', 4 * MiB), files.file('half-b', 4 * MiB)];
@@ -131,18 +131,33 @@ t.test('abort: a queued job, a running job, an already-aborted signal, one signa
   t.match(pool.stats(), { queued: 0, running: 0 });
 });
 
-t.test('work goes to idle workers: a long file does not hold small ones back', async (t) => {
-  const pool = createHasher({ workers: 2, readSize: 64 * 1024, auditRateLimitBytesPerSec: 4 * MiB });
+t.test('work goes to idle workers: a long job does not hold small ones back', async (t) => {
+  const pool = createHasher({ workers: 2, readSize: 64 * 1024 });
   t.teardown(() => pool.close());
-  const long = files.file('long', 8 * MiB); // 2 s at 4 MiB/s
-  const smalls = Array.from({ length: 20 }, (_, i) => files.file(`s${i}`, 1024));
-  const start = performance.now();
-  // Half the small jobs first land behind the long one; an idle worker takes them back.
-  const longJob = pool.hashFile(long, ['md5'], { priority: 'audit' }).then(() => performance.now() - start);
-  const smallJobs = smalls.map((p) => pool.hashFile(p, ['md5'], { priority: 'audit' }));
-  await Promise.all(smallJobs);
-  const smallMs = performance.now() - start;
-  const longMs = await longJob;
-  // Each small file still waits for its turn in the shared rate limit (~16 ms behind a long chunk).
-  t.ok(smallMs < longMs / 2, `20 small files done in ${smallMs.toFixed(0)} ms, the long one in ${longMs.toFixed(0)} ms`);
+  // A resumable job whose first checkpoint save never returns until we say: a worker stuck on
+  // one long file, deterministically, however busy the machine is.
+  let release = (): void => {};
+  const released = new Promise<void>((r) => (release = r));
+  let stuck = (): void => {};
+  const isStuck = new Promise<void>((r) => (stuck = r));
+  const long = files.file('long', 1 * MiB);
+  const longJob = pool.hashFile(long, ['md5'], {
+    resume: {
+      everyBytes: 64 * 1024,
+      load: async () => undefined,
+      save: () => (stuck(), released),
+    },
+  });
+  await isStuck;
+  const smalls = Array.from({ length: 40 }, (_, i) => files.file(`s${i}`, 1024));
+  // Least-loaded dispatch puts about half of these behind the stuck job at first.
+  const smallJobs = smalls.map((p) => pool.hashFile(p, ['md5']));
+  const timeout = new Promise<never>((_, reject) =>
+    setTimeout(() => reject(new Error('small jobs stuck behind the long one')), 10_000).unref(),
+  );
+  const results = await Promise.race([Promise.all(smallJobs), timeout]);
+  t.equal(results.length, 40, 'all small jobs finished while the long one is still stuck');
+  t.equal(pool.stats().running, 1, 'only the stuck job is left');
+  release();
+  t.equal((await longJob).digests.md5, md5(long));
 });

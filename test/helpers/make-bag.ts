@@ -10,7 +10,7 @@
  * bag root. After changing a bag by hand, `writeManifests(dir)` makes it consistent again.
  */
 import { createHash } from 'node:crypto';
-import { mkdir, readdir, readFile, rm, writeFile, lstat } from 'node:fs/promises';
+import { lstat, mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Algorithm } from '../../src/catalog/types.js';
 
@@ -40,11 +40,16 @@ export interface MakeBagOptions {
   extraTagFiles?: Record<string, string | Buffer>;
   /** Payload paths (relative to `data/`) left out of every payload manifest. */
   unlisted?: string[];
-  /** Bag paths (relative to the bag root) whose bytes change after the manifests are written. */
+  /**
+   * Bag paths (relative to the bag root) whose bytes change after the manifests are written: same
+   * length, first byte flipped, mtime set to 2000-01-01.
+   */
   corrupt?: string[];
   /** Raw bagit.txt content instead of the correct one (written before the tag manifests). */
   bagitTxt?: string | Buffer;
 }
+
+const CORRUPT_MTIME = new Date('2000-01-01T00:00:00Z');
 
 function digest(algorithm: Algorithm, bytes: Buffer): string {
   return createHash(algorithm).update(bytes).digest('hex');
@@ -158,6 +163,9 @@ export async function makeBag(dir: string, opts: MakeBagOptions): Promise<string
       changed[0] = changed[0]! ^ 0xff;
       await writeFile(abs, changed);
     }
+    // An old mtime, so rsync's quick check (size and mtime) never takes the corrupt file for a
+    // good copy made in the same second, nor the reverse.
+    await utimes(abs, CORRUPT_MTIME, CORRUPT_MTIME);
   }
   return dir;
 }

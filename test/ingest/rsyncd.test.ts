@@ -181,6 +181,15 @@ t.test('the gate refuses links that are not an open capability', async (t) => {
   t.same(f.transfers, [], 'refused transfers leave no transfer record');
   t.same(await readdir(f.daemon.layout.active), [], 'nor an active record');
 
+  // Options whose DIR could point at "../<another folder>" are refused by rsync itself (after
+  // the gate admitted the link, so this transfer ends with an error status).
+  const backup = await rsync([...CHIPMUNK_FLAGS, '-b', '--backup-dir=../elsewhere', `${f.source}/`, f.daemon.uploadLink(cap)]);
+  t.not(backup.code, 0, '--backup-dir is refused');
+  t.match(backup.stderr, /refuse --backup-dir/);
+  t.same((await readdir(landingRoot)).sort(), [cap], 'no backup folder beside the capability');
+  await waitFor('its transfer record', () => f.transfers.length === 1);
+  t.not(f.transfers[0].exitStatus, 0);
+
   // A subfolder of an open capability is fine.
   const sub = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, `${base}/${cap}/sub/`]);
   t.equal(sub.code, 0, sub.stderr);

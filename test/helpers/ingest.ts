@@ -1,0 +1,34 @@
+/** Puts a bag through the real daemon: request, rsync upload, complete, wait for the outcome. */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { rsyncUpload, type TestDaemon } from './daemon.js';
+import { makeBag, type MakeBagOptions } from './make-bag.js';
+
+export interface IngestedBag {
+  request: any;
+  item: any;
+  bagDir: string;
+}
+
+export async function ingestBag(
+  d: TestDaemon,
+  token: string,
+  files: MakeBagOptions['files'],
+  options: Partial<MakeBagOptions> & { contentType?: string; expect?: 'DONE' | 'FAILED' } = {},
+): Promise<IngestedBag> {
+  const bagId = randomUUID();
+  const contentType = options.contentType ?? 'video';
+  const request = await d.createRequest(token, { bag_id: bagId, external_id: `ext-${bagId.slice(0, 8)}`, content_type: contentType });
+  const bagDir = join(mkdtempSync(join(tmpdir(), 'preservd-bag-')), 'bag');
+  await makeBag(bagDir, { chipmunkInfo: { externalId: request.external_id, bagId, contentType }, ...options, files });
+  const up = rsyncUpload(bagDir, request.upload_link);
+  if (up.code !== 0) throw new Error(`rsync failed: ${up.output}`);
+  const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token });
+  if (complete.status !== 201) throw new Error(`complete: ${complete.status} ${complete.text}`);
+  const item = await d.waitForQueueItem(complete.json.id, token);
+  const expected = options.expect ?? 'DONE';
+  if (item.status !== expected) throw new Error(`expected ${expected}, got ${JSON.stringify(item)}`);
+  return { request, item, bagDir };
+}
