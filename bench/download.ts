@@ -197,9 +197,11 @@ async function main(): Promise<void> {
   const started = Date.now();
   const root = mkdtempSync(join(tmpdir(), 'preservd-bench-download-'));
   const children: ChildProcess[] = [];
+  const keep = process.argv.includes('--keep');
   const cleanup = () => {
     for (const c of children) c.kill();
-    rmSync(root, { recursive: true, force: true });
+    if (keep) console.error(`bench bag kept in ${root}`);
+    else rmSync(root, { recursive: true, force: true });
   };
   process.once('SIGINT', () => {
     cleanup();

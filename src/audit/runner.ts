@@ -2,8 +2,9 @@
  * The audit runner: works through the audit in progress, `config.audit.concurrency` packages at
  * a time, verifying each package (verify.ts) and recording ONE `fixity check` event per package
  * through `catalog.audits.record`, which also takes the package out of the audit's to-do set and
- * bumps the counts in the same transaction. A package is recorded only once its check finished,
- * so after a crash or a stop the audit resumes with what is left and nothing is counted twice.
+ * bumps the counts in the same transaction. A package is recorded only once its check finished
+ * (checks finishing close together share one commit), so after a crash or a stop the audit
+ * resumes with what is left and nothing is counted twice.
  *
  * It reads at the pool's 'audit' priority (ingest jobs go first) and at most at
  * `config.audit.rateLimitMBps`. When an audit finishes it logs one summary line and, if
@@ -83,6 +84,13 @@ const WEBHOOK_TIMEOUT_MS = 10_000;
 /** Delays before the 2nd and 3rd delivery attempts; then the summary is given up (and logged). */
 const WEBHOOK_RETRY_DELAYS_MS = [2_000, 10_000];
 const RATE_WINDOW_MS = 30_000;
+/**
+ * Results that finish within this window are recorded in one catalog transaction: each commit
+ * is an fsync on the event-loop thread (~1–2 ms here), which otherwise starves the pool of jobs
+ * when packages are small. Each package's event, count and to-do removal stay atomic; a crash
+ * loses at most this window's checks, which are simply done again.
+ */
+const RECORD_BATCH_MS = 50;
 /** After the hasher or catalog failed mid-audit, the runner looks again this much later. */
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
@@ -108,6 +116,11 @@ export class AuditRunner {
   private readonly partial = new Map<string, number>();
   /** (time, bytes verified) samples for the rate. */
   private samples: Array<[number, number]> = [];
+  /** Checks finished but not yet recorded (see RECORD_BATCH_MS). */
+  private unrecorded: PackageChecked[] = [];
+  private recordTimer: NodeJS.Timeout | undefined;
+  /** Set when recording failed: the audit pauses. */
+  private recordFailure: { reason: unknown } | undefined;
 
   constructor(opts: AuditRunnerOptions) {
     this.catalog = opts.catalog;
@@ -255,12 +268,14 @@ export class AuditRunner {
 
     let next = 0;
     let broken: { reason: unknown } | undefined;
+    this.recordFailure = undefined;
     const signal = this.abort.signal;
     const worker = async (): Promise<void> => {
-      while (this.running && broken === undefined && next < todo.length) {
+      while (this.running && broken === undefined && this.recordFailure === undefined && next < todo.length) {
         const item = todo[next++]!;
         try {
-          await this.checkPackage(audit.id, audit.user, item.bagId, item.bytes, signal);
+          const checked = await this.checkPackage(audit.id, item.bagId, item.bytes, signal);
+          if (checked !== undefined) this.recordSoon(checked, audit.user);
         } catch (reason) {
           broken ??= { reason };
         }
@@ -268,6 +283,8 @@ export class AuditRunner {
     };
     const workers = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
     await Promise.all(Array.from({ length: workers }, worker));
+    this.flushRecords(audit.user); // what finished before a stop is kept
+    broken ??= this.recordFailure;
     this.partial.clear();
     this.current = undefined;
     if (broken !== undefined) {
@@ -283,52 +300,84 @@ export class AuditRunner {
     return this.catalog.audits.get(audit.id)?.finishedAt !== undefined;
   }
 
-  private async checkPackage(auditId: number, user: string, bagId: string, bytes: number, signal: AbortSignal): Promise<void> {
+  /** Verifies one package; undefined when the check was stopped (the package stays to do). */
+  private async checkPackage(auditId: number, bagId: string, bytes: number, signal: AbortSignal): Promise<PackageChecked | undefined> {
     const pkg = this.catalog.packages.get(bagId);
-    let findings: Finding[];
     if (pkg === undefined || !pkg.stored || pkg.storagePath === undefined) {
-      findings = [{ code: 'package-not-in-catalog' }];
-    } else {
-      let dir: string | undefined;
-      try {
-        dir = this.storage.packageDir(pkg.storagePath);
-      } catch {
-        dir = undefined;
-      }
-      this.partial.set(bagId, 0);
-      try {
-        findings =
-          dir === undefined
-            ? [{ code: 'package-missing' }]
-            : await verifyPackage(dir, this.catalog.packages.listFiles(bagId), this.hasher, {
-                algorithms: this.config.audit.algorithms,
-                signal,
-                onFileRead: (n) => {
-                  this.partial.set(bagId, (this.partial.get(bagId) ?? 0) + n);
-                  this.sample();
-                },
-              });
-      } catch (err) {
-        this.partial.delete(bagId);
-        // Stopped: the package stays in the to-do set; anything else goes up to runAudit.
-        if (signal.aborted) return;
-        throw err;
-      }
-      this.partial.delete(bagId);
+      return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-not-in-catalog' }] };
     }
+    let dir: string;
+    try {
+      dir = this.storage.packageDir(pkg.storagePath);
+    } catch {
+      return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-missing' }] };
+    }
+    this.partial.set(bagId, 0);
+    let findings: Finding[];
+    try {
+      findings = await verifyPackage(dir, this.catalog.packages.listFiles(bagId), this.hasher, {
+        algorithms: this.config.audit.algorithms,
+        signal,
+        onFileRead: (n) => {
+          this.partial.set(bagId, (this.partial.get(bagId) ?? 0) + n);
+          this.sample();
+        },
+      });
+    } catch (err) {
+      this.partial.delete(bagId);
+      // Stopped: the package stays in the to-do set; anything else goes up to runAudit.
+      if (signal.aborted) return undefined;
+      throw err;
+    }
+    return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };
+  }
 
-    const outcome = findings.length === 0 ? 'success' : 'failure';
-    const detail = outcome === 'success' ? null : findingsDetail(findings);
-    const recorded = this.catalog.audits.record(auditId, bagId, (): PreservationEvent =>
-      this.catalog.events.add({ bagId, type: 'fixity check', executor: user, outcome, detail, auditId }),
-    );
-    if (recorded === undefined) return; // another runner got there first: nothing written
-    if (this.current?.id === auditId) this.current = recorded.audit;
+  private recordSoon(checked: PackageChecked, user: string): void {
+    this.unrecorded.push(checked);
+    this.recordTimer ??= setTimeout(() => this.flushRecords(user), RECORD_BATCH_MS);
+  }
+
+  /**
+   * Records every finished check in one transaction: per package one `fixity check` event, its
+   * count, and its removal from the to-do set (catalog.audits.record). Never throws: a failure
+   * is kept in `recordFailure` and pauses the audit; those packages stay to do.
+   */
+  private flushRecords(user: string): void {
+    clearTimeout(this.recordTimer);
+    this.recordTimer = undefined;
+    const batch = this.unrecorded.splice(0);
+    if (batch.length === 0) return;
+    let results: Array<{ checked: PackageChecked; detail: string | null; recorded: ReturnType<Catalog['audits']['record']> }>;
+    try {
+      results = this.catalog.transaction(() =>
+        batch.map((checked) => {
+          const { auditId, bagId, outcome } = checked;
+          const detail = outcome === 'success' ? null : findingsDetail(checked.findings);
+          const recorded = this.catalog.audits.record(auditId, bagId, (): PreservationEvent =>
+            this.catalog.events.add({ bagId, type: 'fixity check', executor: user, outcome, detail, auditId }),
+          );
+          return { checked, detail, recorded };
+        }),
+      );
+    } catch (reason) {
+      for (const { bagId } of batch) this.partial.delete(bagId);
+      this.recordFailure ??= { reason };
+      return;
+    }
+    for (const { checked, detail, recorded } of results) {
+      const { auditId, bagId, findings } = checked;
+      this.partial.delete(bagId);
+      if (recorded === undefined) continue; // another runner got there first: nothing written
+      if (this.current?.id === auditId) this.current = recorded.audit;
+      if (checked.outcome === 'failure')
+        this.logger.warn(
+          { auditId, bagId, findings: findings.length },
+          `fixity check of ${bagId} failed: ${detail!.split('\n').slice(0, 3).join('; ')}${findings.length > 3 ? `; and ${findings.length - 3} more` : ''}`,
+        );
+      this.onChecked?.(checked);
+      if (recorded.audit.finishedAt !== undefined) this.finished(recorded.audit);
+    }
     this.sample();
-    if (outcome === 'failure')
-      this.logger.warn({ auditId, bagId, findings: findings.length }, `fixity check of ${bagId} failed: ${detail!.split('\n').slice(0, 3).join('; ')}${findings.length > 3 ? `; and ${findings.length - 3} more` : ''}`);
-    this.onChecked?.({ auditId, bagId, outcome, bytes, findings });
-    if (recorded.audit.finishedAt !== undefined) this.finished(recorded.audit);
   }
 
   /** Exactly one caller sees an audit finish (the record() that emptied its to-do set). */

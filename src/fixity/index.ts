@@ -4,7 +4,8 @@
  * digest (md5, sha1, sha224, sha256, sha384, sha512 via node:crypto; CRC-32 via zlib) from that
  * one read. Ingest jobs go before queued audit jobs; audit reads can be rate-limited; huge files
  * can be hashed resumably across restarts. Symbolic links, FIFOs, devices and sockets are
- * refused, never followed or blocked on.
+ * refused, never followed or blocked on (this concerns the file itself: O_NOFOLLOW does not
+ * look at the directories on the way, which the caller vouches for).
  *
  * It knows nothing of bags, manifests or the catalog; it depends on nothing of preservd except
  * the Algorithm type.

@@ -3,10 +3,11 @@
  * before audit, and go to the least-loaded worker, up to PREFETCH per worker: a small file
  * hashes faster than a message crosses threads, so a worker must have the next jobs at hand.
  * When a worker runs dry while others still hold jobs they have not started, those are taken
- * back and shared out again (a worker that had to give jobs back is on a long file and gets no
- * more until it finishes one). Ingest jobs have their own budget per worker: a worker runs them
- * before its waiting audit jobs, and inside a running one, between two of its chunks. The pool holds no file contents: a queued job
- * is a path and a promise.
+ * back and shared out again (all of them from a worker on a long file, which then gets no more
+ * until it finishes it; half from one working through small files). Ingest jobs have their own
+ * budget per worker: a worker runs them before its waiting audit jobs, and inside a running
+ * one, between two of its chunks. The pool holds no file contents: a queued job is a path and
+ * a promise.
  *
  * It does not walk directories, compare digests or know what a bag is.
  */
@@ -37,9 +38,9 @@ const MIN_READ_SIZE = 64 * 1024;
 const DEFAULT_CHECKPOINT_BYTES = 256 * MiB;
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 /**
- * Jobs per worker, running and waiting in its local queue. A 4 KiB file hashes in ~10 µs; a
- * round trip between threads took 50–500 µs on our shared 2-core host, and small-file throughput
- * rose until about this depth (bench: ~45k files/s per worker at 16, ~55k at 64).
+ * Jobs per worker, running and waiting in its local queue. A 4 KiB file hashes in ~10–20 µs; a
+ * round trip between threads took 50–500 µs on our shared 2-core host. With one job in flight
+ * a worker did ~12k small files/s, with 16 ~45k, with 64 ~50–55k (noisy, shared host).
  */
 const PREFETCH = 64;
 
@@ -68,10 +69,26 @@ interface WorkerSlot {
   ingestJobs: number;
   /** A giveBack is on its way to this worker. */
   askedBack: boolean;
-  /** It gave jobs back, so it is on a long file: no new jobs until it finishes one. */
+  /** It said, giving jobs back, that it is on a long file: no new jobs until it finishes one. */
   onLongJob: boolean;
-  online: boolean;
+  /** The worker said it loaded; one that exits before that cannot start at all. */
+  ready: boolean;
   error?: unknown;
+}
+
+/**
+ * The process's Node options, less those that make no sense for (and break) a worker module:
+ * `node --input-type=module -e …` would otherwise pass --input-type on, and the worker fails.
+ */
+function workerExecArgv(): string[] {
+  const args: string[] = [];
+  const withValue = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const arg = process.execArgv[i]!;
+    if (withValue.has(arg)) i++;
+    else if (!arg.startsWith('--input-type=') && !arg.startsWith('--eval=') && !arg.startsWith('--print=')) args.push(arg);
+  }
+  return args;
 }
 
 function invalidArgument(message: string): FixityError {
@@ -191,16 +208,15 @@ export class FixityPool {
     const control = new SharedArrayBuffer(CONTROL_INTS * Int32Array.BYTES_PER_ELEMENT);
     const workerData: WorkerData = { readSize: this.readSize, preemption: this.preemption, control, shared: this.shared };
     const slot: WorkerSlot = {
-      worker: new Worker(WORKER_URL, { workerData }),
+      worker: new Worker(WORKER_URL, { workerData, execArgv: workerExecArgv() }),
       control: new Int32Array(control),
       jobs: new Map(),
       ingestJobs: 0,
       askedBack: false,
       onLongJob: false,
-      online: false,
+      ready: false,
     };
     if (!this.referenced) slot.worker.unref();
-    slot.worker.on('online', () => (slot.online = true));
     slot.worker.on('message', (message: FromWorker) => this.onMessage(slot, message));
     slot.worker.on('error', (err) => (slot.error = err));
     slot.worker.on('exit', () => this.onExit(slot));
@@ -280,9 +296,9 @@ export class FixityPool {
   }
 
   /** Jobs a worker handed back go to the front of their queues, in their old order. */
-  private takeBack(slot: WorkerSlot, ids: number[]): void {
+  private takeBack(slot: WorkerSlot, ids: number[], onLongJob: boolean): void {
     slot.askedBack = false;
-    if (ids.length > 0) slot.onLongJob = true;
+    slot.onLongJob = onLongJob;
     for (let i = ids.length - 1; i >= 0; i--) {
       const job = slot.jobs.get(ids[i]!);
       if (!job) continue;
@@ -342,6 +358,9 @@ export class FixityPool {
 
   private onMessage(slot: WorkerSlot, message: FromWorker): void {
     switch (message.t) {
+      case 'ready':
+        slot.ready = true;
+        break;
       case 'outcomes':
         for (const outcome of message.outcomes) this.onOutcome(slot, outcome);
         this.dispatch();
@@ -352,7 +371,7 @@ export class FixityPool {
         break;
       }
       case 'givenBack':
-        this.takeBack(slot, message.ids);
+        this.takeBack(slot, message.ids, message.onLongJob);
         break;
     }
   }
@@ -428,11 +447,11 @@ export class FixityPool {
       this.release(slot, job);
       this.fail(job, new FixityError(WORKER_FAILED, `a fixity worker stopped while hashing ${job.path}`, { path: job.path, cause }));
     }
-    if (!slot.online) {
+    if (!slot.ready) {
       // The worker could not even start: replacing it would fail the same way.
-      this.broken = new FixityError(WORKER_FAILED, 'fixity workers cannot start', { cause });
       this.slots.splice(index, 1);
       if (this.slots.length === 0) {
+        this.broken = new FixityError(WORKER_FAILED, 'fixity workers cannot start', { cause });
         for (const job of [...this.ingestQueue.takeAll(), ...this.auditQueue.takeAll()]) this.fail(job, this.broken);
         this.queued = 0;
       }

@@ -31,10 +31,15 @@ export type JobOutcome =
   | { t: 'aborted'; id: number };
 
 export type FromWorker =
+  /** The worker's module loaded: it can take jobs. A worker that exits before this cannot start. */
+  | { t: 'ready' }
   | { t: 'outcomes'; outcomes: JobOutcome[] }
   | { t: 'checkpoint'; id: number; state: Uint8Array }
-  /** Answer to giveBack: the jobs not started, in the order they were queued. */
-  | { t: 'givenBack'; ids: number[] };
+  /**
+   * Answer to giveBack: jobs not started, in queue order. All of them when the running job is a
+   * long one (past its first chunk, or sleeping), else the later half.
+   */
+  | { t: 'givenBack'; ids: number[]; onLongJob: boolean };
 
 export interface WorkerData {
   readSize: number;

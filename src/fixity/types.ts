@@ -49,7 +49,11 @@ export interface FixityPoolOptions {
   workers?: number;
   /** Bytes per read, one reused buffer per job; default 1 MiB, at least 64 KiB. */
   readSize?: number;
-  /** Most files open at once across the pool; default 2 per worker (a job plus a preempting ingest job). */
+  /**
+   * Most files open at once. A worker holds one, two while an ingest job runs inside an audit job;
+   * a lower cap means fewer workers, and under 2 per worker, no ingest jobs inside audit jobs.
+   * Default: no cap beyond that.
+   */
   maxOpenFiles?: number;
   /** Total read rate of 'audit' jobs over all workers; 0 (default) = unlimited. Ingest is never throttled. */
   auditRateLimitBytesPerSec?: number;
@@ -62,6 +66,6 @@ export interface FixityStats {
   filesHashed: number;
   /** Jobs waiting for a worker. */
   queued: number;
-  /** Jobs handed to a worker and not yet finished (including one prefetched job per worker). */
+  /** Jobs handed to a worker and not yet finished, including those waiting in its local queue. */
   running: number;
 }

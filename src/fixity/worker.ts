@@ -47,6 +47,8 @@ const saved = new Set<number>();
 let outbox: JobOutcome[] = [];
 let seenMail = 0;
 let draining = false;
+/** The job at depth 0 is past its first chunk (or sleeping): the worker will be a while. */
+let onLongJob = false;
 
 /** Thrown through the hashing code to stop a cancelled job. */
 const STOP = Symbol('stop');
@@ -93,10 +95,13 @@ function accept(message: ToWorker): void {
       saved.add(message.id);
       break;
     case 'giveBack': {
-      const ids = [...ingestQueue, ...auditQueue].map((job) => job.id);
+      const waiting = [...ingestQueue, ...auditQueue];
+      const keep = onLongJob ? 0 : Math.ceil(waiting.length / 2);
+      const kept = waiting.slice(0, keep);
       ingestQueue.length = 0;
       auditQueue.length = 0;
-      send({ t: 'givenBack', ids });
+      for (const job of kept) (job.audit ? auditQueue : ingestQueue).push(job);
+      send({ t: 'givenBack', ids: waiting.slice(keep).map((job) => job.id), onLongJob });
       break;
     }
   }
@@ -126,8 +131,9 @@ function interrupt(job: JobMessage, depth: number): void {
 /** Sleeps until the rate limit allows the next audit read, still answering messages. */
 function throttle(job: JobMessage, depth: number, bytes: number): void {
   const until = rateLimit.charge(bytes);
-  if (until === 0n) return;
-  flush();
+  if (until === 0n || process.hrtime.bigint() >= until) return;
+  flush(); // about to sleep: let the pool have the outcomes so far
+  if (depth === 0) onLongJob = true;
   const generation = rateLimit.generation();
   for (;;) {
     const now = process.hrtime.bigint();
@@ -139,6 +145,7 @@ function throttle(job: JobMessage, depth: number, bytes: number): void {
 }
 
 function waitUntilSaved(job: JobMessage, depth: number): void {
+  if (depth === 0) onLongJob = true;
   for (;;) {
     interrupt(job, depth);
     if (saved.delete(job.id)) return;
@@ -150,7 +157,10 @@ function run(job: JobMessage, depth: number): void {
   running.push(job);
   const hooks: ResumableHooks = {
     beforeRead(first) {
-      if (!first) flush(); // a file longer than one chunk: let the pool hear about the others first
+      if (!first) {
+        flush(); // a file longer than one chunk: let the pool hear about the others first
+        if (depth === 0) onLongJob = true;
+      }
       interrupt(job, depth);
     },
     afterRead(bytes) {
@@ -174,6 +184,7 @@ function run(job: JobMessage, depth: number): void {
     running.pop();
     cancelled.delete(job.id);
     saved.delete(job.id);
+    if (depth === 0) onLongJob = false;
   }
 }
 
@@ -217,3 +228,4 @@ port.on('message', (message: ToWorker) => {
   accept(message);
   void drain();
 });
+port.postMessage({ t: 'ready' } satisfies FromWorker);

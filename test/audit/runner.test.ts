@@ -11,7 +11,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import t from 'tap';
 import type { AuditHasher, AuditWebhookPayload } from '../../src/audit/runner.js';
-import { auditAll, makeWorld, until, type AuditWorld } from './fixture.js';
+import { auditAll, makeWorld, until, type AuditWorld } from './fixtures/world.js';
 
 async function flipByte(path: string, at = 0): Promise<void> {
   const fh = await open(path, 'r+');

@@ -10,7 +10,7 @@ import t from 'tap';
 import { describeFinding, findingsDetail, verifyPackage, type Finding, type PackageHasher } from '../../src/audit/verify.js';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { createStoredPackage } from '../helpers/stored-package.js';
-import { makeWorld } from './fixture.js';
+import { makeWorld } from './fixtures/world.js';
 
 const payload = () => ({
   'a.txt': 'hello world\n',

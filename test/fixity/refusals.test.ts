@@ -2,7 +2,7 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
-import { createHasher, FixityError, NOT_REGULAR_FILE, POOL_CLOSED } from '../../src/fixity/index.js';
+import { createHasher, FixityError, NOT_REGULAR_FILE } from '../../src/fixity/index.js';
 import { scratch } from './files.js';
 
 const files = scratch();
@@ -63,16 +63,4 @@ t.test('bad arguments reject before any work', async (t) => {
   await t.rejects(pool.hashFile('/x', ['md5'], { resume: { load: async () => undefined, save: async () => {}, everyBytes: 0 } }), {
     code: 'ERR_INVALID_ARG_VALUE',
   });
-});
-
-t.test('close() rejects pending jobs and later calls', async (t) => {
-  const own = createHasher({ workers: 1, auditRateLimitBytesPerSec: 64 * 1024 });
-  const path = files.file('slow', 1024 * 1024);
-  const running = own.hashFile(path, ['md5'], { priority: 'audit' });
-  const queued = own.hashFile(path, ['md5'], { priority: 'audit' });
-  const outcomes = [t.rejects(running, { code: POOL_CLOSED }), t.rejects(queued, { code: POOL_CLOSED })];
-  await new Promise((r) => setTimeout(r, 50));
-  await own.close();
-  await Promise.all(outcomes);
-  await t.rejects(own.hashFile(path, ['md5']), { code: POOL_CLOSED });
 });

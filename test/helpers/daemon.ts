@@ -189,15 +189,25 @@ export class TestDaemon {
     return code;
   }
 
-  /** kill -9: no chance to clean up. Its rsync child is killed too, as systemd would. */
+  /** Resolves with the exit code (null when killed by a signal). */
+  waitForExit(): Promise<number | null> {
+    return this.exited;
+  }
+
+  /**
+   * kill -9: no chance to clean up. Its rsync child (in a process group of its own) is killed
+   * too, as systemd would kill the whole cgroup.
+   */
   async kill9(): Promise<void> {
     const pids = spawnSync('pgrep', ['-P', String(this.proc.pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
     this.proc.kill('SIGKILL');
     for (const pid of pids) {
-      try {
-        process.kill(Number(pid), 'SIGKILL');
-      } catch {
-        // already gone
+      for (const target of [-Number(pid), Number(pid)]) {
+        try {
+          process.kill(target, 'SIGKILL');
+        } catch {
+          // already gone
+        }
       }
     }
     await this.exited;

@@ -1,0 +1,106 @@
+/**
+ * kill -9 at every step boundary of an ingest (failpoints), and at random moments of a large
+ * one; restart on the same data directory; the item must end, the bag must be stored and
+ * verifiable (or given back, for a failing bag), and nothing may be left half-done.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import t, { type Test } from 'tap';
+import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
+import { makeBag } from '../helpers/make-bag.js';
+
+const scratch = mkdtempSync(join(tmpdir(), 'preservd-crash-'));
+t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+
+function walk(dir: string, root = dir): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, entry.name);
+    if (entry.isDirectory()) out.push(...walk(p, root));
+    else out.push(relative(root, p));
+  }
+  return out.sort();
+}
+
+interface Scenario {
+  name: string;
+  failpoint?: string;
+  /** Kill this long after complete instead of at a failpoint. */
+  killAfterMs?: number;
+  broken?: boolean;
+  big?: boolean;
+}
+
+async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'preservd-crashdata-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const first = await TestDaemon.start(t, { dataDir, keepDataDir: true, env: s.failpoint ? { PRESERVD_FAILPOINT: s.failpoint } : {} });
+  const token = first.addUser('alice');
+  const bagId = randomUUID();
+  const req = await first.createRequest(token, { bag_id: bagId, external_id: `crash-${bagId.slice(0, 8)}`, content_type: 'video' });
+  const bagDir = join(scratch, bagId);
+  const files: Record<string, Buffer | string> = { 'a.txt': 'crash test\n', 'x/y.bin': Buffer.alloc(100_000, 1) };
+  if (s.big === true) for (let i = 0; i < 6; i++) files[`big/${i}.bin`] = Buffer.alloc(40 * 1024 * 1024, i + 1);
+  await makeBag(bagDir, { files, chipmunkInfo: { externalId: req.external_id, bagId, contentType: 'video' }, ...(s.broken ? { corrupt: ['data/a.txt'] } : {}) });
+  t.equal(rsyncUpload(bagDir, req.upload_link).code, 0, 'uploaded');
+  const complete = await first.request('POST', `/v1/requests/${bagId}/complete`, { token });
+  t.equal(complete.status, 201);
+  if (s.killAfterMs !== undefined) {
+    await new Promise((r) => setTimeout(r, s.killAfterMs));
+    await first.kill9();
+  } else {
+    const code = await Promise.race([first.waitForExit(), new Promise((r) => setTimeout(() => r('alive'), 30_000))]);
+    t.not(code, 'alive', `the daemon died at ${s.failpoint}`);
+    await first.kill9(); // its rsync child too
+  }
+
+  const second = await TestDaemon.start(t, { dataDir, keepDataDir: true });
+  const item = await second.waitForQueueItem(complete.json.id, token);
+  const pkg = await second.request('GET', `/v1/packages/${bagId}`);
+  const events = (await second.request('GET', `/v1/packages/${bagId}/events`)).json as any[];
+  const ingestions = events.filter((e) => e.type === 'ingestion');
+  t.equal(ingestions.length, 1, 'exactly one ingestion event');
+  t.same(readdirSync(join(dataDir, 'staging')), [], 'nothing left in staging');
+
+  if (s.broken === true) {
+    t.equal(item.status, 'FAILED');
+    t.ok(item.errors.some((e: any) => e.code === 'manifest-mismatch' && e.path === 'data/a.txt'));
+    t.equal(pkg.json.stored, false);
+    const landing = join(dataDir, 'landing', req.upload_link.split('/').at(-2));
+    t.same(walk(landing), walk(bagDir), 'the upload is back in its landing folder, whole');
+    t.equal(rsyncUpload(bagDir, pkg.json.upload_link).code, 0, 'and the link is open again');
+    return;
+  }
+  t.equal(item.status, 'DONE', JSON.stringify(item));
+  t.equal(pkg.json.stored, true);
+  const stored = pkg.json.storage_location as string;
+  t.same(walk(stored), walk(bagDir), 'storage holds exactly the bag');
+  for (const rel of walk(bagDir)) {
+    const want = createHash('sha256').update(readFileSync(join(bagDir, rel))).digest('hex');
+    const got = createHash('sha256').update(readFileSync(join(stored, rel))).digest('hex');
+    if (want !== got) t.fail(`${rel} differs in storage`);
+  }
+  const landingName = req.upload_link.split('/').at(-2);
+  t.notOk(existsSync(join(dataDir, 'landing', landingName)), 'the landing folder is gone');
+  t.equal(ingestions[0].outcome, 'success');
+  const file = await second.request('GET', `/v1/packages/${bagId}/x/y.bin`, { token });
+  t.equal(file.status, 200, 'files are served');
+  t.not(rsyncUpload(bagDir, pkg.json.upload_link).code, 0, 'the link stays closed');
+}
+
+const scenarios: Scenario[] = [
+  { name: 'before staging', failpoint: 'ingest:before-stage' },
+  { name: 'after staging', failpoint: 'ingest:after-stage' },
+  { name: 'after validation, before the intent is recorded', failpoint: 'ingest:after-validate' },
+  { name: 'after the intent, before the rename into storage', failpoint: 'ingest:after-intent' },
+  { name: 'between the rename and the catalog commit', failpoint: 'ingest:after-store' },
+  { name: 'after the catalog commit', failpoint: 'ingest:after-result' },
+  { name: 'a failing bag, after it was given back', failpoint: 'ingest:after-return', broken: true },
+  { name: 'a failing bag, before staging', failpoint: 'ingest:before-stage', broken: true },
+  { name: 'in the middle of hashing a large bag', big: true, killAfterMs: 600 },
+  { name: 'later in a large bag', big: true, killAfterMs: 1100 },
+];
+
+for (const s of scenarios) t.test(`kill -9 ${s.name}`, (t) => crashAndRecover(t, s));
