@@ -222,8 +222,6 @@ export async function reconcile(catalog: Catalog, storage: Storage, landing: Lan
     if (!known.has(name)) logger.warn({ folder: join(storage.landingRoot, name), capability: isCapability(name) }, 'a landing folder belongs to no request');
   }
   for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
-    if (!known.has(name) || !pending.has(name)) {
-      if (!known.has(name)) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
-    }
+    if (!known.has(name)) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
   }
 }

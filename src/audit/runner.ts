@@ -223,13 +223,11 @@ export class AuditRunner {
   private sample(): void {
     if (this.current === undefined) return;
     const now = Date.now();
-    const last = this.samples.at(-1);
     const bytes = this.verifiedBytes(this.current);
-    // At most a few samples a second: a recent last sample is moved forward instead.
-    if (last !== undefined && this.samples.length > 1 && now - last[0] < 250) {
-      last[0] = now;
-      last[1] = bytes;
-    } else this.samples.push([now, bytes]);
+    // Samples stay at least 250 ms apart; only the newest one moves forward in between.
+    const previous = this.samples.at(-2);
+    if (previous !== undefined && now - previous[0] < 250) this.samples[this.samples.length - 1] = [now, bytes];
+    else this.samples.push([now, bytes]);
     while (this.samples.length > 2 && now - this.samples[0]![0] > RATE_WINDOW_MS) this.samples.shift();
   }
 

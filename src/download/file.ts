@@ -3,20 +3,17 @@
  * recorded sha256), one Range (206/416), If-None-Match/If-Modified-Since (304), If-Range, HEAD,
  * and the body streamed with backpressure in 1 MiB reads. The file is opened and fstat'ed before
  * anything is answered; a file that no longer matches its catalog size is a 500, and a file that
- * comes up short while streaming destroys the connection instead of ending a short body.
+ * comes up short while streaming destroys the connection instead of ending a short body (see
+ * `body.ts` for how the bytes are written).
  *
  * It does not decide which file: the route resolves `{file}` through the catalog and hands over
- * the record and its absolute path. The reading pieces (`openStoredFile`, `readFully`,
- * `PullStream`) are shared with the zip download.
+ * the record and its absolute path.
  */
-import { constants } from 'node:fs';
-import { open, type FileHandle } from 'node:fs/promises';
+import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRecord } from '../catalog/types.js';
-
-/** Read size for every download: measured here, 1 MiB reads serve ~1.7× faster than 64 KiB. */
-export const READ_CHUNK = 1 << 20;
+import { openStoredFile, readFully, sendBody, StoredFileError } from './body.js';
 
 /** Where a front proxy should take the body from instead of us (config `download.offload`). */
 export interface Offload {
@@ -31,21 +28,6 @@ export interface StoredFile {
   record: FileRecord;
   /** Path relative to the storage root (`ab/cd/ef/<bag_id>/data/a.wav`); needed for X-Accel-Redirect. */
   storageRelativePath?: string;
-}
-
-/** A stored file that cannot be served as the catalog describes it. The message holds no server path. */
-export class StoredFileError extends Error {
-  readonly statusCode = 500;
-  constructor(
-    readonly code: 'unreadable' | 'not-a-file' | 'size-mismatch' | 'short-read',
-    /** Path relative to the bag root, as in the catalog. */
-    readonly path: string,
-    message: string,
-    options?: { cause?: unknown },
-  ) {
-    super(message, options);
-    this.name = 'StoredFileError';
-  }
 }
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
@@ -131,95 +113,6 @@ function ifRangeHolds(header: string, etag: string | undefined, lastModified: st
   return !Number.isNaN(date) && date === Date.parse(lastModified);
 }
 
-/**
- * Opens a stored file (not following a symlink) and checks it is a regular file of the size the
- * catalog records. The caller owns the handle.
- */
-export async function openStoredFile(absPath: string, record: FileRecord): Promise<{ handle: FileHandle; mtime: Date }> {
-  let handle: FileHandle;
-  try {
-    handle = await open(absPath, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch (err) {
-    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, { cause: err });
-  }
-  try {
-    const stats = await handle.stat();
-    if (!stats.isFile()) throw new StoredFileError('not-a-file', record.path, `stored file ${record.path} is not a regular file`);
-    if (stats.size !== record.size) {
-      throw new StoredFileError(
-        'size-mismatch',
-        record.path,
-        `stored file ${record.path} does not match the catalog (${stats.size} bytes on disk, ${record.size} recorded)`,
-      );
-    }
-    return { handle, mtime: stats.mtime };
-  } catch (err) {
-    await handle.close().catch(() => {});
-    if (err instanceof StoredFileError) throw err;
-    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, { cause: err });
-  }
-}
-
-/** Fills `buffer[offset, offset+length)` from `position`, or throws if the file ends first. */
-export async function readFully(handle: FileHandle, buffer: Buffer, offset: number, length: number, position: number, path: string): Promise<void> {
-  let done = 0;
-  while (done < length) {
-    const { bytesRead } = await handle.read(buffer, offset + done, length - done, position + done);
-    if (bytesRead === 0) {
-      throw new StoredFileError('short-read', path, `stored file ${path} ended after ${position + done} bytes while being sent`);
-    }
-    done += bytesRead;
-  }
-}
-
-/**
- * A byte stream pulled one chunk at a time from `pull` (null ends it). `release` runs exactly once,
- * on end, error or destroy (a client that goes away); fastify destroys the socket when a stream
- * errors after the headers went out, so a failing pull never looks like a complete body.
- */
-export class PullStream extends Readable {
-  constructor(
-    private readonly pull: () => Promise<Buffer | null>,
-    private readonly release: () => Promise<void>,
-  ) {
-    // One chunk read ahead while the previous one drains to the socket.
-    super({ highWaterMark: READ_CHUNK });
-  }
-
-  override _read(): void {
-    this.pull().then(
-      (chunk) => {
-        if (!this.destroyed) this.push(chunk);
-      },
-      (err: unknown) => this.destroy(err instanceof Error ? err : new Error(String(err))),
-    );
-  }
-
-  override _destroy(err: Error | null, callback: (err?: Error | null) => void): void {
-    this.release().then(
-      () => callback(err),
-      (releaseErr: unknown) => callback(err ?? (releaseErr as Error)),
-    );
-  }
-}
-
-/** Bytes [start, end] of an open file in 1 MiB reads; closes the handle when finished or destroyed. */
-export function readStoredRange(handle: FileHandle, start: number, end: number, path: string): PullStream {
-  let position = start;
-  return new PullStream(
-    async () => {
-      if (position > end) return null;
-      const length = Math.min(READ_CHUNK, end - position + 1);
-      const chunk = Buffer.allocUnsafe(length);
-      await readFully(handle, chunk, 0, length, position, path);
-      position += length;
-      return chunk;
-    },
-    // FileHandle.close waits for a read still in flight.
-    () => handle.close(),
-  );
-}
-
 /** An already-ended body: for HEAD, fastify keeps our Content-Length only when the payload is a stream. */
 export function emptyBody(): Readable {
   return Readable.from([]);
@@ -296,10 +189,19 @@ export async function sendFile(
     reply.header('content-length', String(end - start + 1));
     if (request.method === 'HEAD') return reply.send(emptyBody());
 
-    const body = readStoredRange(handle, start, end, record.path);
     handedOver = true;
-    body.once('error', (err) => request.log.error({ err, file: file.absPath, path: record.path }, 'file download aborted'));
-    return reply.send(body);
+    let position = start;
+    const source = {
+      fill: async (buf: Buffer) => {
+        const n = Math.min(buf.length, end + 1 - position);
+        if (n <= 0) return 0;
+        await readFully(handle, buf, 0, n, position, record.path);
+        position += n;
+        return n;
+      },
+      close: () => handle.close(),
+    };
+    return sendBody(request, reply, source, end - start + 1, { file: file.absPath, path: record.path });
   } finally {
     if (!handedOver) await handle.close().catch(() => {});
   }

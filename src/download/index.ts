@@ -3,7 +3,8 @@
  * as a streamed, stored ZIP64-capable zip of known length (`sendZip`). Routes resolve what to send
  * through the catalog; nothing here takes a path from a request.
  */
-export { sendFile, contentTypeFor, contentDisposition, digestField, parseRange, StoredFileError, READ_CHUNK } from './file.js';
+export { READ_CHUNK, StoredFileError } from './body.js';
+export { sendFile, contentTypeFor, contentDisposition, digestField, parseRange } from './file.js';
 export type { Offload, RangeRequest, StoredFile } from './file.js';
 export { sendZip, planZip } from './zip.js';
 export type { ZipEntryPlan, ZipPlan, ZipSource } from './zip.js';

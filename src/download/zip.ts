@@ -20,7 +20,8 @@ import type { FileHandle } from 'node:fs/promises';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRecord } from '../catalog/types.js';
 import { Storage } from '../storage/storage.js';
-import { READ_CHUNK, PullStream, contentDisposition, emptyBody, openStoredFile, readFully } from './file.js';
+import { closeQuietly, openStoredFile, readFully, sendBody, type BodySource } from './body.js';
+import { contentDisposition, emptyBody } from './file.js';
 
 const U16_MAX = 0xffff;
 /** Sizes and offsets at or above this need ZIP64 (0xffffffff itself is the "see zip64" marker). */
@@ -257,100 +258,147 @@ export interface ZipSource {
   storedAt?: number | Date;
 }
 
-/** An entry opened, checked against the catalog, and its local header plus first bytes read. */
+/** An entry opened and checked against the catalog, with its local header ready. */
 interface OpenedEntry {
   handle: FileHandle;
-  first: Buffer;
+  header: Buffer;
   mtimeMs: number;
 }
 
-async function openEntry(entry: ZipEntryPlan, dir: string, fixedMs: number | undefined): Promise<OpenedEntry> {
-  const { record } = entry;
-  const { handle, mtime } = await openStoredFile(Storage.resolveInside(dir, record.path), record);
-  try {
-    const mtimeMs = fixedMs ?? mtime.getTime();
-    const headerLength = localHeaderLength(entry);
-    const length = Math.min(record.size, READ_CHUNK);
-    const first = Buffer.allocUnsafe(headerLength + length);
-    writeLocalHeader(first, entry, mtimeMs);
-    await readFully(handle, first, headerLength, length, 0, record.path);
-    return { handle, first, mtimeMs };
-  } catch (err) {
-    closeQuietly(handle);
-    throw err;
-  }
-}
-
-function closeQuietly(handle: FileHandle): void {
-  handle.close().catch(() => {});
-}
+/** How many entries are opened (and fstat'ed) ahead of the one being sent. */
+const OPEN_AHEAD = 4;
+/** Central directory headers are made in batches of about this many bytes. */
+const CENTRAL_BATCH = 64 * 1024;
 
 const ignore = () => {};
 
 /**
- * The archive's bytes, in order, in chunks of at most about 1 MiB. Each file is opened and checked
- * against the catalog before its bytes go out. The next entry is opened (and its first bytes read)
- * while the current one streams, so a bag of many small files is not a string of open/stat/read
- * round trips; an entry's local header travels in the same chunk as its first bytes.
+ * The archive as a body source: each `fill` packs the next bytes into a 1 MiB buffer (headers,
+ * file bytes read straight into it, the central directory, the end records), so small files share
+ * writes. Entries are opened a few ahead while earlier ones are read; each file is opened and
+ * checked against the catalog before any of its bytes go out.
  */
-async function* zipChunks(plan: ZipPlan, source: ZipSource): AsyncGenerator<Buffer, void, undefined> {
-  const { entries } = plan;
-  const mtimes = new Float64Array(entries.length);
-  const fixedMs = source.storedAt === undefined ? undefined : new Date(source.storedAt).getTime();
-  const prefetch = (i: number): Promise<OpenedEntry> | undefined => {
-    if (i >= entries.length) return undefined;
-    const opening = openEntry(entries[i]!, source.dir, fixedMs);
-    opening.catch(ignore); // awaited in turn below; this only marks the rejection as handled
-    return opening;
-  };
-  let next = prefetch(0);
-  let sent = 0;
-  try {
-    for (let i = 0; i < entries.length; i++) {
-      const { record } = entries[i]!;
-      const current = await next!;
-      next = prefetch(i + 1);
-      try {
-        mtimes[i] = current.mtimeMs;
-        sent += current.first.length;
-        yield current.first;
-        let length = Math.min(record.size, READ_CHUNK);
-        for (let position = length; position < record.size; position += length) {
-          length = Math.min(READ_CHUNK, record.size - position);
-          const chunk = Buffer.allocUnsafe(length);
-          await readFully(current.handle, chunk, 0, length, position, record.path);
-          sent += length;
-          yield chunk;
+class ZipBody implements BodySource {
+  private readonly mtimes: Float64Array;
+  private readonly fixedMs: number | undefined;
+  /** Opens in flight or done, in entry order, for entries `sending + 1 …`. */
+  private readonly ahead: Array<Promise<OpenedEntry>> = [];
+  private nextToOpen = 0;
+  /** Entry whose header or bytes are going out. */
+  private sending = -1;
+  /** Bytes in memory to copy out first (a local header, central headers, the end records). */
+  private memory: Buffer | undefined;
+  private memoryAt = 0;
+  private file: { handle: FileHandle; size: number; at: number; path: string } | undefined;
+  private nextCentral = 0;
+  private endWritten = false;
+  private offset = 0;
+
+  constructor(
+    private readonly plan: ZipPlan,
+    private readonly source: ZipSource,
+  ) {
+    this.mtimes = new Float64Array(plan.entries.length);
+    this.fixedMs = source.storedAt === undefined ? undefined : new Date(source.storedAt).getTime();
+  }
+
+  private openAhead(): void {
+    const { entries } = this.plan;
+    while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < entries.length) {
+      const entry = entries[this.nextToOpen++]!;
+      const opening = openStoredFile(Storage.resolveInside(this.source.dir, entry.record.path), entry.record).then(({ handle, mtime }) => {
+        const mtimeMs = this.fixedMs ?? mtime.getTime();
+        const header = Buffer.allocUnsafe(localHeaderLength(entry));
+        writeLocalHeader(header, entry, mtimeMs);
+        return { handle, header, mtimeMs };
+      });
+      opening.catch(ignore); // awaited in turn; this only marks an early rejection as handled
+      this.ahead.push(opening);
+    }
+  }
+
+  /** Moves on to the next entry: its header becomes the pending memory, its file the pending bytes. */
+  private async startNextEntry(): Promise<void> {
+    this.openAhead();
+    const index = ++this.sending;
+    const entry = this.plan.entries[index]!;
+    if (this.offset !== entry.offset) throw new Error(`zip layout error: entry ${entry.record.path} at ${this.offset}, planned ${entry.offset}`);
+    const opened = await this.ahead.shift()!;
+    this.mtimes[index] = opened.mtimeMs;
+    this.memory = opened.header;
+    this.memoryAt = 0;
+    this.file = { handle: opened.handle, size: entry.record.size, at: 0, path: entry.record.path };
+    this.openAhead();
+  }
+
+  /** As many central directory headers as fit in one batch (at least one). */
+  private centralBatch(): Buffer {
+    const { entries } = this.plan;
+    if (this.nextCentral === 0 && this.offset !== this.plan.centralDirectoryOffset) {
+      throw new Error(`zip layout error: central directory at ${this.offset}, planned ${this.plan.centralDirectoryOffset}`);
+    }
+    let length = 0;
+    let last = this.nextCentral;
+    while (last < entries.length && (length === 0 || length + centralHeaderLength(entries[last]!) <= CENTRAL_BATCH)) {
+      length += centralHeaderLength(entries[last]!);
+      last++;
+    }
+    const buf = Buffer.allocUnsafe(length);
+    let at = 0;
+    for (; this.nextCentral < last; this.nextCentral++) at = writeCentralHeader(buf, at, entries[this.nextCentral]!, this.mtimes[this.nextCentral]!);
+    return buf;
+  }
+
+  async fill(buf: Buffer): Promise<number> {
+    let used = 0;
+    while (used < buf.length) {
+      if (this.memory !== undefined) {
+        const copied = this.memory.copy(buf, used, this.memoryAt);
+        used += copied;
+        this.memoryAt += copied;
+        this.offset += copied;
+        if (this.memoryAt === this.memory.length) this.memory = undefined;
+      } else if (this.file !== undefined) {
+        const file = this.file;
+        const n = Math.min(buf.length - used, file.size - file.at);
+        if (n > 0) await readFully(file.handle, buf, used, n, file.at, file.path);
+        used += n;
+        file.at += n;
+        this.offset += n;
+        if (file.at === file.size) {
+          this.file = undefined;
+          closeQuietly(file.handle);
         }
-      } finally {
-        closeQuietly(current.handle);
+      } else if (this.sending + 1 < this.plan.entries.length) {
+        await this.startNextEntry();
+      } else if (this.nextCentral < this.plan.entries.length) {
+        this.memory = this.centralBatch();
+        this.memoryAt = 0;
+      } else if (!this.endWritten) {
+        this.memory = endRecords(this.plan);
+        this.memoryAt = 0;
+        this.endWritten = true;
+      } else {
+        break;
       }
     }
-  } finally {
-    // Stopped early (error, or the client went away): close what was opened ahead.
-    next?.then((opened) => closeQuietly(opened.handle), ignore);
+    return used;
   }
-  if (sent !== plan.centralDirectoryOffset) throw new Error(`zip layout error: ${sent} bytes of entries, planned ${plan.centralDirectoryOffset}`);
 
-  let buf = Buffer.allocUnsafe(READ_CHUNK);
-  let used = 0;
-  for (let i = 0; i < plan.entries.length; i++) {
-    const entry = plan.entries[i]!;
-    const length = centralHeaderLength(entry);
-    if (used + length > buf.length) {
-      yield buf.subarray(0, used);
-      buf = Buffer.allocUnsafe(Math.max(READ_CHUNK, length));
-      used = 0;
-    }
-    used = writeCentralHeader(buf, used, entry, mtimes[i]!);
+  async close(): Promise<void> {
+    if (this.file !== undefined) closeQuietly(this.file.handle);
+    this.file = undefined;
+    // Entries opened ahead and never sent (an error, or the client went away).
+    const ahead = this.ahead.splice(0);
+    await Promise.all(ahead.map((opening) => opening.then((opened) => closeQuietly(opened.handle), ignore)));
   }
-  yield Buffer.concat([buf.subarray(0, used), endRecords(plan)]);
 }
 
 /**
  * Answers GET or HEAD with the package as a stored zip. A file that cannot be read, or whose size
- * no longer matches the catalog, aborts the connection (the client sees a reset, never a
- * truncated archive that ends cleanly); a client that goes away stops the reading.
+ * no longer matches the catalog, aborts the connection once bytes have gone out (the client sees
+ * a reset, never a truncated archive that ends cleanly), or is a 500 if it is the very first; a
+ * client that goes away stops the reading.
  */
 export async function sendZip(request: FastifyRequest, reply: FastifyReply, pkg: ZipSource): Promise<FastifyReply> {
   const plan = planZip(pkg.bagId, pkg.files);
@@ -361,22 +409,5 @@ export async function sendZip(request: FastifyRequest, reply: FastifyReply, pkg:
     'x-content-type-options': 'nosniff',
   });
   if (request.method === 'HEAD') return reply.send(emptyBody());
-
-  const chunks = zipChunks(plan, pkg);
-  const body = new PullStream(
-    async () => {
-      const next = await chunks.next();
-      return next.done === true ? null : next.value;
-    },
-    // Waits for a read in flight, then runs the generator's `finally`: the open file is closed.
-    async () => {
-      await chunks.return(undefined);
-    },
-  );
-  body.once('error', (err) => {
-    request.log.error({ err, bagId: pkg.bagId, dir: pkg.dir }, 'zip download aborted');
-    // Headers may not be out yet (the first file failed): abort anyway, the length was promised.
-    reply.raw.destroy();
-  });
-  return reply.send(body);
+  return sendBody(request, reply, new ZipBody(plan, pkg), plan.size, { bagId: pkg.bagId, dir: pkg.dir });
 }

@@ -1,0 +1,191 @@
+/**
+ * Putting stored bytes on the wire: opening a stored file against its catalog record, reading it
+ * exactly, and writing a response body of promised length through a small ring of reused 1 MiB
+ * buffers. Used by both the single-file and the zip download.
+ *
+ * Why a ring and not `reply.send(stream)`: a stream allocates a fresh 1 MiB buffer per read, and
+ * measured here (bench/download.ts) the garbage collection that follows cost fastify 1.4-1.9× the
+ * CPU of a bare node:http server piping the same file, more as the heap grows. Reusing three
+ * buffers, each handed back when the socket has taken its bytes, brings it under the floor. The
+ * ring is also the backpressure: no more than three chunks are ever in flight.
+ *
+ * What it guarantees: the body is exactly the promised length or the connection is destroyed; a
+ * failure before the first byte is a 500 with a JSON error (no server path); a client that goes
+ * away stops the reading and the source is closed.
+ */
+import { constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { FileRecord } from '../catalog/types.js';
+
+/** Read size for every download: measured here, 1 MiB reads serve ~1.7× faster than 64 KiB. */
+export const READ_CHUNK = 1 << 20;
+/** Buffers per response: one being filled while up to two drain to the socket. */
+const RING_SIZE = 3;
+
+/** A stored file that cannot be served as the catalog describes it. The message holds no server path. */
+export class StoredFileError extends Error {
+  readonly statusCode = 500;
+  constructor(
+    readonly code: 'unreadable' | 'not-a-file' | 'size-mismatch' | 'short-read',
+    /** Path relative to the bag root, as in the catalog. */
+    readonly path: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'StoredFileError';
+  }
+}
+
+/**
+ * Opens a stored file (not following a symlink) and checks it is a regular file of the size the
+ * catalog records. The caller owns the handle.
+ */
+export async function openStoredFile(absPath: string, record: FileRecord): Promise<{ handle: FileHandle; mtime: Date }> {
+  let handle: FileHandle;
+  try {
+    handle = await open(absPath, constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch (err) {
+    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, { cause: err });
+  }
+  try {
+    const stats = await handle.stat();
+    if (!stats.isFile()) throw new StoredFileError('not-a-file', record.path, `stored file ${record.path} is not a regular file`);
+    if (stats.size !== record.size) {
+      throw new StoredFileError(
+        'size-mismatch',
+        record.path,
+        `stored file ${record.path} does not match the catalog (${stats.size} bytes on disk, ${record.size} recorded)`,
+      );
+    }
+    return { handle, mtime: stats.mtime };
+  } catch (err) {
+    closeQuietly(handle);
+    if (err instanceof StoredFileError) throw err;
+    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, { cause: err });
+  }
+}
+
+export function closeQuietly(handle: FileHandle): void {
+  handle.close().catch(() => {});
+}
+
+/** Fills `buffer[offset, offset+length)` from `position`, or throws if the file ends first. */
+export async function readFully(handle: FileHandle, buffer: Buffer, offset: number, length: number, position: number, path: string): Promise<void> {
+  let done = 0;
+  while (done < length) {
+    let bytesRead: number;
+    try {
+      ({ bytesRead } = await handle.read(buffer, offset + done, length - done, position + done));
+    } catch (err) {
+      throw new StoredFileError('unreadable', path, `stored file ${path} could not be read while being sent`, { cause: err });
+    }
+    if (bytesRead === 0) {
+      throw new StoredFileError('short-read', path, `stored file ${path} ended after ${position + done} bytes while being sent`);
+    }
+    done += bytesRead;
+  }
+}
+
+/** Where a response body comes from. */
+export interface BodySource {
+  /** Fills `buf` from its start with the body's next bytes; returns how many, 0 once the body is complete. */
+  fill(buf: Buffer): Promise<number>;
+  /** Releases whatever the source holds open; called exactly once, however the response ended. */
+  close(): Promise<void>;
+}
+
+/** Reused buffers for one response; `take` waits for one to come back, or gets undefined once closed. */
+class BufferRing {
+  private readonly free: Buffer[] = [];
+  private waiter: ((buf: Buffer | undefined) => void) | undefined;
+  private closed = false;
+
+  constructor(count: number, size: number) {
+    for (let i = 0; i < count; i++) this.free.push(Buffer.allocUnsafeSlow(size));
+  }
+
+  take(): Promise<Buffer | undefined> {
+    const buf = this.free.pop();
+    if (buf !== undefined || this.closed) return Promise.resolve(buf);
+    return new Promise((resolve) => (this.waiter = resolve));
+  }
+
+  give(buf: Buffer): void {
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    if (waiter !== undefined) waiter(buf);
+    else this.free.push(buf);
+  }
+
+  close(): void {
+    this.closed = true;
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    waiter?.(undefined);
+  }
+}
+
+/**
+ * Sends the status and headers already set on `reply`, then `length` bytes from `source`. Takes
+ * the response over from fastify (`reply.hijack()`): onResponse hooks and request logging still
+ * run; onSend hooks do not see the body.
+ */
+export async function sendBody(request: FastifyRequest, reply: FastifyReply, source: BodySource, length: number, context: Record<string, unknown>): Promise<FastifyReply> {
+  reply.hijack();
+  const res = reply.raw;
+  const ring = new BufferRing(RING_SIZE, READ_CHUNK);
+  let gone = false;
+  const onClose = () => {
+    gone = true;
+    ring.close();
+  };
+  res.once('close', onClose);
+  // Headers go out with the first bytes, so a failure before them can still be a plain 500.
+  const writeHead = () => {
+    if (res.headersSent) return;
+    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+    res.writeHead(reply.statusCode);
+  };
+  let sent = 0;
+  try {
+    for (;;) {
+      const buf = await ring.take();
+      if (buf === undefined) break;
+      const n = await source.fill(buf);
+      if (gone) break;
+      if (n === 0) {
+        ring.give(buf);
+        break;
+      }
+      sent += n;
+      if (sent > length) throw new Error(`body longer than the ${length} bytes promised`);
+      writeHead();
+      res.write(n === buf.length ? buf : buf.subarray(0, n), () => ring.give(buf));
+    }
+    if (gone) {
+      request.log.info({ ...context, sent, length }, 'download stopped: the client went away');
+    } else {
+      if (sent !== length) throw new Error(`body of ${sent} bytes, ${length} promised`);
+      writeHead();
+      res.end();
+    }
+  } catch (err) {
+    request.log.error({ ...context, err, sent, length }, 'download aborted');
+    if (!res.headersSent && !gone) {
+      const message = err instanceof StoredFileError ? err.message : 'the download failed; the operator can find why in the log';
+      const body = JSON.stringify({ error: message });
+      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    } else {
+      // Never end a body short of its Content-Length as if it were complete.
+      res.destroy();
+    }
+  } finally {
+    res.off('close', onClose);
+    ring.close();
+    await source.close();
+  }
+  return reply;
+}

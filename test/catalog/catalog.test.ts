@@ -1,0 +1,147 @@
+/** The catalog's stores and their all-or-nothing rules, on a real LMDB environment. */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { Catalog, SCHEMA_VERSION } from '../../src/catalog/catalog.js';
+import { tokenDigest } from '../../src/catalog/users.js';
+
+function openCatalog(t: { teardown(fn: () => unknown): void }): { catalog: Catalog; dir: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'preservd-catalog-'));
+  const catalog = Catalog.open(dir);
+  t.teardown(async () => {
+    await catalog.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  return { catalog, dir };
+}
+
+const newPackage = (user = 'alice', externalId = `ext-${randomUUID()}`) => ({ bagId: randomUUID(), externalId, contentType: 'audio', user, capability: randomUUID().replaceAll('-', '') });
+
+t.test('users and tokens: digests only, revocation, validation', async (t) => {
+  const { catalog } = openCatalog(t);
+  catalog.users.add('alice', false);
+  t.throws(() => catalog.users.add('alice', true), /already exists/);
+  t.throws(() => catalog.users.add('Alice Smith', false), /not a valid user name/);
+  const { id, secret } = catalog.users.issueToken('alice');
+  t.ok(Buffer.from(secret, 'base64url').length >= 32, '256 random bits');
+  t.equal(catalog.users.authenticate(secret)?.name, 'alice');
+  const stored = catalog.users.tokensOf('alice');
+  t.equal(stored.length, 1);
+  t.equal(stored[0]!.digest, tokenDigest(secret));
+  t.notOk(JSON.stringify(stored).includes(secret), 'the secret itself is not stored');
+  t.equal(catalog.users.authenticate(secret + 'x'), undefined);
+  t.equal(catalog.users.revokeToken(id), true);
+  t.equal(catalog.users.authenticate(secret), undefined, 'revoked');
+  t.equal(catalog.users.revokeToken(id), false, 'only once');
+  t.equal(catalog.users.revokeToken('nonsense'), false);
+  t.throws(() => catalog.users.issueToken('nobody'), /no user/);
+  t.same(catalog.users.list().map((u) => [u.name, u.liveTokens]), [['alice', 0]]);
+});
+
+t.test('packages: bag_id and external_id are unique; lookups by either', async (t) => {
+  const { catalog } = openCatalog(t);
+  const a = newPackage('alice', 'shared-ext');
+  const created = catalog.packages.create({ ...a, bagId: a.bagId.toUpperCase() });
+  t.ok('created' in created);
+  t.equal(catalog.packages.get(a.bagId)?.bagId, a.bagId, 'stored lower-case');
+  t.equal(catalog.packages.find('shared-ext')?.bagId, a.bagId);
+  t.equal(catalog.packages.find(a.bagId.toUpperCase())?.bagId, a.bagId);
+  t.equal(catalog.packages.byUploadCapability(a.capability)?.bagId, a.bagId);
+  const sameId = catalog.packages.create({ ...newPackage('bob'), bagId: a.bagId });
+  t.ok('existing' in sameId && sameId.existing.bagId === a.bagId);
+  const sameExt = catalog.packages.create(newPackage('bob', 'shared-ext'));
+  t.ok('existing' in sameExt);
+  t.equal(catalog.packages.count(), 1, 'nothing created for duplicates');
+  const b = newPackage('bob');
+  catalog.packages.create(b);
+  t.same([...catalog.packages.list()].map((p) => p.bagId), [a.bagId, b.bagId], 'oldest first');
+  t.same([...catalog.packages.list({ user: 'bob' })].map((p) => p.bagId), [b.bagId]);
+});
+
+t.test('files and stored state', async (t) => {
+  const { catalog } = openCatalog(t);
+  const p = newPackage();
+  catalog.packages.create(p);
+  const file = (path: string, size: number) => ({ path, size, crc32: '00000000', digests: { sha256: 'ab'.repeat(32) } });
+  catalog.packages.putFiles(p.bagId, [file('bagit.txt', 10), file('data/z.txt', 1), file('data/a/b.txt', 2), file('manifest-sha256.txt', 5)]);
+  t.same(catalog.packages.payloadPaths(p.bagId), ['a/b.txt', 'z.txt'], 'payload paths relative to data/, sorted');
+  t.equal(catalog.packages.storedBytes(p.bagId), 18);
+  t.equal(catalog.packages.get(p.bagId)?.stored, false);
+  const stored = catalog.packages.markStored(p.bagId, 'ab/cd/ef/x');
+  t.equal(stored.stored, true);
+  t.equal(stored.storagePath, 'ab/cd/ef/x');
+  catalog.packages.putFiles(p.bagId, [file('data/only.txt', 3)]);
+  t.same(catalog.packages.listFiles(p.bagId).map((f) => f.path), ['data/only.txt'], 'putFiles replaces');
+});
+
+t.test('queue: PENDING or DONE blocks a new attempt, FAILED does not', async (t) => {
+  const { catalog } = openCatalog(t);
+  const p = newPackage();
+  catalog.packages.create(p);
+  const first = catalog.queue.enqueue(p.bagId, 'alice');
+  t.ok('created' in first);
+  const id = 'created' in first ? first.created.id : 0;
+  const again = catalog.queue.enqueue(p.bagId, 'alice');
+  t.ok('existing' in again && again.existing.id === id, 'PENDING blocks');
+  catalog.queue.finish(id, { status: 'FAILED', errors: [{ code: 'x', message: 'y' }] });
+  const retry = catalog.queue.enqueue(p.bagId, 'alice');
+  t.ok('created' in retry, 'FAILED does not block');
+  const retryId = 'created' in retry ? retry.created.id : 0;
+  t.ok(retryId > id, 'ids grow');
+  t.equal(catalog.queue.advance(retryId, 'staged').stage, 'staged');
+  catalog.queue.finish(retryId, { status: 'DONE' });
+  t.ok('existing' in catalog.queue.enqueue(p.bagId, 'alice'), 'DONE blocks');
+  t.same(catalog.queue.forPackage(p.bagId).map((i) => i.status), ['FAILED', 'DONE']);
+  t.equal(catalog.queue.depth(), 0);
+});
+
+t.test('transactions are all or nothing', async (t) => {
+  const { catalog } = openCatalog(t);
+  const p = newPackage();
+  t.throws(() =>
+    catalog.transaction(() => {
+      catalog.packages.create(p);
+      catalog.events.add({ bagId: p.bagId, type: 'transfer', executor: 'alice', outcome: 'success', detail: null });
+      throw new Error('crash in the middle');
+    }),
+  );
+  t.equal(catalog.packages.get(p.bagId), undefined, 'the package was rolled back');
+  t.same([...catalog.events.list()], [], 'and the event');
+});
+
+t.test('audits: one in progress at a time; each package recorded once', async (t) => {
+  const { catalog } = openCatalog(t);
+  const packages = new Map([['b1', 10], ['b2', 20], ['b3', 30]]);
+  const started = catalog.audits.start('admin', packages);
+  t.ok('created' in started);
+  const audit = 'created' in started ? started.created : undefined!;
+  t.equal(audit.totalBytes, 60);
+  t.ok('existing' in catalog.audits.start('admin', packages), 'a second start returns the running one');
+  const event = (bagId: string, outcome: 'success' | 'failure') => () =>
+    catalog.events.add({ bagId, type: 'fixity check', executor: 'admin', outcome, detail: outcome === 'failure' ? 'bad' : null, auditId: audit.id });
+  t.ok(catalog.audits.record(audit.id, 'b1', event('b1', 'success')));
+  t.equal(catalog.audits.record(audit.id, 'b1', event('b1', 'success')), undefined, 'never counted twice');
+  t.same(catalog.audits.remaining(audit.id).map((r) => r.bagId), ['b2', 'b3']);
+  catalog.audits.record(audit.id, 'b2', event('b2', 'failure'));
+  const last = catalog.audits.record(audit.id, 'b3', event('b3', 'success'))!;
+  t.same([last.audit.successes, last.audit.failures, last.audit.bytes], [2, 1, 60]);
+  t.type(last.audit.finishedAt, 'number', 'finished when every package is recorded');
+  t.equal([...catalog.events.forAudit(audit.id)].length, 3, 'exactly one event per package');
+  t.equal(catalog.audits.inProgress(), undefined);
+  const empty = catalog.audits.start('admin', new Map());
+  t.ok('created' in empty && empty.created.finishedAt !== undefined, 'an audit of nothing is finished at once');
+});
+
+t.test('the schema version is recorded, and a newer catalog is refused', async (t) => {
+  const { catalog, dir } = openCatalog(t);
+  t.equal(catalog.schemaVersion, SCHEMA_VERSION);
+  const { open } = await import('lmdb');
+  await catalog.close();
+  const raw = open({ path: join(dir, 'catalog') });
+  const meta = raw.openDB({ name: 'meta' });
+  await meta.put('schemaVersion', SCHEMA_VERSION + 1);
+  await raw.close();
+  t.throws(() => Catalog.open(dir), /newer preservd/);
+});

@@ -1,0 +1,67 @@
+/** Loading the configuration: defaults, the file, environment overrides, and clear errors. */
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { ConfigError, defaults, loadConfig } from '../../src/config/config.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'preservd-config-'));
+const file = (name: string, content: unknown) => {
+  const p = join(dir, name);
+  writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));
+  return p;
+};
+
+t.test('no file and no environment: the embedded defaults, dataDir under the working directory', async (t) => {
+  const c = loadConfig({}, '/srv/app');
+  t.equal(c.dataDir, '/srv/app/var');
+  t.equal(c.http.host, '127.0.0.1');
+  t.equal(c.http.port, 8080);
+  t.equal(c.upload.rsync.port, 8873);
+  t.same(Object.keys(c.contentTypes), ['audio', 'bentleyaudio', 'video', 'digital', 'video_game']);
+});
+
+t.test('an empty object is a valid file', async (t) => {
+  const c = loadConfig({ PRESERVD_CONFIG: file('empty.json', {}) }, '/x');
+  t.same({ ...c, dataDir: './var' }, defaults());
+});
+
+t.test('the file is merged over the defaults; the environment over the file', async (t) => {
+  const p = file('some.json', { http: { port: 9000 }, upload: { quietMs: 50 }, contentTypes: { maps: { profile: 'profiles/maps.json' } } });
+  const c = loadConfig({ PRESERVD_CONFIG: p, PRESERVD_HTTP_PORT: '9100', PRESERVD_RSYNC_PORT: '9101', PRESERVD_DATA_DIR: '/data/p', PRESERVD_HTTP_HOST: '0.0.0.0' }, '/x');
+  t.equal(c.http.port, 9100);
+  t.equal(c.http.host, '0.0.0.0');
+  t.equal(c.http.bodyLimit, 64 * 1024, 'untouched keys keep their defaults');
+  t.equal(c.upload.rsync.port, 9101);
+  t.equal(c.upload.rsync.module, 'preservd');
+  t.equal(c.upload.quietMs, 50);
+  t.equal(c.dataDir, '/data/p');
+  t.same(Object.keys(c.contentTypes), ['maps'], 'contentTypes replaces the default map');
+  t.equal(c.contentTypes.maps!.profile, join(dir, 'profiles/maps.json'), 'profiles are relative to the config file');
+});
+
+t.test('every problem is reported at once, each with its key', async (t) => {
+  const p = file('bad.json', {
+    http: { port: 70000, bodyLimit: 'big' },
+    upload: { rsync: { module: 'no spaces please' } },
+    audit: { algorithms: 'some', webhookUrl: 'ftp://x' },
+    contentTypes: { audio: { validator: 'rm -rf /' } },
+  });
+  const err = t.throws(() => loadConfig({ PRESERVD_CONFIG: p, PRESERVD_RSYNC_PORT: 'eighty' }, '/x')) as ConfigError;
+  t.ok(err instanceof ConfigError);
+  for (const key of ['http.port', 'http.bodyLimit', 'upload.rsync.module', 'audit.algorithms', 'audit.webhookUrl', 'contentTypes.audio.validator', 'PRESERVD_RSYNC_PORT']) {
+    t.ok(err.problems.some((p) => p.startsWith(key)), `names ${key}`);
+  }
+});
+
+t.test('unreadable or malformed files are errors, not silently ignored', async (t) => {
+  t.throws(() => loadConfig({ PRESERVD_CONFIG: join(dir, 'missing.json') }), /no such file/);
+  t.throws(() => loadConfig({ PRESERVD_CONFIG: file('broken.json', '{"http": ') }), ConfigError);
+  t.throws(() => loadConfig({ PRESERVD_CONFIG: file('array.json', '[1]') }), /must be a JSON object/);
+});
+
+t.test('rsync off requires a link template', async (t) => {
+  t.throws(() => loadConfig({ PRESERVD_CONFIG: file('norsync.json', { upload: { rsync: { enabled: false } } }) }), /linkTemplate/);
+  const c = loadConfig({ PRESERVD_CONFIG: file('ssh.json', { upload: { rsync: { enabled: false }, linkTemplate: 'up@host:landing/{capability}/' } }) });
+  t.equal(c.upload.linkTemplate, 'up@host:landing/{capability}/');
+});
