@@ -268,19 +268,31 @@ export class AuditRunner {
     let broken: { reason: unknown } | undefined;
     this.recordFailure = undefined;
     const signal = this.abort.signal;
-    const worker = async (): Promise<void> => {
+    // `concurrency` lanes, each with at most two packages: the next one is listed and its files
+    // queued once every file of the one before has been handed to the pool, so the hashing
+    // workers do not wait between packages while its last files are still being read.
+    const lane = async (): Promise<void> => {
+      let previous: Promise<void> | undefined;
       while (this.running && broken === undefined && this.recordFailure === undefined && next < todo.length) {
         const item = todo[next++]!;
-        try {
-          const checked = await this.checkPackage(audit.id, item.bagId, item.bytes, signal);
-          if (checked !== undefined) this.recordSoon(checked, audit.user);
-        } catch (reason) {
-          broken ??= { reason };
-        }
+        let handedOver!: () => void;
+        const submitted = new Promise<void>((resolve) => (handedOver = resolve));
+        const done = this.checkPackage(audit.id, item.bagId, item.bytes, signal, handedOver).then(
+          (checked) => {
+            if (checked !== undefined) this.recordSoon(checked, audit.user);
+          },
+          (reason: unknown) => {
+            broken ??= { reason };
+          },
+        );
+        await Promise.race([submitted, done]);
+        await previous;
+        previous = done;
       }
+      await previous;
     };
-    const workers = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
-    await Promise.all(Array.from({ length: workers }, worker));
+    const lanes = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
+    await Promise.all(Array.from({ length: lanes }, lane));
     this.flushRecords(audit.user); // what finished before a stop is kept
     broken ??= this.recordFailure;
     this.partial.clear();
@@ -299,7 +311,7 @@ export class AuditRunner {
   }
 
   /** Verifies one package; undefined when the check was stopped (the package stays to do). */
-  private async checkPackage(auditId: number, bagId: string, bytes: number, signal: AbortSignal): Promise<PackageChecked | undefined> {
+  private async checkPackage(auditId: number, bagId: string, bytes: number, signal: AbortSignal, onSubmitted: () => void): Promise<PackageChecked | undefined> {
     const pkg = this.catalog.packages.get(bagId);
     if (pkg === undefined || !pkg.stored || pkg.storagePath === undefined) {
       return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-not-in-catalog' }] };
@@ -316,6 +328,7 @@ export class AuditRunner {
       findings = await verifyPackage(dir, this.catalog.packages.listFiles(bagId), this.hasher, {
         algorithms: this.config.audit.algorithms,
         signal,
+        onSubmitted,
         onFileRead: (n) => {
           this.partial.set(bagId, (this.partial.get(bagId) ?? 0) + n);
           this.sample();
@@ -327,6 +340,8 @@ export class AuditRunner {
       if (signal.aborted) return undefined;
       throw err;
     }
+    // A check cut short by a stop is never recorded, whatever it had found so far.
+    if (signal.aborted) return undefined;
     return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };
   }
 

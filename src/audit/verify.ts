@@ -66,6 +66,11 @@ export interface VerifyOptions {
   signal?: AbortSignal;
   /** Called with a file's recorded size once it has been read, for progress reporting. */
   onFileRead?: (bytes: number) => void;
+  /**
+   * Called once every file has been handed to the hasher (only the last ones are still being
+   * read): the moment a caller can start on the next package without the workers going idle.
+   */
+  onSubmitted?: () => void;
   /** Files handed to the hasher at once for this package; default 32. */
   filesInFlight?: number;
 }
@@ -76,6 +81,9 @@ export interface VerifyOptions {
  * records a package as damaged.
  */
 const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED', 'ERR_FIXITY_WORKER_FAILED']);
+
+/** A stop (the caller's abort or the pool closing), never a finding about the package. */
+const isStop = (err: unknown, signal: AbortSignal | undefined): boolean => signal?.aborted === true || STOP_CODES.has(errorCode(err));
 
 const errorCode = (err: unknown): string => {
   const code = (err as { code?: unknown } | null)?.code;
@@ -112,8 +120,13 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
   const limit = pLimit(opts.filesInFlight ?? 32);
   // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
   const order = [...files].sort((a, b) => b.size - a.size);
+  let handedOver = 0;
+  const submitted = () => {
+    if (++handedOver === order.length) opts.onSubmitted?.();
+  };
+  if (order.length === 0) opts.onSubmitted?.();
   const checks = order.map((file) => limit(async () => {
-    const found = await checkFile(dir, file, hasher, opts);
+    const found = await checkFile(dir, file, hasher, opts, submitted);
     if (found !== undefined) findings.push(found);
   }));
   const settled = await Promise.allSettled(checks);
@@ -122,22 +135,25 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
   return findings.sort(byPackageThenPath);
 }
 
-async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, opts: VerifyOptions): Promise<Finding | undefined> {
+async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, opts: VerifyOptions, submitted: () => void): Promise<Finding | undefined> {
   opts.signal?.throwIfAborted();
   const path = file.path;
   let absPath: string;
   try {
     absPath = Storage.resolveInside(dir, path);
   } catch {
+    submitted();
     return { code: 'file-unreadable', path, reason: 'unsafe path in the catalog' };
   }
   const algorithms = algorithmsToVerify(file, opts.algorithms);
   let found: { size: number; digests: Partial<Record<Algorithm, string>> };
   try {
-    found = await hasher.hashFile(absPath, algorithms, { priority: 'audit', ...(opts.signal ? { signal: opts.signal } : {}) });
+    const hashing = hasher.hashFile(absPath, algorithms, { priority: 'audit', ...(opts.signal ? { signal: opts.signal } : {}) });
+    submitted();
+    found = await hashing;
   } catch (err) {
+    if (isStop(err, opts.signal)) throw err;
     const code = errorCode(err);
-    if (STOP_CODES.has(code)) throw err;
     if (code === 'ENOENT' || code === 'ENOTDIR') return { code: 'file-missing', path };
     if (code === 'ELOOP' || code === 'EISDIR' || code === 'ERR_NOT_REGULAR_FILE') {
       const entry = await lstat(absPath).catch(() => undefined);
@@ -201,7 +217,7 @@ async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSig
   try {
     await visit('');
   } catch (err) {
-    if (STOP_CODES.has(errorCode(err))) throw err;
+    if (isStop(err, signal)) throw err;
     return { unreadable: errorCode(err) };
   }
   return { findings };

@@ -9,9 +9,10 @@
  * buffers, each handed back when the socket has taken its bytes, brings it under the floor. The
  * ring is also the backpressure: no more than three chunks are ever in flight.
  *
- * What it guarantees: the body is exactly the promised length or the connection is destroyed; a
- * failure before the first byte is a 500 with a JSON error (no server path); a client that goes
- * away stops the reading and the source is closed.
+ * What it guarantees: the body is exactly the promised length or the connection is destroyed
+ * (also when nothing has gone out yet: the status and length are promised once this starts, so
+ * callers check what they can, like opening and fstat'ing a file, before calling it); a client
+ * that goes away stops the reading and the source is closed.
  */
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
@@ -142,12 +143,8 @@ export async function sendBody(request: FastifyRequest, reply: FastifyReply, sou
     ring.close();
   };
   res.once('close', onClose);
-  // Headers go out with the first bytes, so a failure before them can still be a plain 500.
-  const writeHead = () => {
-    if (res.headersSent) return;
-    for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
-    res.writeHead(reply.statusCode);
-  };
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+  res.writeHead(reply.statusCode);
   let sent = 0;
   try {
     for (;;) {
@@ -161,27 +158,18 @@ export async function sendBody(request: FastifyRequest, reply: FastifyReply, sou
       }
       sent += n;
       if (sent > length) throw new Error(`body longer than the ${length} bytes promised`);
-      writeHead();
       res.write(n === buf.length ? buf : buf.subarray(0, n), () => ring.give(buf));
     }
     if (gone) {
       request.log.info({ ...context, sent, length }, 'download stopped: the client went away');
     } else {
       if (sent !== length) throw new Error(`body of ${sent} bytes, ${length} promised`);
-      writeHead();
       res.end();
     }
   } catch (err) {
     request.log.error({ ...context, err, sent, length }, 'download aborted');
-    if (!res.headersSent && !gone) {
-      const message = err instanceof StoredFileError ? err.message : 'the download failed; the operator can find why in the log';
-      const body = JSON.stringify({ error: message });
-      res.writeHead(500, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body) });
-      res.end(body);
-    } else {
-      // Never end a body short of its Content-Length as if it were complete.
-      res.destroy();
-    }
+    // Never end a body short of its Content-Length as if it were complete.
+    res.destroy();
   } finally {
     res.off('close', onClose);
     ring.close();

@@ -1,16 +1,18 @@
 /**
  * The whole bag as one zip (RFC 8493 serialization: every tag and payload file under
  * `<bag_id>/`), stored, not deflated, streamed with a Content-Length known before the first byte
- * and memory flat whatever the size: entries are opened one at a time, lazily, and read in 1 MiB
- * chunks.
+ * and memory flat whatever the size: entries are opened lazily (at most four ahead of the one
+ * being sent, which saves ~10 % on a bag of 20 000 small files) and read in 1 MiB chunks into the
+ * response's reused buffers (`body.ts`).
  *
  * Why our own writer and not yazl: yazl 3.3.1 pipes every streamed entry through its
  * `Crc32Watcher` (buffer-crc32, pure JS, ~300-490 MB/s here, the download's bottleneck) and offers
  * no way to hand it a known CRC; it also writes data descriptors after each entry. The catalog
  * already holds each file's CRC-32 and size, so every header can be written in full before the
  * entry's bytes (no data descriptor), the CRC is never recomputed, and the bytes go from disk to
- * socket untouched. If the disk no longer holds what the catalog says, the client's unzip sees the
- * CRC mismatch: the catalog's values are the ones that were verified at ingest.
+ * socket untouched (bench/download.ts: ~2 GB/s, faster than a bare node:http server piping one
+ * file, where yazl tops out near 320 MB/s). If the disk no longer holds what the catalog says,
+ * the client's unzip sees the CRC mismatch: the catalog's values were verified at ingest.
  *
  * ZIP64 (APPNOTE 6.3.x §4.3.9, 4.4, 4.5.3) is used per entry when its size or its local header
  * offset does not fit 32 bits, and for the end records when the entry count, the central
@@ -396,9 +398,9 @@ class ZipBody implements BodySource {
 
 /**
  * Answers GET or HEAD with the package as a stored zip. A file that cannot be read, or whose size
- * no longer matches the catalog, aborts the connection once bytes have gone out (the client sees
- * a reset, never a truncated archive that ends cleanly), or is a 500 if it is the very first; a
- * client that goes away stops the reading.
+ * no longer matches the catalog, aborts the connection wherever it comes (the length was promised:
+ * the client sees a reset, never an archive that ends cleanly); a client that goes away stops
+ * the reading.
  */
 export async function sendZip(request: FastifyRequest, reply: FastifyReply, pkg: ZipSource): Promise<FastifyReply> {
   const plan = planZip(pkg.bagId, pkg.files);

@@ -133,23 +133,26 @@ t.test('stop mid-audit, a new runner resumes: every package counted exactly once
   await until(() => stopping !== undefined, 30_000, 'two packages checked');
   await stopping;
   const paused = w.catalog.audits.get(id)!;
-  t.equal(paused.successes, 2, 'stopped after two packages');
+  const done = paused.successes + paused.failures;
+  // A lane reads ahead into the next package, so a check that finished by the time stop() was
+  // called is kept too; the one cut short is not.
+  t.ok(done >= 2 && done < 8, `stopped partway (${done} of 8 recorded)`);
   t.equal(paused.finishedAt, undefined, 'not finished');
-  t.equal(w.catalog.audits.remaining(id).length, 6, 'the package in flight stays in the to-do set');
-  t.equal(w.events(id).length, 2, 'nothing recorded for the aborted check');
+  t.equal(w.catalog.audits.remaining(id).length, 8 - done, 'the packages not recorded stay in the to-do set');
+  t.equal(w.events(id).length, done, 'one event per recorded package, none for the aborted check');
 
   const second = w.runner({});
   second.start();
   await until(() => w.catalog.audits.get(id)!.finishedAt !== undefined, 30_000, 'the audit to finish');
   await second.idle();
-  const done = w.catalog.audits.get(id)!;
-  t.equal(done.successes + done.failures, done.packages);
-  t.equal(done.successes, 8);
-  t.equal(done.bytes, w.packages.reduce((n, p) => n + p.bytes, 0), 'bytes counted once');
+  const final = w.catalog.audits.get(id)!;
+  t.equal(final.successes + final.failures, final.packages);
+  t.equal(final.successes, 8);
+  t.equal(final.bytes, w.packages.reduce((n, p) => n + p.bytes, 0), 'bytes counted once');
   const perBag = eventsPerBag(w, id);
   t.equal(perBag.size, 8);
   t.ok([...perBag.values()].every((n) => n === 1), 'one event per package');
-  t.equal(w.logger.matching(/^audit \d+ resumes: 6 of 8 packages left$/).length, 1, 'the resume is logged');
+  t.equal(w.logger.matching(new RegExp(`^audit \\d+ resumes: ${8 - done} of 8 packages left$`)).length, 1, 'the resume is logged');
 });
 
 t.test('one audit at a time; progress while it runs; the rate limit holds', async (t) => {
@@ -197,7 +200,7 @@ t.test('the webhook gets exactly one POST per audit', async (t) => {
   const runner = w.runner();
   const first = await auditAll(runner, 'admin');
   const second = await auditAll(runner, 'admin');
-  t.equal(hook.received.length, 2, 'two audits, two POSTs'); if (hook.received.length !== 2) console.error(JSON.stringify(w.logger.lines, null, 1));
+  t.equal(hook.received.length, 2, 'two audits, two POSTs');
   const [one, two] = hook.received as [Received, Received];
   t.match(one.contentType, /^application\/json/);
   t.match(one.body, {
