@@ -249,13 +249,13 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     for (const stream of [child.stdout, child.stderr]) {
       stream?.setEncoding('utf8');
       stream?.on('data', (text: string) => {
-        for (const line of text.split('\n').filter(Boolean)) this.logger.warn({ pid }, `rsync: ${line}`);
+        for (const line of text.split('\n').filter(Boolean)) this.logger.warn({ rsyncPid: pid }, `rsync: ${line}`);
       });
     }
     child.once('exit', (exitCode, signal) => this.onExit(child, pid, exitCode, signal));
-    child.on('error', (err) => this.logger.warn({ err, pid }, 'rsync process error'));
+    child.on('error', (err) => this.logger.warn({ err, rsyncPid: pid }, 'rsync process error'));
     await writeAtomically(this.pidFile, `${pid}\n`);
-    this.logger.info({ pid, host: this.host, port: this.port, module: this.module }, 'rsync daemon started');
+    this.logger.info({ rsyncPid: pid, host: this.host, port: this.port, module: this.module }, 'rsync daemon started');
     return child;
   }
 
@@ -326,7 +326,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     }
     this.restartCount += 1;
     const info: RestartInfo = { restarts: this.restartCount, pid: child.pid as number, exitCode, signal, delayMs };
-    this.logger.warn(info, 'rsync daemon restarted');
+    this.logger.warn({ restarts: info.restarts, rsyncPid: info.pid, exitCode, signal, delayMs }, 'rsync daemon restarted');
     this.emit('restart', info);
     try {
       await this.waitUntilAnswering(child);
@@ -391,7 +391,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       // gone, or no procfs to make sure it is ours: leave it alone
     }
     if (Number.isSafeInteger(pid) && pid > 0 && args.includes(`--config=${this.configFile}`)) {
-      this.logger.warn({ pid }, 'stopping the rsync daemon left running by an earlier preservd');
+      this.logger.warn({ rsyncPid: pid }, 'stopping the rsync daemon left running by an earlier preservd');
       await this.endGroups(new Set([pid]), () => true);
     }
     await rm(this.pidFile, { force: true });
