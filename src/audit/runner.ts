@@ -16,6 +16,7 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { Audit, PreservationEvent } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
+import { failpoint } from '../failpoints.js';
 import type { Storage } from '../storage/storage.js';
 import { findingsDetail, verifyPackage, type Finding, type PackageHasher } from './verify.js';
 
@@ -377,6 +378,7 @@ export class AuditRunner {
       this.recordFailure ??= { reason };
       return;
     }
+    failpoint('audit:after-record');
     for (const { checked, detail, recorded } of results) {
       const { auditId, bagId, findings } = checked;
       this.partial.delete(bagId);

@@ -41,14 +41,21 @@ export class Catalog {
     this.audits = new AuditStore(root, this, seq('audit'));
   }
 
-  /** Opens (creating if needed) the catalog of a data directory. */
-  static open(dataDir: string): Catalog {
+  /**
+   * Opens (creating if needed) the catalog of a data directory. `readOnly` opens an existing
+   * catalog for inspection (checks, tests) without writing anything, not even a migration.
+   */
+  static open(dataDir: string, options: { readOnly?: boolean } = {}): Catalog {
     const path = join(dataDir, 'catalog');
-    mkdirSync(path, { recursive: true });
+    const readOnly = options.readOnly === true;
+    if (!readOnly) mkdirSync(path, { recursive: true });
     // No dot in the last path component: lmdb-js would take it for a single-file database.
-    const root = open({ path, maxDbs: 32, compression: false });
+    const root = open({ path, maxDbs: 32, compression: false, readOnly });
     const catalog = new Catalog(root);
-    catalog.migrate();
+    if (readOnly) {
+      if (catalog.schemaVersion !== SCHEMA_VERSION)
+        throw new CatalogError(`the catalog has schema ${catalog.schemaVersion}; this preservd reads ${SCHEMA_VERSION} only (open it read-write to migrate)`);
+    } else catalog.migrate();
     return catalog;
   }
 

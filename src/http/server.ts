@@ -59,6 +59,11 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
     if (error instanceof Unauthorized) reply.header('www-authenticate', WWW_AUTHENTICATE);
+    if (ctx.storage.isOutOfSpace(error)) {
+      // A full disk: the catalog (or a landing folder) could not be written; the client may retry.
+      request.log.error({ err: error }, 'request failed: the disk is full');
+      return reply.code(507).send({ error: 'the repository is out of disk space; try again later' });
+    }
     const status = error.statusCode ?? 500;
     if (status >= 500) {
       request.log.error({ err: error }, 'request failed');

@@ -3,6 +3,7 @@
  * through its stages (stages.ts) to DONE or FAILED. The stage reached is recorded in the catalog,
  * so after a crash start-up resumes every PENDING item where it was; nothing stays PENDING.
  */
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { Catalog } from '../catalog/catalog.js';
 import type { QueueItem } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
@@ -75,7 +76,9 @@ export class IngestWorker {
       clearTimeout(this.retryTimer);
       this.retryTimer = setTimeout(() => this.wake(), 30_000);
       this.retryTimer.unref();
-      await new Promise((r) => setTimeout(r, 30_000).unref());
+      // The item stays "running" meanwhile, so wake() does not pick it again at once; a stop
+      // ends the wait (a graceful shutdown must not hang on it).
+      await sleep(30_000, undefined, { signal: this.abort.signal, ref: false }).catch(() => undefined);
     }
   }
 

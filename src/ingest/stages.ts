@@ -85,6 +85,14 @@ export class IngestStages {
         this.fail(item, pkg, [err.problem], started, true);
         return;
       }
+      if (this.deps.storage.isOutOfSpace(err)) {
+        // The operator's problem, but the depositor must know why and that nothing is lost.
+        logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
+        await this.returnUpload(pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+        const message = `the repository ran out of disk space while ingesting ${pkg.bagId}; nothing was stored and the upload is kept: complete the request again later`;
+        this.fail(item, pkg, [{ code: 'disk-full', message, severity: 'error' }], started, true);
+        return;
+      }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
       await this.returnUpload(pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
       this.fail(item, pkg, [{ code: 'internal-error', message: 'the ingest failed because of a server error; the operator can find it in the log', severity: 'error' }], started, true);

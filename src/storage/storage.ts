@@ -3,8 +3,12 @@
  * resolution of a stored file. No string from a request is ever joined to a path here: callers
  * pass a `FileRecord` path that came from the catalog, and it is checked once more.
  */
+import { statfsSync } from 'node:fs';
 import { mkdir, rename, rm, stat } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
+
+/** Free space below which an EIO is taken for a full disk (see `isOutOfSpace`). */
+const NEARLY_FULL_BYTES = 1024 * 1024;
 
 export class Storage {
   readonly storageRoot: string;
@@ -71,4 +75,23 @@ export class Storage {
   static async removeTree(path: string): Promise<void> {
     await rm(path, { recursive: true, force: true });
   }
+
+  /**
+   * Whether an error means the data directory's filesystem is out of space or quota: ENOSPC or
+   * EDQUOT from node:fs; the same errno (28, 122) from an LMDB write, which lmdb-js reports as a
+   * numeric `code`; or EIO (5) while next to nothing is free, because LMDB reports a write cut
+   * short by a full disk as EIO.
+   */
+  isOutOfSpace(err: unknown): boolean {
+    const code = (err as { code?: unknown } | null)?.code;
+    if (code === 'ENOSPC' || code === 'EDQUOT' || code === 28 || code === 122) return true;
+    if (code !== 'EIO' && code !== 5) return false;
+    try {
+      const fs = statfsSync(this.dataDir);
+      return fs.bavail * fs.bsize < NEARLY_FULL_BYTES;
+    } catch {
+      return false;
+    }
+  }
 }
+

@@ -4,7 +4,7 @@
  * `preservd` command.
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
@@ -54,6 +54,12 @@ export interface StartOptions {
   env?: Record<string, string>;
   /** Keep the data directory after the test (e.g. to restart on it). */
   keepDataDir?: boolean;
+  /**
+   * Run the daemon (and `cli()`) as this user and group instead of the test's own, e.g. so that
+   * file permissions bind it when the tests run as root. A new data directory is given to them.
+   */
+  uid?: number;
+  gid?: number;
 }
 
 export class TestDaemon {
@@ -66,6 +72,7 @@ export class TestDaemon {
     readonly httpPort: number,
     readonly rsyncPort: number,
     readonly env: NodeJS.ProcessEnv,
+    private readonly identity: { uid?: number; gid?: number } = {},
   ) {
     this.exited = new Promise((ok) => proc.once('exit', (code) => ok(code)));
     proc.stdout?.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -74,6 +81,8 @@ export class TestDaemon {
 
   static async start(t: Teardown, options: StartOptions = {}): Promise<TestDaemon> {
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'preservd-test-'));
+    const identity = { ...(options.uid !== undefined ? { uid: options.uid } : {}), ...(options.gid !== undefined ? { gid: options.gid } : {}) };
+    if (options.dataDir === undefined && (options.uid !== undefined || options.gid !== undefined)) chownSync(dataDir, options.uid ?? -1, options.gid ?? -1);
     const httpPort = await freePort();
     const rsyncPort = await freePort();
     const configPath = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
@@ -87,8 +96,8 @@ export class TestDaemon {
       PRESERVD_RSYNC_PORT: String(rsyncPort),
       ...options.env,
     };
-    const proc = spawn(process.execPath, [cliPath, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-    const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env);
+    const proc = spawn(process.execPath, [cliPath, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
+    const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity);
     t.teardown(async () => {
       await daemon.stop();
       if (options.keepDataDir !== true) {
@@ -149,7 +158,7 @@ export class TestDaemon {
 
   /** Runs `preservd ARGS` against this daemon's data directory and configuration. */
   cli(args: string[], extraEnv: Record<string, string> = {}): { code: number; stdout: string; stderr: string } {
-    const r = spawnSync(process.execPath, [cliPath, ...args], { env: { ...this.env, ...extraEnv }, encoding: 'utf8', timeout: 120_000 });
+    const r = spawnSync(process.execPath, [cliPath, ...args], { env: { ...this.env, ...extraEnv }, encoding: 'utf8', timeout: 120_000, ...this.identity });
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
   }
 
@@ -192,6 +201,15 @@ export class TestDaemon {
   /** Resolves with the exit code (null when killed by a signal). */
   waitForExit(): Promise<number | null> {
     return this.exited;
+  }
+
+  /** Whether the daemon exits within `ms` (e.g. killed itself at a failpoint). */
+  async exitsWithin(ms: number): Promise<boolean> {
+    let timer: NodeJS.Timeout | undefined;
+    const alive = new Promise<false>((ok) => (timer = setTimeout(() => ok(false), ms)));
+    const exited = await Promise.race([this.exited.then(() => true as const), alive]);
+    clearTimeout(timer);
+    return exited;
   }
 
   /**
