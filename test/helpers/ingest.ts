@@ -1,6 +1,9 @@
-/** Puts a bag through the real daemon: request, rsync upload, complete, wait for the outcome. */
+/**
+ * Puts a bag through the real daemon: request, rsync upload, complete, wait for the outcome. The
+ * bag's folder is kept for the test to compare against, and removed when the test process exits.
+ */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { rsyncUpload, type TestDaemon } from './daemon.js';
@@ -21,7 +24,9 @@ export async function ingestBag(
   const bagId = randomUUID();
   const contentType = options.contentType ?? 'video';
   const request = await d.createRequest(token, { bag_id: bagId, external_id: `ext-${bagId.slice(0, 8)}`, content_type: contentType });
-  const bagDir = join(mkdtempSync(join(tmpdir(), 'preservd-bag-')), 'bag');
+  const scratch = mkdtempSync(join(tmpdir(), 'preservd-bag-'));
+  process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
+  const bagDir = join(scratch, 'bag');
   await makeBag(bagDir, { chipmunkInfo: { externalId: request.external_id, bagId, contentType }, ...options, files });
   const up = rsyncUpload(bagDir, request.upload_link);
   if (up.code !== 0) throw new Error(`rsync failed: ${up.output}`);

@@ -1,0 +1,32 @@
+/**
+ * `npm run bench`: runs every benchmark in this folder, one after another (they measure the
+ * machine, so never two at once), each in its own process. `npm run bench -- audit fixity` runs
+ * only those. Each prints its own ratios against the limits it measures in the same run.
+ */
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const available = readdirSync(here)
+  .filter((name) => name.endsWith('.js') && name !== 'run.js')
+  .map((name) => basename(name, '.js'))
+  .sort();
+const wanted = process.argv.slice(2);
+const unknown = wanted.filter((name) => !available.includes(name));
+if (unknown.length > 0) {
+  console.error(`unknown benchmark: ${unknown.join(', ')} (there are: ${available.join(', ')})`);
+  process.exit(2);
+}
+
+let failed = 0;
+for (const name of wanted.length > 0 ? wanted : available) {
+  console.log(`\n## bench/${name}`);
+  const run = spawnSync(process.execPath, [join(here, `${name}.js`)], { stdio: 'inherit' });
+  if (run.status !== 0) {
+    console.error(`bench/${name} exited with ${run.status ?? run.signal}`);
+    failed++;
+  }
+}
+process.exit(failed > 0 ? 1 : 0);
