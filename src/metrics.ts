@@ -4,7 +4,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Catalog } from './catalog/catalog.js';
-import type { Problem } from './catalog/types.js';
+import type { Audit, Problem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/stages.js';
 
 interface PoolStats {
@@ -24,6 +24,7 @@ export class Metrics {
   private readonly ingestSeconds: Histogram<'outcome'>;
   private readonly ingestBytes: Counter;
   private readonly failures: Counter<'code'>;
+  private rsyncRestarts: () => number = () => 0;
 
   constructor(catalog: Catalog) {
     const registers = [this.registry];
@@ -53,6 +54,31 @@ export class Metrics {
         this.set(catalog.queue.depth());
       },
     });
+    // The latest audit as the catalog records it: progress survives the audit's end and restarts.
+    new Gauge({
+      name: 'preservd_audit_last_packages',
+      help: 'Packages of the latest audit: total, and checked so far by outcome',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        let last: Audit | undefined;
+        for (const audit of catalog.audits.list()) last = audit;
+        this.set({ state: 'total' }, last?.packages ?? 0);
+        this.set({ state: 'success' }, last?.successes ?? 0);
+        this.set({ state: 'failure' }, last?.failures ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'preservd_audit_last_finished_timestamp_seconds',
+      help: 'When the latest finished audit finished (0: none yet)',
+      registers,
+      collect() {
+        let finishedAt = 0;
+        for (const audit of catalog.audits.list()) if (audit.finishedAt !== undefined) finishedAt = audit.finishedAt / 1000;
+        this.set(finishedAt);
+      },
+    });
+    counterOf('preservd_rsync_restarts_total', 'Times the rsync daemon child was restarted', registers, () => this.rsyncRestarts());
     new Gauge({
       name: 'preservd_catalog_size_bytes',
       help: 'Size of the LMDB catalog',
@@ -65,13 +91,14 @@ export class Metrics {
 
   watchPool(pool: PoolStats): void {
     const registers = [this.registry];
-    new Gauge({ name: 'preservd_fixity_bytes_hashed_total', help: 'Bytes read and hashed by the fixity pool', registers, collect() { this.set(pool.stats().bytesHashed); } });
-    new Gauge({ name: 'preservd_fixity_files_hashed_total', help: 'Files hashed by the fixity pool', registers, collect() { this.set(pool.stats().filesHashed); } });
+    counterOf('preservd_fixity_bytes_hashed_total', 'Bytes read and hashed by the fixity pool (ingests and audits)', registers, () => pool.stats().bytesHashed);
+    counterOf('preservd_fixity_files_hashed_total', 'Files hashed by the fixity pool', registers, () => pool.stats().filesHashed);
     new Gauge({ name: 'preservd_fixity_jobs_queued', help: 'Files waiting for a hashing worker', registers, collect() { this.set(pool.stats().queued); } });
   }
 
+  /** Without an rsync daemon of our own (ssh uploads) the counter stays at 0. */
   watchRsync(rsync: RsyncStats): void {
-    new Gauge({ name: 'preservd_rsync_restarts_total', help: 'Times the rsync daemon child was restarted', registers: [this.registry], collect() { this.set(rsync.restarts); } });
+    this.rsyncRestarts = () => rsync.restarts;
   }
 
   watchAudits(audits: AuditProgress): void {
@@ -107,4 +134,19 @@ export class Metrics {
   async render(): Promise<{ contentType: string; body: string }> {
     return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
+}
+
+/** A counter whose value is a running total kept elsewhere, read when scraped. */
+function counterOf(name: string, help: string, registers: Registry[], total: () => number): void {
+  let seen = 0;
+  new Counter({
+    name,
+    help,
+    registers,
+    collect() {
+      const now = total();
+      if (now > seen) this.inc(now - seen);
+      seen = Math.max(seen, now);
+    },
+  });
 }

@@ -120,6 +120,7 @@ export const auditEventSchema = {
 export const auditSchema = {
   $id: 'Audit',
   type: 'object',
+  description: 'One audit, with its successes and failures as fixity check events (bag_id and external_id added).',
   required: ['id', 'user', 'successes', 'failures', 'packages', 'created_at', 'updated_at'],
   properties: {
     ...auditCommon,
@@ -131,11 +132,43 @@ export const auditSchema = {
 export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
 
 export const ref = (id: string) => ({ $ref: `${id}#` });
-export const listOf = (id: string) => ({ type: 'array', items: ref(id) });
+/** A whole collection (no pagination in v1), oldest first. */
+export const listOf = (id: string) => ({ type: 'array', items: ref(id), description: `Every visible ${id}, oldest first.` });
+
+/** When each error status is given (API.md), for the OpenAPI document. */
+const errorDescriptions: Record<number, string> = {
+  400: 'Malformed JSON, or a path parameter of the wrong shape.',
+  401: 'No credentials, or an unknown or revoked token.',
+  403: 'The resource belongs to another user, or the operation is for administrators only.',
+  404: 'No such resource.',
+  409: 'The bag_id or external_id is already used by a package the caller may not see.',
+  413: 'The body is larger than the configured limit.',
+  416: 'The range cannot be satisfied.',
+  422: 'A body field is missing, empty, of the wrong type or not allowed; `fields` names each.',
+  507: 'The repository is out of disk space; try again later.',
+};
 
 /** Error responses a route may give, for the OpenAPI document. */
 export function errors(...codes: number[]): Record<number, unknown> {
-  return Object.fromEntries(codes.map((c) => [c, ref('Error')]));
+  return Object.fromEntries(
+    codes.map((c) => {
+      const response: Record<string, unknown> = { ...ref('Error'), description: errorDescriptions[c] ?? 'An error.' };
+      if (c === 401) response.headers = { 'WWW-Authenticate': { type: 'string', description: 'Bearer realm="preservd"' } };
+      return [c, response];
+    }),
+  );
+}
+
+const location = (description: string) => ({ Location: { type: 'string', description } });
+
+/** A 201 response: the created object, and where it lives. */
+export function created(id: string, description: string, where: string): Record<string, unknown> {
+  return { ...ref(id), description, headers: location(where) };
+}
+
+/** A 303 response: no body; Location names the existing resource. */
+export function seeOther(description: string, where: string): Record<string, unknown> {
+  return { type: 'null', description, headers: location(where) };
 }
 
 export const bagIdParam = {

@@ -2,28 +2,55 @@
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
  * and one plugin of routes per resource.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifySchema } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventRoutes } from './routes/events.js';
 import { queueRoutes } from './routes/queue.js';
 import { requestRoutes } from './routes/requests.js';
-import { sharedSchemas } from './schemas.js';
+import { errors, sharedSchemas } from './schemas.js';
 
 export const API_VERSION = '1.0.0';
 
+/** One registered route: method and URL template as fastify knows them. */
+export interface RouteEntry {
+  method: string;
+  url: string;
+}
+
+const routeTables = new WeakMap<FastifyInstance, RouteEntry[]>();
+
+/** Every route `buildServer` registered on `app` (HEAD routes fastify derives from GET included). */
+export function registeredRoutes(app: FastifyInstance): RouteEntry[] {
+  return [...(routeTables.get(app) ?? [])];
+}
+
 export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger): Promise<FastifyInstance> {
   const app = Fastify({
-    ...(logger === undefined ? { logger: false } : { loggerInstance: logger }),
+    // Request lines name the route template and never carry a credential (request-log.ts).
+    ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({}, { serializers: requestLogSerializers }) }),
     bodyLimit: ctx.config.http.bodyLimit,
     requestIdHeader: 'x-request-id',
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
     routerOptions: { maxParamLength: 2048 },
+    ...connectionLimits(ctx.config.http.requestTimeoutMs),
+    // The router's own refusals (an undecodable URL, a path parameter over maxParamLength) in
+    // the API's error shape, without echoing the URL back.
+    frameworkErrors: (error, _request, reply) => {
+      const status = error.statusCode ?? 400;
+      reply.code(status).send({ error: status === 414 ? 'a path segment is too long' : 'the URL cannot be decoded' });
+    },
+  });
+  const routeTable: RouteEntry[] = [];
+  routeTables.set(app, routeTable);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) routeTable.push({ method, url: route.url });
   });
 
   // An empty body is no body (chipmunk-client posts `complete` with none); bad JSON is a 400.
@@ -43,8 +70,24 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     openapi: {
       openapi: '3.1.0',
       info: { title: 'preservd', version: API_VERSION, description: 'A digital-preservation repository: the v1 API.' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: {
+        securitySchemes: {
+          bearer: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'A token from `preservd user add` or `preservd token issue`. chipmunk-client’s `Token token=<token>` is accepted too.',
+          },
+        },
+      },
       security: [{ bearer: [] }],
+      tags: [
+        { name: 'requests', description: 'Requests and packages (one object, two names); /v1/bags is the deprecated name.' },
+        { name: 'queue', description: 'Ingest attempts started by complete.' },
+        { name: 'downloads', description: 'Stored packages, file by file or as one zip.' },
+        { name: 'events', description: 'PREMIS events of packages.' },
+        { name: 'audits', description: 'Fixity audits of the whole repository (administrators only).' },
+        { name: 'meta', description: 'This document and the metrics.' },
+      ],
     },
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
@@ -81,11 +124,37 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
   });
 
-  app.get('/v1/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
+  app.get(
+    '/v1/openapi.json',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['meta'],
+        summary: 'This document: the OpenAPI 3.1 description of the v1 API',
+        security: [],
+        response: { 200: { description: 'The OpenAPI document.', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } } },
+      },
+    },
+    async () => app.swagger(),
+  );
   if (ctx.metrics !== undefined && ctx.config.metrics.access !== 'off') {
     const metrics = ctx.metrics;
     const access = ctx.config.metrics.access;
-    app.get('/metrics', { config: { public: access === 'loopback' }, schema: { hide: true } }, async (request, reply) => {
+    const schema: FastifySchema = {
+      tags: ['meta'],
+      summary: 'Prometheus metrics (text exposition format)',
+      description:
+        access === 'loopback'
+          ? 'Served without credentials, to loopback clients only (metrics.access = "loopback").'
+          : 'Administrators only (metrics.access = "admin").',
+      // Loopback mode needs no token; admin mode takes the API's bearer token.
+      ...(access === 'loopback' ? { security: [] } : {}),
+      response: {
+        200: { description: 'Every metric, in the Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        ...errors(...(access === 'loopback' ? [403] : [401, 403])),
+      },
+    };
+    app.get('/metrics', { config: { public: access === 'loopback' }, schema }, async (request, reply) => {
       if (access === 'loopback' && !isLoopback(request.socket.remoteAddress)) {
         return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
       }
@@ -101,6 +170,22 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(async (scope) => auditRoutes(scope, ctx));
   await app.register(async (scope) => downloadRoutes(scope, ctx));
   return app;
+}
+
+/**
+ * How long a client may hold a connection without finishing its request (docs/decisions.md):
+ * a slowloris client trickling headers gets 408 once `requestTimeoutMs` has passed (checked every
+ * quarter of it), an idle keep-alive connection is closed after 5 s, and a socket on which
+ * nothing moves for two minutes (a download nobody reads) is dropped. Responses themselves have
+ * no time limit: a zip of a terabyte takes as long as it takes.
+ */
+function connectionLimits(requestTimeoutMs: number) {
+  return {
+    requestTimeout: requestTimeoutMs,
+    keepAliveTimeout: 5_000,
+    connectionTimeout: 120_000,
+    http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeoutMs / 4))) },
+  };
 }
 
 function isLoopback(address: string | undefined): boolean {

@@ -4,7 +4,7 @@ import type { PreservationEvent } from '../../catalog/types.js';
 import { requireAdmin } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
-import { errors, idParam, listOf, ref } from '../schemas.js';
+import { created, errors, idParam, listOf, ref, seeOther } from '../schemas.js';
 import { auditSummaryView, eventView } from '../views.js';
 
 export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
@@ -23,7 +23,11 @@ export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       schema: {
         tags: ['audits'],
         summary: 'Start a fixity audit of every stored package',
-        response: { 201: ref('AuditSummary'), 303: { type: 'null', description: 'An audit is in progress: see Location.' }, ...errors(401, 403) },
+        response: {
+          201: created('AuditSummary', 'The new audit.', '/v1/audits/{id}'),
+          303: seeOther('An audit is in progress.', '/v1/audits/{id} of that audit'),
+          ...errors(400, 401, 403, 413, 507),
+        },
       },
     },
     async (request, reply) => {

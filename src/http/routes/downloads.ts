@@ -1,5 +1,5 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifySchema } from 'fastify';
 import { sendFile, sendZip } from '../../download/index.js';
 import { Storage } from '../../storage/storage.js';
 import type { HttpContext } from '../context.js';
@@ -7,7 +7,7 @@ import { notFound } from '../errors.js';
 import { bagIdParam, errors } from '../schemas.js';
 import { loadPackage } from './access.js';
 
-const binary = (description: string) => ({ description, content: { 'application/octet-stream': { schema: { type: 'string', format: 'binary' } } } });
+const binary = (description: string, mediaType: string) => ({ description, content: { [mediaType]: { schema: { type: 'string', format: 'binary' } } } });
 
 export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get<{ Params: { bag_id: string } }>(
@@ -17,7 +17,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
         tags: ['downloads'],
         summary: 'The whole bag as a stored (not deflated) ZIP64 under one top folder <bag_id>/',
         params: bagIdParam,
-        response: { 200: binary('application/zip'), ...errors(401, 403, 404) },
+        response: { 200: binary('The bag as a zip; Content-Length is known in advance.', 'application/zip'), ...errors(401, 403, 404) },
       },
     },
     async (request, reply) => {
@@ -35,6 +35,8 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
   app.get<{ Params: { bag_id: string; '*': string } }>(
     '/v1/packages/:bag_id/*',
     {
+      // The wildcard is API.md's {file}: name it so in the OpenAPI document.
+      config: { swaggerTransform: ({ schema, url }) => ({ schema: fileParamSchema(schema), url: url.replace(/\*$/, '{file}') }) },
       schema: {
         tags: ['downloads'],
         summary: 'One payload file (path relative to data/), with Range, ETag and Repr-Digest',
@@ -43,7 +45,12 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
           required: ['bag_id', '*'],
           properties: { bag_id: bagIdParam.properties.bag_id, '*': { type: 'string', description: 'A path from the package’s files.' } },
         },
-        response: { 200: binary('The file’s bytes'), 206: binary('A range of the file'), ...errors(401, 403, 404, 416) },
+        response: {
+          200: binary('The file’s bytes; Content-Type from its extension.', '*/*'),
+          206: binary('One range of the file.', '*/*'),
+          304: { type: 'null', description: 'Not modified (If-None-Match or If-Modified-Since).' },
+          ...errors(401, 403, 404, 416),
+        },
       },
     },
     async (request, reply) => {
@@ -61,4 +68,12 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       }, { offload: ctx.config.download.offload });
     },
   );
+}
+
+/** The route's schema with its `*` path parameter renamed `file` (for the document only). */
+function fileParamSchema(schema: FastifySchema): FastifySchema {
+  const params = schema.params as { properties: Record<string, unknown> } | undefined;
+  if (params === undefined) return schema;
+  const { '*': file, ...rest } = params.properties;
+  return { ...schema, params: { ...params, required: [...Object.keys(rest), 'file'], properties: { ...rest, file } } };
 }

@@ -7,7 +7,7 @@ import { newCapability } from '../../ingest/capability.js';
 import { caller, mayAccess } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
-import { bagIdParam, errors, listOf, ref } from '../schemas.js';
+import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.js';
 import { queueItemView } from '../views.js';
 import { loadPackage, viewPackage, visiblePackages } from './access.js';
 
@@ -85,8 +85,14 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       schema: {
         tags: ['requests'],
         summary: 'Declare a bag to upload',
+        // chipmunk-client posts forms; both are parsed to the same fields.
+        consumes: ['application/json', 'application/x-www-form-urlencoded'],
         body: createBody,
-        response: { 201: ref('Package'), 303: { type: 'null', description: 'A package with this bag_id or external_id exists: see Location.' }, ...errors(400, 401, 403, 409, 413, 422) },
+        response: {
+          201: created('Package', 'The new request, with its upload_link.', '/v1/requests/{bag_id}'),
+          303: seeOther('A package with this bag_id or external_id exists and the caller may see it; nothing was created.', '/v1/requests/{bag_id} of that package'),
+          ...errors(400, 401, 409, 413, 422, 507),
+        },
       },
     },
     async (request, reply) => {
@@ -125,7 +131,11 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         tags: ['requests'],
         summary: 'Say the upload is complete: queue the bag for ingest',
         params: bagIdParam,
-        response: { 201: ref('QueueItem'), 303: { type: 'null', description: 'A pending or done queue item exists: see Location.' }, ...errors(401, 403, 404) },
+        response: {
+          201: created('QueueItem', 'A new PENDING queue item.', '/v1/queue/{id}'),
+          303: seeOther('A PENDING or DONE queue item exists for this request.', '/v1/queue/{id} of that item'),
+          ...errors(400, 401, 403, 404, 413, 507),
+        },
       },
     },
     async (request, reply) => {

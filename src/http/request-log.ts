@@ -1,0 +1,58 @@
+/**
+ * What the request log says about a request and its response: the route template (so lines can
+ * be grouped without bag ids), the method, status and a URL whose secrets are blanked. Tokens
+ * travel in the Authorization header, which is never logged; a client that also puts one in the
+ * query string (`?token=...`) must not see it copied into the log either.
+ */
+import type { FastifyReply, FastifyRequest } from 'fastify';
+
+/** Query parameters whose values are credentials. */
+const SECRET_PARAMS = /^(token|access_token|api_key|apikey|key|secret|password|auth|authorization)$/i;
+
+export const REDACTED = '[Redacted]';
+
+/** The URL with the value of every credential-like query parameter replaced. */
+export function redactUrl(url: string): string {
+  const q = url.indexOf('?');
+  if (q < 0) return url;
+  const query = url
+    .slice(q + 1)
+    .split('&')
+    .map((pair) => {
+      const eq = pair.indexOf('=');
+      const rawKey = eq < 0 ? pair : pair.slice(0, eq);
+      let key = rawKey;
+      try {
+        key = decodeURIComponent(rawKey.replaceAll('+', ' '));
+      } catch {
+        // a malformed escape: judge the raw key
+      }
+      return eq >= 0 && SECRET_PARAMS.test(key.trim()) ? `${rawKey}=${REDACTED}` : pair;
+    })
+    .join('&');
+  return `${url.slice(0, q)}?${query}`;
+}
+
+/** The route template a request matched, or `unmatched` (never the raw URL). */
+export function routeOf(request: FastifyRequest): string {
+  return request.routeOptions?.url ?? 'unmatched';
+}
+
+/** pino serializers for fastify's `incoming request` and `request completed` lines. */
+export const requestLogSerializers = {
+  req(request: FastifyRequest) {
+    return {
+      method: request.method,
+      route: routeOf(request),
+      url: redactUrl(request.url),
+      remoteAddress: request.ip,
+      remotePort: request.socket?.remotePort,
+    };
+  },
+  res(reply: FastifyReply) {
+    return {
+      statusCode: reply.statusCode,
+      ...(reply.request === undefined ? {} : { method: reply.request.method, route: routeOf(reply.request) }),
+    };
+  },
+};
