@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 /**
- * The `preservd` command (CLI.md): serve, user, token, validate, audit, status.
+ * The `preservd` command (CLI.md): serve, user, token, validate, audit, status, backup.
  */
 import { runAudit } from './commands/audit.js';
+import { runBackup } from './commands/backup.js';
 import { runStatus } from './commands/status.js';
 import { runToken, runUser } from './commands/users.js';
 import { runValidate } from './commands/validate.js';
@@ -21,6 +22,8 @@ const HELP = `usage: preservd <command>
   audit [--wait]                     ask the running daemon for an audit; --wait shows progress,
                                      exits 0 when all passed and 1 when any package failed
   status                             queue and audit summary of the running daemon
+  backup DEST                        a consistent copy of the catalog into DEST (new or empty),
+                                     safe while the daemon runs
 
 Configuration: PRESERVD_CONFIG (JSON file), PRESERVD_DATA_DIR, PRESERVD_HTTP_HOST,
 PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
@@ -79,6 +82,8 @@ async function main(argv: string[]): Promise<number> {
       return runAudit(rest, io, config);
     case 'status':
       return runStatus(rest, io, config);
+    case 'backup':
+      return runBackup(rest, io, config);
     default:
       process.stderr.write(`preservd: unknown command "${command}"\n\n${HELP}`);
       return 2;

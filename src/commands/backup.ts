@@ -1,0 +1,47 @@
+/**
+ * `preservd backup DEST`: a hot copy of the catalog, safe while the daemon runs (LMDB copies one
+ * read transaction; the daemon's writes go on). DEST becomes a data directory that holds only
+ * `catalog/data.mdb`; the copy is opened again and counted before the command says it is good.
+ * Stored bags are not copied: they never change after ingest, so any file-level backup keeps them.
+ */
+import { existsSync, readdirSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { Catalog } from '../catalog/catalog.js';
+import type { Config } from '../config/config.js';
+import type { CommandIO } from './users.js';
+
+export async function runBackup(argv: string[], io: CommandIO, config: Config): Promise<number> {
+  if (argv.length !== 1 || argv[0]!.startsWith('-')) {
+    io.stderr.write('usage: preservd backup DEST   (DEST: a new or empty folder)\n');
+    return 2;
+  }
+  const dest = resolve(argv[0]!);
+  if (dest === resolve(config.dataDir)) {
+    io.stderr.write('preservd: DEST is the data directory itself; name another folder\n');
+    return 2;
+  }
+  if (existsSync(dest) && readdirSync(dest).length > 0) {
+    io.stderr.write(`preservd: ${dest} is not empty; a backup goes into a new or empty folder\n`);
+    return 2;
+  }
+  let source: Catalog | undefined;
+  let copy: Catalog | undefined;
+  try {
+    source = Catalog.open(config.dataDir, { readOnly: true });
+    await source.backup(dest);
+    copy = Catalog.open(dest, { readOnly: true });
+    const stored = copy.packages.count({ stored: true });
+    const all = copy.packages.count();
+    const users = copy.users.list().length;
+    io.stdout.write(
+      `catalog copied to ${join(dest, 'catalog', 'data.mdb')}: schema ${copy.schemaVersion}, ${all} packages (${stored} stored), ${users} users\n`,
+    );
+    return 0;
+  } catch (err) {
+    io.stderr.write(`preservd: backup failed: ${(err as Error).message}\n`);
+    return 1;
+  } finally {
+    await copy?.close();
+    await source?.close();
+  }
+}
