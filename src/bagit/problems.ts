@@ -62,6 +62,7 @@ export type BagProblemInit =
   | { code: 'file-not-in-manifest'; path: string; algorithm?: Algorithm; manifest?: string }
   | { code: 'manifest-mismatch'; path: string; algorithm: Algorithm; expected: string; actual: string; listedIn: string }
   | { code: 'file-unreadable'; path: string; detail: string }
+  | { code: 'file-changed'; path: string }
   | { code: 'payload-oxum-malformed'; path: string; value: string }
   | { code: 'payload-oxum-mismatch'; path: string; expected: string; actual: string }
   | { code: 'fetch-line-malformed'; path: string; line: number; fault: 'fields' | 'url' | 'length' }
@@ -69,11 +70,13 @@ export type BagProblemInit =
   | { code: 'fetch-not-in-manifest'; path: string; manifest: string }
   | { code: 'symlink'; path: string }
   | { code: 'special-file'; path: string; kind: SpecialFileKind }
+  | { code: 'hard-link'; path: string; outside: number }
   | { code: 'name-not-utf8'; path: string }
   | { code: 'system-file'; path: string }
   | { code: 'case-collision'; path: string; other: string }
   | { code: 'normalization-collision'; path: string; other: string }
-  | { code: 'non-portable-name'; path: string; reason: NonPortableReason };
+  | { code: 'non-portable-name'; path: string; reason: NonPortableReason }
+  | { code: 'problems-omitted'; omittedCode: string; count: number };
 
 export type BagProblemCode = BagProblemInit['code'];
 
@@ -110,6 +113,7 @@ const DEFAULT_SEVERITY: Record<BagProblemCode, Severity> = {
   'file-not-in-manifest': 'error',
   'manifest-mismatch': 'error',
   'file-unreadable': 'error',
+  'file-changed': 'error',
   'payload-oxum-malformed': 'error',
   'payload-oxum-mismatch': 'error',
   'fetch-line-malformed': 'error',
@@ -117,11 +121,14 @@ const DEFAULT_SEVERITY: Record<BagProblemCode, Severity> = {
   'fetch-not-in-manifest': 'error',
   symlink: 'error',
   'special-file': 'error',
+  'hard-link': 'error',
   'name-not-utf8': 'error',
   'system-file': 'warning',
   'case-collision': 'warning',
   'normalization-collision': 'warning',
   'non-portable-name': 'warning',
+  // Takes the severity of the problems it stands for; the caller passes it.
+  'problems-omitted': 'error',
 };
 
 /** Every code this module can report, with its usual severity (for documentation and tests). */
@@ -132,13 +139,18 @@ export function makeProblem(init: BagProblemInit, severity?: Severity): BagProbl
   return { ...init, severity: severity ?? DEFAULT_SEVERITY[init.code], message: describeProblem(init) } as BagProblem;
 }
 
+/** Longest path shown whole in a sentence; a longer one (a hostile 1 MiB line) is cut. */
+const SHOWN_PATH_LENGTH = 1024;
+
 /**
  * Show a path from a bag so that a person can read it: control characters (a newline in a file
- * name is legal) are escaped instead of breaking the line the path is printed on.
+ * name is legal) are escaped instead of breaking the line the path is printed on, and a path
+ * longer than 1024 characters is cut, saying how long it was.
  */
 export function showPath(path: string): string {
+  const shown = path.length > SHOWN_PATH_LENGTH ? `${path.slice(0, SHOWN_PATH_LENGTH)}… (${path.length} characters)` : path;
   // eslint-disable-next-line no-control-regex
-  return path.replace(/[\u0000-\u001f\u007f]/g, (c) => {
+  return shown.replace(/[\u0000-\u001f\u007f]/g, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\r') return '\\r';
     if (c === '\t') return '\\t';
@@ -243,6 +255,8 @@ export function describeProblem(p: BagProblemInit): string {
       return `${showPath(p.path)} has ${p.algorithm} ${p.actual}, but ${p.listedIn} expects ${p.expected}.`;
     case 'file-unreadable':
       return `${showPath(p.path)} could not be read (${p.detail}).`;
+    case 'file-changed':
+      return `${showPath(p.path)} changed while it was being validated; upload it again once nothing writes to it.`;
     case 'payload-oxum-malformed':
       return `${showPath(p.path)} gives Payload-Oxum "${p.value}", which is not "<octets>.<files>".`;
     case 'payload-oxum-mismatch':
@@ -261,6 +275,8 @@ export function describeProblem(p: BagProblemInit): string {
       return `${showPath(p.path)} is a symbolic link; bags must hold regular files only.`;
     case 'special-file':
       return `${showPath(p.path)} is a ${p.kind.replace('-', ' ')}; bags must hold regular files only.`;
+    case 'hard-link':
+      return `${showPath(p.path)} is a hard link with ${p.outside} other name${p.outside === 1 ? '' : 's'} outside the bag, through which it could change after it is stored; upload a copy instead.`;
     case 'name-not-utf8':
       return `${showPath(p.path)} has a name that is not valid UTF-8, so no manifest can name it.`;
     case 'system-file':
@@ -271,5 +287,7 @@ export function describeProblem(p: BagProblemInit): string {
       return `${showPath(p.path)} (${normalizationForm(p.path)}) and ${showPath(p.other)} (${normalizationForm(p.other)}) are the same name in different Unicode normalization forms; they would collide on macOS and confuse tools.`;
     case 'non-portable-name':
       return `${showPath(p.path)} ${NON_PORTABLE_REASON[p.reason]}.`;
+    case 'problems-omitted':
+      return `${p.count} more ${p.omittedCode} problems were found; they are not listed one by one.`;
   }
 }

@@ -24,7 +24,14 @@ export interface BagScan {
   present: Set<string>;
   /** Directories, sorted by path. */
   directories: string[];
+  /** Each regular file's identity and last change as scanned, to notice a file changing later. */
+  stamps: Map<string, string>;
   problems: BagProblemInit[];
+}
+
+/** What changes when a file is written to or replaced: inode, size, modification and change time. */
+export function fileStamp(st: Stats): string {
+  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
 }
 
 function specialKind(st: Stats): SpecialFileKind {
@@ -42,15 +49,18 @@ function errorCode(err: unknown): string {
 
 /**
  * Walk the bag rooted at `root` (which the caller has checked is a directory). Problems here:
- * `symlink`, `special-file`, `name-not-utf8`, `non-portable-name`, `file-unreadable` (a
- * directory that cannot be listed).
+ * `symlink`, `special-file`, `hard-link`, `name-not-utf8`, `non-portable-name`,
+ * `file-unreadable` (a directory that cannot be listed).
  */
 export async function scanBag(root: string, signal?: AbortSignal): Promise<BagScan> {
   const files: ScannedFile[] = [];
   const directories: string[] = [];
   const present = new Set<string>();
+  const stamps = new Map<string, string>();
   const problems: BagProblemInit[] = [];
   const pending: string[] = [''];
+  // Files with more than one name, by inode: the names found in the bag and the link count.
+  const linked = new Map<string, { nlink: number; paths: string[] }>();
 
   while (pending.length > 0) {
     signal?.throwIfAborted();
@@ -96,14 +106,28 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       else if (st.isDirectory()) {
         directories.push(rel);
         pending.push(rel);
-      } else if (st.isFile()) files.push({ path: rel, size: st.size });
-      else problems.push({ code: 'special-file', path: rel, kind: specialKind(st) });
+      } else if (st.isFile()) {
+        files.push({ path: rel, size: st.size });
+        stamps.set(rel, fileStamp(st));
+        if (st.nlink > 1) {
+          const key = `${st.dev}:${st.ino}`;
+          const group = linked.get(key);
+          if (group === undefined) linked.set(key, { nlink: st.nlink, paths: [rel] });
+          else group.paths.push(rel);
+        }
+      } else problems.push({ code: 'special-file', path: rel, kind: specialKind(st) });
     });
+  }
+  // Names of one file inside the bag are harmless; a name outside it lets whoever holds it change
+  // the stored bytes behind the repository's back (storage is a rename, not a copy).
+  for (const { nlink, paths } of linked.values()) {
+    const outside = nlink - paths.length;
+    if (outside > 0) for (const path of paths) problems.push({ code: 'hard-link', path, outside });
   }
   const byPath = (a: { path: string }, b: { path: string }): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   files.sort(byPath);
   directories.sort();
-  return { files, present, directories, problems };
+  return { files, present, directories, stamps, problems };
 }
 
 /** Files and folders that desktop systems leave behind (compared case-insensitively). */

@@ -4,7 +4,7 @@
  * the caller's FileHasher) and reports every problem it finds, errors and warnings together.
  * It knows nothing of HTTP, the catalog or chipmunk, and never writes to the bag.
  */
-import { readFile, stat } from 'node:fs/promises';
+import { lstat, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
 import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
@@ -12,7 +12,7 @@ import { parseManifest, parseManifestFileName, type ManifestEntry, type Manifest
 import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
 import type { BagFile, BagReport, FileHasher, ValidateOptions } from './report.js';
-import { findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
+import { fileStamp, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
 import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
 
 /** The rules that differ between BagIt versions. */
@@ -62,6 +62,26 @@ function errorCode(err: unknown): string {
 /** Severity order for the report: errors first, then warnings, each in the order found. */
 function errorsFirst(problems: BagProblem[]): BagProblem[] {
   return [...problems.filter((p) => p.severity === 'error'), ...problems.filter((p) => p.severity === 'warning')];
+}
+
+/**
+ * Problems of one code listed one by one; beyond, one `problems-omitted` says how many more. A
+ * hostile manifest of a million bogus lines would otherwise become a million-line queue item.
+ */
+export const PROBLEMS_PER_CODE = 1000;
+
+function limitPerCode(problems: BagProblem[]): BagProblem[] {
+  const seen = new Map<string, { count: number; severity: Severity }>();
+  const kept = problems.filter((p) => {
+    const entry = seen.get(p.code) ?? { count: 0, severity: p.severity };
+    seen.set(p.code, entry);
+    if (p.severity === 'error') entry.severity = 'error';
+    return ++entry.count <= PROBLEMS_PER_CODE;
+  });
+  for (const [code, { count, severity }] of seen) {
+    if (count > PROBLEMS_PER_CODE) kept.push(makeProblem({ code: 'problems-omitted', omittedCode: code, count: count - PROBLEMS_PER_CODE }, severity));
+  }
+  return kept;
 }
 
 function emptyReport(problems: BagProblem[]): BagReport {
@@ -220,6 +240,12 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const { results, failures } = await hashFiles(dir, scan.files, algorithms, hasher, opts.concurrency ?? DEFAULT_CONCURRENCY, signal);
   signal?.throwIfAborted();
   for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) add({ code: 'file-unreadable', path, detail });
+  // A file written to while it was hashed has digests of bytes that may no longer be there.
+  const hashedFiles = scan.files.filter((f) => results.has(f.path));
+  const stampsNow = await Promise.all(hashedFiles.map((f) => lstat(join(dir, f.path)).then(fileStamp, () => 'gone')));
+  hashedFiles.forEach((f, i) => {
+    if (stampsNow[i] !== scan.stamps.get(f.path)) add({ code: 'file-changed', path: f.path });
+  });
 
   // Each manifest entry: present and matching.
   const missing = new Map<string, string[]>();
@@ -300,7 +326,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     if (hashed === undefined) continue;
     files.push({ path: file.path, size: hashed.size, crc32: hashed.crc32 ?? '', digests: hashed.digests });
   }
-  const problems = errorsFirst(found);
+  const problems = errorsFirst(limitPerCode(found));
   const result: BagReport = {
     valid: !problems.some((p) => p.severity === 'error'),
     algorithms: ALGORITHMS.filter((a) => payloadManifests.some((m) => m.algorithm === a)),

@@ -14,6 +14,14 @@ export function isUuid(s: string): boolean {
   return UUID.test(s);
 }
 
+/**
+ * LMDB refuses keys over 1978 bytes (and throws). A lookup by a longer string, a hostile id in a
+ * URL, finds nothing rather than failing.
+ */
+function tooLongForKey(s: string): boolean {
+  return Buffer.byteLength(s, 'utf8') > 1900;
+}
+
 export class PackageStore {
   private readonly packages: Database<Package & { seq: number }, string>;
   private readonly byExternalId: Database<string, string>;
@@ -35,6 +43,7 @@ export class PackageStore {
 
   /** By bag_id first, then by external_id (chipmunk accepts either in paths). */
   find(idOrExternalId: string): Package | undefined {
+    if (tooLongForKey(idOrExternalId)) return undefined;
     if (isUuid(idOrExternalId)) {
       const byId = this.get(idOrExternalId);
       if (byId !== undefined) return byId;
@@ -125,6 +134,7 @@ export class PackageStore {
   }
 
   file(bagId: string, path: string): FileRecord | undefined {
+    if (tooLongForKey(path)) return undefined;
     return this.files.get([bagId, path]);
   }
 
