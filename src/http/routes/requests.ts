@@ -49,7 +49,8 @@ function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
   if (contentType !== undefined && !contentTypes.includes(contentType)) add('content_type', `must be one of ${contentTypes.join(', ')}`);
   const externalId = text('external_id');
   if (externalId !== undefined) {
-    if (externalId.length > 1024) add('external_id', 'must be at most 1024 characters');
+    // Bytes, not characters: it is a catalog key (LMDB keys are at most ~1,978 bytes).
+    if (Buffer.byteLength(externalId) > 1024) add('external_id', 'must be at most 1024 bytes in UTF-8');
     // It appears in paths and file names: keep it printable.
     if (/[\u0000-\u001f\u007f/\\]/.test(externalId)) add('external_id', 'must not contain control characters or slashes');
   }
