@@ -1,14 +1,11 @@
 #!/usr/bin/env node
 /**
  * The `preservd` command (CLI.md): serve, user, token, validate, audit, status, backup.
+ * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
+ * does not pay for the daemon's (fastify, lmdb, chokidar…).
  */
-import { runAudit } from './commands/audit.js';
-import { runBackup } from './commands/backup.js';
-import { runStatus } from './commands/status.js';
-import { runToken, runUser } from './commands/users.js';
-import { runValidate } from './commands/validate.js';
 import { ConfigError, loadConfig, type Config } from './config/config.js';
-import { Daemon } from './daemon.js';
+import type { Daemon } from './daemon.js';
 
 const HELP = `usage: preservd <command>
 
@@ -30,6 +27,7 @@ PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
 `;
 
 async function serve(config: Config): Promise<number> {
+  const { Daemon } = await import('./daemon.js');
   const logger = Daemon.createLogger(config);
   let daemon: Daemon;
   try {
@@ -63,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
     (command === undefined ? process.stderr : process.stdout).write(HELP);
     return command === undefined ? 2 : 0;
   }
-  if (command === 'validate') return runValidate(rest, io);
+  if (command === 'validate') return (await import('./commands/validate.js')).runValidate(rest, io);
   let config: Config;
   try {
     config = loadConfig();
@@ -75,15 +73,15 @@ async function main(argv: string[]): Promise<number> {
     case 'serve':
       return serve(config);
     case 'user':
-      return runUser(rest, io, config);
+      return (await import('./commands/users.js')).runUser(rest, io, config);
     case 'token':
-      return runToken(rest, io, config);
+      return (await import('./commands/users.js')).runToken(rest, io, config);
     case 'audit':
-      return runAudit(rest, io, config);
+      return (await import('./commands/audit.js')).runAudit(rest, io, config);
     case 'status':
-      return runStatus(rest, io, config);
+      return (await import('./commands/status.js')).runStatus(rest, io, config);
     case 'backup':
-      return runBackup(rest, io, config);
+      return (await import('./commands/backup.js')).runBackup(rest, io, config);
     default:
       process.stderr.write(`preservd: unknown command "${command}"\n\n${HELP}`);
       return 2;

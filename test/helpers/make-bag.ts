@@ -51,6 +51,17 @@ export interface MakeBagOptions {
 
 const CORRUPT_MTIME = new Date('2000-01-01T00:00:00Z');
 
+/**
+ * Each bag's files get an mtime (whole seconds) no earlier bag of this process had: a fixed bag
+ * written in the same second as the broken one, with tag manifests of the same size, would
+ * otherwise pass rsync's quick check (size and mtime) and never be sent.
+ */
+let lastBagSecond = 0;
+function nextBagMtime(): Date {
+  lastBagSecond = Math.max(Math.floor(Date.now() / 1000), lastBagSecond + 1);
+  return new Date(lastBagSecond * 1000);
+}
+
 function digest(algorithm: Algorithm, bytes: Buffer): string {
   return createHash(algorithm).update(bytes).digest('hex');
 }
@@ -152,6 +163,8 @@ export async function makeBag(dir: string, opts: MakeBagOptions): Promise<string
   if (opts.algorithms !== undefined) manifestOptions.algorithms = opts.algorithms;
   if (opts.tagAlgorithms !== undefined) manifestOptions.tagAlgorithms = opts.tagAlgorithms;
   await writeManifests(dir, manifestOptions);
+  const mtime = nextBagMtime();
+  for (const rel of await listFiles(dir)) await utimes(join(dir, rel), mtime, mtime);
 
   for (const rel of opts.corrupt ?? []) {
     const abs = join(dir, rel);

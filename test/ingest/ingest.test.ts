@@ -107,7 +107,8 @@ t.test('ingest', async (t) => {
     const retry = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
     t.equal(retry.status, 201, 'a FAILED item does not block a new attempt');
     t.not(retry.json.id, item.id);
-    t.equal((await d.waitForQueueItem(retry.json.id, alice)).status, 'DONE');
+    const retried = await d.waitForQueueItem(retry.json.id, alice);
+    t.equal(retried.status, 'DONE', JSON.stringify(retried));
   });
 
   await t.test('chipmunk-info must match the request', async (t) => {
