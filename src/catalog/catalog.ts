@@ -1,13 +1,15 @@
 /**
  * The catalog: one LMDB environment under `<dataDir>/catalog/` holding users and tokens,
- * packages and their files, the ingest queue, events and audits. It is the truth for what is
- * stored; the disk is checked against it. Every state change is one `transaction()`: stores may
- * be combined inside one, and a throw rolls all of it back.
+ * packages and their files, the ingest queue, events, audits, and the hashing checkpoints of
+ * ingests in progress. It is the truth for what is stored; the disk is checked against it.
+ * Every state change is one `transaction()`: stores may be combined inside one, and a throw rolls
+ * all of it back.
  */
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { AuditStore } from './audits.js';
+import { CheckpointStore } from './checkpoints.js';
 import { EventStore } from './events.js';
 import { PackageStore } from './packages.js';
 import { QueueStore } from './queue.js';
@@ -29,6 +31,7 @@ export class Catalog {
   readonly queue: QueueStore;
   readonly events: EventStore;
   readonly audits: AuditStore;
+  readonly checkpoints: CheckpointStore;
   private readonly meta: Database<unknown, string>;
 
   private constructor(private readonly root: RootDatabase) {
@@ -39,6 +42,7 @@ export class Catalog {
     this.queue = new QueueStore(root, this, seq('queue'));
     this.events = new EventStore(root, this, seq('event'));
     this.audits = new AuditStore(root, this, seq('audit'));
+    this.checkpoints = new CheckpointStore(root, this);
   }
 
   /**
@@ -93,6 +97,16 @@ export class Catalog {
   sizeBytes(): number {
     const stats = this.root.getStats() as { treeDepth?: number; pageSize?: number; lastPageNumber?: number };
     return (stats.pageSize ?? 4096) * ((stats.lastPageNumber ?? 0) + 1);
+  }
+
+  /**
+   * A consistent, compacted copy of the whole catalog as of one read transaction, written to
+   * `<dataDir>/catalog/` of another (new) data directory while this one goes on writing.
+   */
+  async backup(dataDir: string): Promise<void> {
+    const path = join(dataDir, 'catalog');
+    mkdirSync(path, { recursive: true });
+    await this.root.backup(path, true);
   }
 
   async close(): Promise<void> {

@@ -111,3 +111,15 @@ export interface Audit {
   updatedAt: number;
   finishedAt?: number;
 }
+
+/**
+ * The checkpoint of a huge file's hashing in an ingest in progress (catalog/checkpoints.ts), as
+ * listed; the saved state itself is opaque.
+ */
+export interface HashCheckpoint {
+  bagId: string;
+  /** Relative to the bag root. */
+  path: string;
+  /** Size of the saved state. */
+  bytes: number;
+}

@@ -25,6 +25,8 @@ export interface Config {
     bodyLimit: number;
     /** Seconds a graceful shutdown waits for in-flight responses before closing them. */
     shutdownGraceSeconds: number;
+    /** Longest a client may take to send a whole request (headers and body); slower ones get 408. */
+    requestTimeoutMs: number;
   };
   upload: {
     rsync: {
@@ -46,6 +48,11 @@ export interface Config {
   ingest: {
     /** Bags ingested at once. */
     concurrency: number;
+    /**
+     * Files of at least this many bytes are hashed resumably (checkpoints in the catalog, so a
+     * restart goes on where it was); 0: none. hash-wasm is 2–5× slower than node:crypto here.
+     */
+    resumeAboveBytes: number;
   };
   fixity: {
     workers: number;
@@ -98,12 +105,12 @@ export const packageRoot = (() => {
 export function defaults(): Config {
   return {
     dataDir: './var',
-    http: { host: '127.0.0.1', port: 8080, bodyLimit: 64 * 1024, shutdownGraceSeconds: 10 },
+    http: { host: '127.0.0.1', port: 8080, bodyLimit: 64 * 1024, shutdownGraceSeconds: 10, requestTimeoutMs: 30_000 },
     upload: {
       rsync: { enabled: true, host: '127.0.0.1', port: 8873, module: 'preservd', binary: 'rsync', maxConnections: 20 },
       quietMs: 2000,
     },
-    ingest: { concurrency: 2 },
+    ingest: { concurrency: 2, resumeAboveBytes: 1024 ** 3 },
     fixity: { workers: availableParallelism(), readSize: 1024 * 1024, maxOpenFiles: 64 },
     audit: { algorithms: 'strongest', rateLimitMBps: 0, concurrency: 2 },
     download: {},
@@ -200,6 +207,7 @@ export function checkConfig(c: Config): string[] {
     int(c.http.port, 'http.port', 0, 65535);
     int(c.http.bodyLimit, 'http.bodyLimit', 1024);
     num(c.http.shutdownGraceSeconds, 'http.shutdownGraceSeconds', 0);
+    int(c.http.requestTimeoutMs, 'http.requestTimeoutMs', 100);
   }
   if (!isObject(c.upload) || !isObject(c.upload.rsync)) p.push('upload.rsync: must be an object');
   else {
@@ -217,7 +225,10 @@ export function checkConfig(c: Config): string[] {
     int(c.upload.quietMs, 'upload.quietMs', 0);
   }
   if (!isObject(c.ingest)) p.push('ingest: must be an object');
-  else int(c.ingest.concurrency, 'ingest.concurrency', 1, 64);
+  else {
+    int(c.ingest.concurrency, 'ingest.concurrency', 1, 64);
+    int(c.ingest.resumeAboveBytes, 'ingest.resumeAboveBytes', 0);
+  }
   if (!isObject(c.fixity)) p.push('fixity: must be an object');
   else {
     int(c.fixity.workers, 'fixity.workers', 1, 256);

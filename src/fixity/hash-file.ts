@@ -23,6 +23,8 @@ export interface ChunkHooks {
 }
 
 export interface ResumableHooks extends ChunkHooks {
+  /** Where hashing starts: a checkpoint's offset or 0; `refused` when a checkpoint did not fit. */
+  started(offset: number, refused: boolean): void;
   /** Hands a checkpoint to the job's store; returns once it is saved (throws if the job stops). */
   checkpoint(state: Uint8Array): void;
 }
@@ -137,6 +139,7 @@ export function hashFileResumable(
         digester.reset();
       }
     }
+    hooks.started(start, resume.checkpoint !== undefined && start === 0);
     let lastCheckpoint = start;
     const size = readToEnd(fd, buffer, start, digester, hooks, (position) => {
       if (position - lastCheckpoint < resume.everyBytes) return;

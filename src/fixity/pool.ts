@@ -365,6 +365,11 @@ export class FixityPool {
         for (const outcome of message.outcomes) this.onOutcome(slot, outcome);
         this.dispatch();
         break;
+      case 'started': {
+        const job = slot.jobs.get(message.id);
+        if (job && !job.settled) this.tellStarted(job, message.offset, message.refused);
+        break;
+      }
       case 'checkpoint': {
         const job = slot.jobs.get(message.id);
         if (job) this.saveCheckpoint(slot, job, message.state);
@@ -388,6 +393,15 @@ export class FixityPool {
       this.fail(job, deserializeError(outcome.error, job.path));
     } else {
       this.fail(job, new AbortError(job.path));
+    }
+  }
+
+  /** The store's business (a log line, say); its failure must not touch the job. */
+  private tellStarted(job: Job, offset: number, refused: boolean): void {
+    try {
+      job.resume?.started?.({ offset, refused });
+    } catch {
+      // ignored: hashing goes on either way
     }
   }
 

@@ -34,6 +34,8 @@ export type FromWorker =
   /** The worker's module loaded: it can take jobs. A worker that exits before this cannot start. */
   | { t: 'ready' }
   | { t: 'outcomes'; outcomes: JobOutcome[] }
+  /** A resumable job opened its file: hashing goes on from `offset` (see ResumeStore.started). */
+  | { t: 'started'; id: number; offset: number; refused: boolean }
   | { t: 'checkpoint'; id: number; state: Uint8Array }
   /**
    * Answer to giveBack: jobs not started, in queue order. All of them when the running job is a

@@ -25,6 +25,12 @@ export interface ResumeStore {
   save(state: Uint8Array): Promise<void>;
   /** Called after the last byte was hashed, before the job resolves. */
   clear?(): Promise<void>;
+  /**
+   * Told once the worker has opened the file and looked at the checkpoint: the offset hashing
+   * goes on from (0: the start), and whether a loaded checkpoint was refused because it does
+   * not fit (the file changed since, other digests were asked for, or it would not load).
+   */
+  started?(from: { offset: number; refused: boolean }): void;
   /** Checkpoint interval in bytes; default 256 MiB. */
   everyBytes?: number;
 }

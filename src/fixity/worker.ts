@@ -167,6 +167,9 @@ function run(job: JobMessage, depth: number): void {
       Atomics.add(shared, SHARED_BYTES, BigInt(bytes));
       if (job.audit) throttle(job, depth, bytes);
     },
+    started(offset, refused) {
+      send({ t: 'started', id: job.id, offset, refused });
+    },
     checkpoint(state) {
       send({ t: 'checkpoint', id: job.id, state });
       waitUntilSaved(job, depth);

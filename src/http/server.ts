@@ -2,7 +2,7 @@
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
  * and one plugin of routes per resource.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifySchema } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifySchema } from 'fastify';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
@@ -43,8 +43,8 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     // The router's own refusals (an undecodable URL, a path parameter over maxParamLength) in
     // the API's error shape, without echoing the URL back.
     frameworkErrors: (error, _request, reply) => {
-      const status = error.statusCode ?? 400;
-      reply.code(status).send({ error: status === 414 ? 'a path segment is too long' : 'the URL cannot be decoded' });
+      const tooLong = error.statusCode === 414;
+      void (reply as unknown as FastifyReply).code(tooLong ? 414 : 400).send({ error: tooLong ? 'a path segment is too long' : 'the URL cannot be decoded' });
     },
   });
   const routeTable: RouteEntry[] = [];

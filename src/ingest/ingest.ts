@@ -7,8 +7,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { Catalog } from '../catalog/catalog.js';
 import type { QueueItem } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
-import type { FileHasher } from '../bagit/index.js';
 import type { Storage } from '../storage/storage.js';
+import type { ResumableHasher } from './checkpointed-hasher.js';
 import type { LandingZone } from './landing.js';
 import type { LandingWatcher } from './watcher.js';
 import { IngestStages, type IngestObserver } from './stages.js';
@@ -22,7 +22,8 @@ export interface Logger {
 export interface IngestDeps {
   catalog: Catalog;
   storage: Storage;
-  hasher: FileHasher;
+  /** The fixity pool; huge files are hashed resumably through it (checkpointed-hasher.ts). */
+  hasher: ResumableHasher;
   landing: LandingZone;
   watcher: LandingWatcher;
   config: Config;

@@ -3,6 +3,10 @@
  *
  *   waitForQuiet → stage → validate → record intent → store → record result
  *
+ * Validation hashes huge files resumably (checkpointed-hasher.ts): a crash in the middle of one
+ * costs the bytes since its last checkpoint, not the whole file. The transaction that ends an
+ * ingest, DONE or FAILED, drops the bag's checkpoints.
+ *
  * The catalog's intent is written before the disk changes and its result after, so start-up can
  * always tell where an item was: a bag is in landing/, in staging/, or in storage/, never in two
  * places and never half-moved (moves are renames within one filesystem).
@@ -12,6 +16,7 @@ import { validateBag, type BagReport } from '../bagit/index.js';
 import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { Storage } from '../storage/storage.js';
+import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkChipmunk } from './chipmunk.js';
 import type { IngestDeps } from './ingest.js';
 
@@ -124,8 +129,9 @@ export class IngestStages {
   }
 
   private async validate(pkg: Package): Promise<BagReport> {
-    const { storage, hasher, config } = this.deps;
+    const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
+    const hasher = new CheckpointedHasher(this.deps.hasher, catalog.checkpoints, { bagId: pkg.bagId, dir }, config.ingest.resumeAboveBytes, logger);
     const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal: this.signal });
     if (report.files.length === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
@@ -184,6 +190,7 @@ export class IngestStages {
       bytes = catalog.packages.storedBytes(pkg.bagId);
       catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'success', detail: `stored at ${storagePath}` });
       catalog.queue.finish(item.id, { status: 'DONE' });
+      catalog.checkpoints.clearPackage(pkg.bagId);
     });
     // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.
     landing.reopen(pkg.capability).catch(() => undefined);
@@ -220,6 +227,7 @@ export class IngestStages {
         catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'failure', detail });
       }
       catalog.queue.finish(item.id, { status: 'FAILED', errors: problems });
+      catalog.checkpoints.clearPackage(pkg.bagId);
     });
     const seconds = (Date.now() - started) / 1000;
     logger.info({ queueItem: item.id, bagId: pkg.bagId, problems: errors.length, codes: [...new Set(errors.map((p) => p.code))] }, 'ingest failed');

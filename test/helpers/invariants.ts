@@ -8,6 +8,7 @@
  * - every entry in storage is a stored package's folder (no orphans); staging is empty;
  * - every unstored request has its landing folder, open to uploads (a failed upload is
  *   recoverable); no landing folder belongs to nobody;
+ * - no hashing checkpoint outlives its ingest (none for a bag without a PENDING item);
  * - no queue item is PENDING; every audit finished, its counts add up, with exactly one
  *   fixity check event per package and nothing left to do.
  *
@@ -36,6 +37,7 @@ export type ViolationCode =
   | 'storage-orphan'
   | 'staging-leftover'
   | 'queue-pending'
+  | 'checkpoint-left'
   | 'upload-missing'
   | 'upload-closed'
   | 'landing-orphan'
@@ -83,6 +85,10 @@ export async function findViolations(dataDir: string): Promise<Violation[]> {
     const items = [...catalog.queue.list()];
     for (const item of items) {
       if (item.status === 'PENDING') violations.push({ code: 'queue-pending', bagId: item.bagId, detail: `queue item ${item.id} at stage ${item.stage}` });
+    }
+    const pendingBags = new Set(items.filter((i) => i.status === 'PENDING').map((i) => i.bagId));
+    for (const checkpoint of catalog.checkpoints.list()) {
+      if (!pendingBags.has(checkpoint.bagId)) violations.push({ code: 'checkpoint-left', bagId: checkpoint.bagId, path: checkpoint.path, detail: 'a hashing checkpoint of an ingest that ended' });
     }
 
     for (const pkg of catalog.packages.list()) {

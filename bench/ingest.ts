@@ -1,0 +1,309 @@
+/**
+ * Ingest against its yardsticks, in one run (`node dist/bench/ingest.js [--scale 1/16]
+ * [--rounds 3] [--json]`; the scale may also come from PRESERVD_BENCH_SCALE):
+ *
+ * - a bag of ~1 GiB at scale 1 (research/perf.md §4's shape: 2000 small text files of 1–8 KiB
+ *   and 40 random files of 25 MiB in one folder that sorts first, md5 and sha256 manifests) is
+ *   written under the OS temporary folder; a scale s makes s × 2000 small files and big files
+ *   of s × 25 MiB, so the mix of per-file and per-byte work stays the same;
+ * - the coreutils yardstick: `md5sum -c` then `sha256sum -c` on the bag's own manifests, from
+ *   inside the bag, whole-process times summed (two reads, one core: what a shell script does);
+ * - `node dist/cli.js validate DIR`, whole process (target ≤ 0.5 × coreutils); for reference,
+ *   the same on a bag of one tiny file: the command's fixed start-up cost, which dominates at
+ *   small scales;
+ * - ingest through a real daemon (`dist/src/cli.js serve` on free loopback ports, a temporary
+ *   data directory): each round declares a request and rsyncs the bag into its landing folder
+ *   (not timed; written out with `sync` and left quiet for `upload.quietMs`), then times POST
+ *   …/complete to the queue item's DONE (target ≤ 1.3 × validate), while polling the daemon's
+ *   VmRSS; its VmHWM at the end is the peak RSS (target < 200 MB).
+ *
+ * Everything runs with the page cache warm (a warm-up round first; the bag and its upload were
+ * just written). Rounds alternate coreutils, validate, ingest; ratios are taken per round and the
+ * median reported (the machine is shared and noisy). Everything temporary is deleted at the end.
+ */
+import { spawnSync } from 'node:child_process';
+import { createHash, randomFillSync, randomUUID } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { Algorithm } from '../src/catalog/types.js';
+import { repoRoot, TestDaemon } from '../test/helpers/daemon.js';
+
+const MB = 1e6;
+const MiB = 1024 * 1024;
+const FULL = { smallFiles: 2000, bigFiles: 40, bigBytes: 25 * MiB };
+const TARGETS = { validateToCoreutils: 0.5, ingestToValidate: 1.3, peakRssMB: 200 };
+const QUIET_MS = 200;
+const ALGORITHMS: Algorithm[] = ['md5', 'sha256'];
+
+interface Options {
+  scale: number;
+  rounds: number;
+  json: boolean;
+}
+
+/** `0.0625`, `1/16` or `6.25%`. */
+function parseScale(text: string): number {
+  const fraction = /^\s*(\d+(?:\.\d+)?)\s*\/\s*(\d+(?:\.\d+)?)\s*$/.exec(text);
+  if (fraction) return Number(fraction[1]) / Number(fraction[2]);
+  if (text.trim().endsWith('%')) return Number(text.trim().slice(0, -1)) / 100;
+  return Number(text);
+}
+
+function parseArgs(argv: string[], env: NodeJS.ProcessEnv): Options {
+  const o: Options = { scale: parseScale(env.PRESERVD_BENCH_SCALE ?? '1'), rounds: 3, json: false };
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i];
+    if (arg === '--json') o.json = true;
+    else if (arg === '--scale') o.scale = parseScale(argv[++i] ?? '');
+    else if (arg === '--rounds') o.rounds = Number(argv[++i]);
+    else throw new Error(`unknown argument ${arg}; usage: ingest.js [--scale 1/16] [--rounds 3] [--json]`);
+  }
+  if (!(o.scale > 0 && o.scale <= 16)) throw new Error('--scale (or PRESERVD_BENCH_SCALE) must be in (0, 16], e.g. 1/16');
+  if (!(Number.isInteger(o.rounds) && o.rounds >= 1)) throw new Error('--rounds must be an integer ≥ 1');
+  return o;
+}
+
+interface BenchBag {
+  dir: string;
+  files: number;
+  payloadBytes: number;
+  /** Every file of the bag, tag files included. */
+  bytes: number;
+  /** Path → digests of the tag files written once (bagit.txt, bag-info.txt, manifests). */
+  tagDigests: Map<string, Record<Algorithm, string>>;
+}
+
+function digestsOf(bytes: Uint8Array): Record<Algorithm, string> {
+  return Object.fromEntries(ALGORITHMS.map((a) => [a, createHash(a).update(bytes).digest('hex')])) as Record<Algorithm, string>;
+}
+
+/** Writes the bag: payload, bagit.txt, bag-info.txt, payload manifests (tag files per round). */
+function buildBag(dir: string, scale: number): BenchBag {
+  const smallFiles = Math.max(1, Math.round(FULL.smallFiles * scale));
+  const bigBytes = Math.max(64 * 1024, Math.round(FULL.bigBytes * scale));
+  // Content: slices of one random pool at varying offsets (hashing speed does not care).
+  const pool = randomFillSync(Buffer.allocUnsafe(Math.min(64 * MiB, 2 * bigBytes + MiB)));
+  const manifest = new Map<string, Record<Algorithm, string>>();
+  let payloadBytes = 0;
+  const put = (path: string, bytes: Uint8Array): void => {
+    const abs = join(dir, path);
+    mkdirSync(join(abs, '..'), { recursive: true });
+    writeFileSync(abs, bytes);
+    manifest.set(path, digestsOf(bytes));
+    payloadBytes += bytes.length;
+  };
+  for (let i = 0; i < FULL.bigFiles; i++) {
+    const offset = (i * 7919 * 4096) % (pool.length - bigBytes);
+    put(`data/masters/reel-${String(i).padStart(2, '0')}.wav`, pool.subarray(offset, offset + bigBytes));
+  }
+  for (let i = 0; i < smallFiles; i++) {
+    const size = 1024 + ((i * 2654435761) % (7 * 1024)); // 1–8 KiB
+    const offset = (i * 4099) % (pool.length - size);
+    put(`data/pages/page-${String(i).padStart(5, '0')}.txt`, Buffer.from(pool.subarray(offset, offset + size).toString('base64').slice(0, size)));
+  }
+  const tagDigests = new Map<string, Record<Algorithm, string>>();
+  const tag = (path: string, text: string): number => {
+    const bytes = Buffer.from(text);
+    writeFileSync(join(dir, path), bytes);
+    tagDigests.set(path, digestsOf(bytes));
+    return bytes.length;
+  };
+  const paths = [...manifest.keys()];
+  let tagBytes = tag('bagit.txt', 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
+  tagBytes += tag('bag-info.txt', `Bagging-Date: 2026-11-22\nPayload-Oxum: ${payloadBytes}.${paths.length}\n`);
+  for (const a of ALGORITHMS) tagBytes += tag(`manifest-${a}.txt`, paths.map((p) => `${manifest.get(p)![a]}  ${p}\n`).join(''));
+  // chipmunk-info.txt and the tag manifests are written per round (they name the bag_id); their
+  // size barely changes, so count them once here.
+  const perRound = [...tagFilesFor(randomUUID(), 'x', tagDigests).values()];
+  tagBytes += perRound.reduce((n, text) => n + Buffer.byteLength(text), 0);
+  return { dir, files: paths.length + tagDigests.size + perRound.length, payloadBytes, bytes: payloadBytes + tagBytes, tagDigests };
+}
+
+/** chipmunk-info.txt naming this request, and tag manifests over every tag file. */
+function tagFilesFor(bagId: string, externalId: string, fixed: Map<string, Record<Algorithm, string>>): Map<string, string> {
+  const chipmunk = `External-Identifier: ${externalId}\nChipmunk-Content-Type: digital\nBag-ID: ${bagId}\n`;
+  const digests = new Map(fixed);
+  digests.set('chipmunk-info.txt', digestsOf(Buffer.from(chipmunk)));
+  const out = new Map<string, string>([['chipmunk-info.txt', chipmunk]]);
+  for (const a of ALGORITHMS) out.set(`tagmanifest-${a}.txt`, [...digests].map(([p, d]) => `${d[a]}  ${p}\n`).join(''));
+  return out;
+}
+
+function writeTagFiles(bag: BenchBag, bagId: string, externalId: string): void {
+  for (const [path, text] of tagFilesFor(bagId, externalId, bag.tagDigests)) writeFileSync(join(bag.dir, path), text);
+}
+
+/** Reads every file of `dir` once so the page cache is warm. */
+function warm(dir: string): void {
+  const buffer = Buffer.allocUnsafe(MiB);
+  const visit = (d: string): void => {
+    for (const entry of readdirSync(d, { withFileTypes: true })) {
+      const p = join(d, entry.name);
+      if (entry.isDirectory()) visit(p);
+      else {
+        const fd = openSync(p, 'r');
+        while (readSync(fd, buffer, 0, buffer.length, null) > 0);
+        closeSync(fd);
+      }
+    }
+  };
+  visit(dir);
+}
+
+/** The whole-process time of a command, seconds; throws unless it exits 0. */
+function timed(command: string, args: string[], cwd?: string): number {
+  const start = process.hrtime.bigint();
+  const r = spawnSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
+  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr}`);
+  return seconds;
+}
+
+function coreutils(bag: BenchBag): number {
+  return timed('md5sum', ['--quiet', '-c', 'manifest-md5.txt'], bag.dir) + timed('sha256sum', ['--quiet', '-c', 'manifest-sha256.txt'], bag.dir);
+}
+
+function validate(dir: string): number {
+  return timed(process.execPath, [join(repoRoot, 'dist/cli.js'), 'validate', dir]);
+}
+
+/** A valid bag of one 3-byte file. */
+function buildTinyBag(dir: string): string {
+  mkdirSync(join(dir, 'data'), { recursive: true });
+  writeFileSync(join(dir, 'data/a.txt'), 'hi\n');
+  writeFileSync(join(dir, 'bagit.txt'), 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
+  writeFileSync(join(dir, 'manifest-md5.txt'), `${createHash('md5').update('hi\n').digest('hex')}  data/a.txt\n`);
+  return dir;
+}
+
+/** kB → MB of one field of /proc/PID/status, or NaN when it cannot be read. */
+function procStatusMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
+  try {
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? (Number(match[1]) * 1024) / MB : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** One ingest: declare, upload (untimed), then POST complete → DONE; seconds and the VmRSS peak seen. */
+async function ingestOnce(daemon: TestDaemon, token: string, bag: BenchBag): Promise<{ seconds: number; rssMB: number }> {
+  const bagId = randomUUID();
+  const externalId = `bench-${bagId.slice(0, 8)}`;
+  writeTagFiles(bag, bagId, externalId);
+  const req = await daemon.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: 'digital' });
+  const upload = spawnSync('rsync', ['-rt', '--no-group', '--no-perms', '--chmod=ugo=rwX', `${bag.dir}/`, req.upload_link], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (upload.status !== 0) throw new Error(`rsync failed: ${upload.stderr}`);
+  // Written out and quiet before the clock starts: the ingest must not pay for the upload.
+  if (spawnSync('sync', ['-f', daemon.dataDir]).status !== 0) spawnSync('sync');
+  await sleep(QUIET_MS + 300);
+  const pid = daemon.proc.pid!;
+  let rssMB = procStatusMB(pid, 'VmRSS');
+  const start = process.hrtime.bigint();
+  const complete = await daemon.request('POST', `/v1/requests/${bagId}/complete`, { token });
+  if (complete.status !== 201) throw new Error(`complete: ${complete.status} ${complete.text}`);
+  for (;;) {
+    const item = await daemon.request('GET', `/v1/queue/${complete.json.id}`, { token });
+    rssMB = Math.max(rssMB, procStatusMB(pid, 'VmRSS'));
+    if (item.json?.status === 'DONE') break;
+    if (item.json?.status !== 'PENDING') throw new Error(`the ingest ended ${item.json?.status}: ${JSON.stringify(item.json?.errors ?? item.text)}`);
+    await sleep(10);
+  }
+  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, rssMB };
+}
+
+const median = (xs: number[]): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+const range = (xs: number[], digits: number) => `${median(xs).toFixed(digits)} [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
+
+async function main(): Promise<void> {
+  const o = parseArgs(process.argv.slice(2), process.env);
+  const began = Date.now();
+  const scratch = mkdtempSync(join(tmpdir(), 'preservd-bench-ingest-'));
+  const teardowns: Array<() => unknown> = [];
+  let daemon: TestDaemon | undefined;
+  try {
+    const bag = buildBag(join(scratch, 'bag'), o.scale);
+    const tinyBag = buildTinyBag(join(scratch, 'tiny-bag'));
+    const setupSeconds = (Date.now() - began) / 1000;
+    daemon = await TestDaemon.start(
+      { teardown: (fn) => teardowns.push(fn) },
+      { dataDir: mkdtempSync(join(scratch, 'data-')), config: { upload: { quietMs: QUIET_MS }, logLevel: 'warn' } },
+    );
+    const token = daemon.addUser('bench');
+
+    // Warm-up: page cache, JIT, worker threads, catalog pages.
+    warm(bag.dir);
+    coreutils(bag);
+    validate(bag.dir);
+    await ingestOnce(daemon, token, bag);
+
+    const sums: number[] = [];
+    const validates: number[] = [];
+    const startups: number[] = [];
+    const ingests: number[] = [];
+    const rss: number[] = [];
+    for (let round = 0; round < o.rounds; round++) {
+      sums.push(coreutils(bag));
+      validates.push(validate(bag.dir));
+      startups.push(validate(tinyBag));
+      const ingest = await ingestOnce(daemon, token, bag);
+      ingests.push(ingest.seconds);
+      rss.push(ingest.rssMB);
+    }
+    const peakRssMB = procStatusMB(daemon.proc.pid!, 'VmHWM');
+    await daemon.stop();
+
+    const validateRatios = validates.map((v, i) => v / sums[i]!);
+    const ingestRatios = ingests.map((s, i) => s / validates[i]!);
+    const mbps = (xs: number[]) => xs.map((s) => bag.bytes / MB / s);
+    const result = {
+      machine: { cores: availableParallelism(), loadavg: loadavg().map((l) => Number(l.toFixed(2))) },
+      bag: { scale: o.scale, files: bag.files, bytes: bag.bytes, payloadBytes: bag.payloadBytes, setupSeconds: Number(setupSeconds.toFixed(1)) },
+      coreutils: { seconds: sums, mbps: mbps(sums) },
+      validate: { seconds: validates, mbps: mbps(validates), ratioToCoreutils: median(validateRatios), tinyBagSeconds: startups },
+      ingest: { seconds: ingests, mbps: mbps(ingests), ratioToValidate: median(ingestRatios), rssDuringIngestMB: rss, peakRssMB },
+      targets: TARGETS,
+      pass: {
+        validateToCoreutils: median(validateRatios) <= TARGETS.validateToCoreutils,
+        ingestToValidate: median(ingestRatios) <= TARGETS.ingestToValidate,
+        peakRssMB: peakRssMB < TARGETS.peakRssMB,
+      },
+      totalSeconds: 0,
+    };
+    result.totalSeconds = (Date.now() - began) / 1000;
+    if (o.json) {
+      process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
+    } else {
+      const verdict = (ok: boolean) => (ok ? 'PASS' : 'MISS');
+      const lines = [
+        `bag: scale ${o.scale}, ${bag.files} files, ${(bag.bytes / MB).toFixed(0)} MB, md5 + sha256 manifests (built in ${setupSeconds.toFixed(1)} s), page cache warm; ${result.machine.cores} cores, load ${result.machine.loadavg.join(' ')}`,
+        `coreutils md5sum -c + sha256sum -c: ${range(sums, 3)} s = ${range(result.coreutils.mbps, 0)} MB/s`,
+        `preservd validate: ${range(validates, 3)} s = ${range(result.validate.mbps, 0)} MB/s`,
+        `  validate / coreutils: ${range(validateRatios, 3)}   target ≤ ${TARGETS.validateToCoreutils}   ${verdict(result.pass.validateToCoreutils)}`,
+        `  for reference, validate of a one-file bag (start-up cost): ${range(startups, 3)} s`,
+        `ingest, complete → DONE (real daemon): ${range(ingests, 3)} s = ${range(result.ingest.mbps, 0)} MB/s`,
+        `  ingest / validate: ${range(ingestRatios, 3)}   target ≤ ${TARGETS.ingestToValidate}   ${verdict(result.pass.ingestToValidate)}`,
+        `  daemon peak RSS (VmHWM): ${peakRssMB.toFixed(0)} MB (VmRSS polled during ingests: ${range(rss, 0)} MB)   target < ${TARGETS.peakRssMB}   ${verdict(result.pass.peakRssMB)}`,
+        `(${o.rounds} rounds after a warm-up round, medians [min–max]; total ${result.totalSeconds.toFixed(1)} s)`,
+      ];
+      process.stdout.write(`${lines.join('\n')}\n`);
+    }
+  } catch (err) {
+    if (daemon !== undefined) process.stderr.write(`the daemon's output (exit code ${daemon.proc.exitCode}, signal ${daemon.proc.signalCode}):\n${daemon.output.slice(-4000)}\n`);
+    throw err;
+  } finally {
+    for (const fn of teardowns.reverse()) await fn();
+    rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`bench/ingest: ${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
