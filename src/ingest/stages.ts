@@ -13,6 +13,7 @@
  */
 import { rename } from 'node:fs/promises';
 import { validateBag, type BagReport } from '../bagit/index.js';
+import { MAX_PATH_BYTES } from '../catalog/packages.js';
 import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { Storage } from '../storage/storage.js';
@@ -147,6 +148,7 @@ export class IngestStages {
       { signal: this.signal },
     );
     report.problems.push(...chipmunk);
+    report.problems.push(...pathsTooLong(report));
     return report;
   }
 
@@ -233,4 +235,16 @@ export class IngestStages {
     logger.info({ queueItem: item.id, bagId: pkg.bagId, problems: errors.length, codes: [...new Set(errors.map((p) => p.code))] }, 'ingest failed');
     this.deps.observer?.finished('FAILED', seconds, 0, errors);
   }
+}
+
+/** The repository's own limit, beyond BagIt's: a path the catalog cannot key (MAX_PATH_BYTES). */
+function pathsTooLong(report: BagReport): Problem[] {
+  return report.files
+    .filter((f) => Buffer.byteLength(f.path) > MAX_PATH_BYTES)
+    .map((f) => ({
+      code: 'path-too-long',
+      path: f.path,
+      message: `${f.path.slice(0, 80)}… is ${Buffer.byteLength(f.path)} bytes long; this repository stores paths of at most ${MAX_PATH_BYTES} bytes (UTF-8): shorten it.`,
+      severity: 'error' as const,
+    }));
 }

@@ -111,6 +111,18 @@ t.test('ingest', async (t) => {
     t.equal(retried.status, 'DONE', JSON.stringify(retried));
   });
 
+  await t.test('a path longer than the catalog can key fails with path-too-long, and nothing is stored', async (t) => {
+    const req = await newRequest(alice);
+    const deep = Array.from({ length: 8 }, (_, i) => `${i}${'d'.repeat(240)}`).join('/'); // ~1,940 bytes
+    const bag = await bagFor(req, { files: { [`${deep}/f.txt`]: 'deep\n', 'a.txt': 'fine\n' } });
+    t.equal(rsyncUpload(bag, req.upload_link).code, 0);
+    const complete = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
+    const item = await d.waitForQueueItem(complete.json.id, alice);
+    t.equal(item.status, 'FAILED', JSON.stringify(item));
+    t.same(item.errors.map((e: any) => [e.code, e.path]), [['path-too-long', `data/${deep}/f.txt`]], 'the one problem, naming the file');
+    t.equal((await d.request('GET', `/v1/packages/${req.bag_id}`, { token: alice })).json.stored, false);
+  });
+
   await t.test('chipmunk-info must match the request', async (t) => {
     const req = await newRequest(alice);
     const bag = await bagFor({ ...req, external_id: 'somebody-else' });
