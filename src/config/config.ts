@@ -214,7 +214,7 @@ export function checkConfig(c: Config): string[] {
     const r = c.upload.rsync;
     if (typeof r.enabled !== 'boolean') p.push('upload.rsync.enabled: must be true or false');
     str(r.host, 'upload.rsync.host');
-    int(r.port, 'upload.rsync.port', 0, 65535);
+    int(r.port, 'upload.rsync.port', 1, 65535); // the upload link names it: no ephemeral port
     if (typeof r.module !== 'string' || !/^[A-Za-z0-9_-]+$/.test(r.module)) p.push('upload.rsync.module: letters, digits, _ and - only');
     str(r.binary, 'upload.rsync.binary');
     if (r.advertisedHost !== undefined) str(r.advertisedHost, 'upload.rsync.advertisedHost');

@@ -3,6 +3,8 @@
  * and one plugin of routes per resource.
  */
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifySchema } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
@@ -40,6 +42,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
     routerOptions: { maxParamLength: 2048 },
     ...connectionLimits(ctx.config.http.requestTimeoutMs),
+    clientErrorHandler,
     // The router's own refusals (an undecodable URL, a path parameter over maxParamLength) in
     // the API's error shape, without echoing the URL back.
     frameworkErrors: (error, _request, reply) => {
@@ -186,6 +189,28 @@ function connectionLimits(requestTimeoutMs: number) {
     connectionTimeout: 120_000,
     http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeoutMs / 4))) },
   };
+}
+
+/**
+ * What Node's HTTP parser refuses before fastify sees a request (headers over 16 KiB, a request
+ * that took longer than `requestTimeoutMs` to arrive, bytes that are not HTTP) is answered in the
+ * API's error shape too, then the connection is closed.
+ */
+function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, error] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'the request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'the request took too long to arrive']
+        : [400, 'the request is not valid HTTP'];
+  const body = JSON.stringify({ error });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 function isLoopback(address: string | undefined): boolean {

@@ -54,6 +54,11 @@ t.test('every problem is reported at once, each with its key', async (t) => {
   }
 });
 
+t.test('the rsync port cannot be 0: the upload link must name a real port', async (t) => {
+  t.throws(() => loadConfig({ PRESERVD_RSYNC_PORT: '0' }, '/x'), /upload\.rsync\.port/);
+  t.equal(loadConfig({ PRESERVD_HTTP_PORT: '0' }, '/x').http.port, 0, 'while the HTTP port may be chosen by the system');
+});
+
 t.test('unreadable or malformed files are errors, not silently ignored', async (t) => {
   t.throws(() => loadConfig({ PRESERVD_CONFIG: join(dir, 'missing.json') }), /no such file/);
   t.throws(() => loadConfig({ PRESERVD_CONFIG: file('broken.json', '{"http": ') }), ConfigError);

@@ -212,6 +212,7 @@ t.test('hostile HTTP clients', async (t) => {
   await t.test('huge headers: 431, and the daemon keeps serving', async (t) => {
     const answer = await rawExchange(d.httpPort, `GET /v1/requests HTTP/1.1\r\nHost: x\r\nX-Filler: ${'a'.repeat(64 << 10)}\r\n\r\n`);
     t.match(answer, /^HTTP\/1\.1 431 /);
+    t.equal(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)).error, 'the request headers are too large', "in the API's error shape");
     const token = await d.request('GET', '/v1/requests', { token: 'x'.repeat(12_000) });
     t.equal(token.status, 401, 'a 12 kB token is just unknown');
     const many = await rawExchange(d.httpPort, `GET /v1/requests HTTP/1.1\r\nHost: x\r\n${Array.from({ length: 3000 }, (_, i) => `X-H${i}: v`).join('\r\n')}\r\n\r\n`);
