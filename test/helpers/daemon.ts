@@ -232,8 +232,26 @@ export class TestDaemon {
   }
 }
 
+/** chipmunk-client's rsync options. */
+const CHIPMUNK_RSYNC_OPTIONS = ['-rtvzP', '--delete', '--no-group', '--no-perms', '--chmod=ugo=rwX'];
+
 /** Uploads a bag folder the way chipmunk-client does. */
 export function rsyncUpload(bagDir: string, link: string): { code: number; output: string } {
-  const r = spawnSync('rsync', ['-rtvzP', '--delete', '--no-group', '--no-perms', '--chmod=ugo=rwX', `${bagDir}/`, link], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], { encoding: 'utf8', timeout: 120_000 });
   return { code: r.status ?? -1, output: `${r.stdout}${r.stderr}` };
+}
+
+/**
+ * `rsyncUpload` without blocking the event loop, for tests that keep many uploads and HTTP
+ * clients going at once (same arguments, same 120 s limit).
+ */
+export function rsyncUploadAsync(bagDir: string, link: string): Promise<{ code: number; output: string }> {
+  return new Promise((ok) => {
+    const child = spawn('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    let output = '';
+    child.stdout.on('data', (d: Buffer) => (output += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (output += d.toString()));
+    child.once('error', (err) => ok({ code: -1, output: `${output}${err.message}` }));
+    child.once('close', (code) => ok({ code: code ?? -1, output }));
+  });
 }
