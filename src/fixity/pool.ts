@@ -36,6 +36,12 @@ const MiB = 1024 * 1024;
 const DEFAULT_READ_SIZE = MiB;
 const MIN_READ_SIZE = 64 * 1024;
 const DEFAULT_CHECKPOINT_BYTES = 256 * MiB;
+/**
+ * A worker's garbage is short-lived (messages, digests) and its read buffers live outside the
+ * heap: a small young generation keeps each worker's memory flat instead of letting V8 grow it
+ * to 48 MiB before collecting, which mattered for the daemon's RSS target (bench/ingest).
+ */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
 const WORKER_URL = new URL('./worker.js', import.meta.url);
 /**
  * Jobs per worker, running and waiting in its local queue. A 4 KiB file hashes in ~10–20 µs; a
@@ -208,7 +214,7 @@ export class FixityPool {
     const control = new SharedArrayBuffer(CONTROL_INTS * Int32Array.BYTES_PER_ELEMENT);
     const workerData: WorkerData = { readSize: this.readSize, preemption: this.preemption, control, shared: this.shared };
     const slot: WorkerSlot = {
-      worker: new Worker(WORKER_URL, { workerData, execArgv: workerExecArgv() }),
+      worker: new Worker(WORKER_URL, { workerData, execArgv: workerExecArgv(), resourceLimits: WORKER_LIMITS }),
       control: new Int32Array(control),
       jobs: new Map(),
       ingestJobs: 0,

@@ -178,14 +178,16 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 /**
  * How long a client may hold a connection without finishing its request (docs/decisions.md):
  * a slowloris client trickling headers gets 408 once `requestTimeoutMs` has passed (checked every
- * quarter of it), an idle keep-alive connection is closed after 5 s, and a socket on which
+ * quarter of it), an idle keep-alive connection is closed after 72 s, and a socket on which
  * nothing moves for two minutes (a download nobody reads) is dropped. Responses themselves have
  * no time limit: a zip of a terabyte takes as long as it takes.
  */
 function connectionLimits(requestTimeoutMs: number) {
   return {
     requestTimeout: requestTimeoutMs,
-    keepAliveTimeout: 5_000,
+    // fastify's default: longer than the idle timeout of the proxies in front (nginx 75 s keeps
+    // its own side; AWS ALB 60 s), so the server never closes a connection a client is reusing.
+    keepAliveTimeout: 72_000,
     connectionTimeout: 120_000,
     http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeoutMs / 4))) },
   };
