@@ -9,7 +9,7 @@
  *   one after the other (what a cron loop would do; coreutils has no SHA extensions here);
  * - the hash-bound limit: node:crypto sha256 over one in-memory buffer on one core, × cores;
  * - our audit: AuditRunner end to end with the default configuration (FixityPool with one worker
- *   per core, 2 packages at once, strongest digest), from startAudit to the last event;
+ *   per core, 4 packages at once, strongest digest), from startAudit to the last event;
  * - for reference, the fixity pool alone hashing the same files all at once (no catalog, no
  *   folder walk, no events): how much of the gap to the limit is the audit's own work.
  *

@@ -9,19 +9,30 @@
  * It rejects only when the check itself could not be done: an abort (the caller's signal), or
  * a closed or broken hasher.
  */
-import type { Dirent } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import { ALGORITHM_STRENGTH, type Algorithm, type FileRecord } from '../catalog/types.js';
+import type { EntryKind, Tree } from '../fixity/types.js';
 import { Storage } from '../storage/storage.js';
 
 /** What verifying needs from the fixity pool (FixityPool satisfies it). */
 export interface PackageHasher {
-  hashFile(
-    absPath: string,
-    algorithms: Algorithm[],
+  hashFile(absPath: string, algorithms: Algorithm[], opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal }): Promise<HashResult>;
+  /**
+   * Optional: many files as one job, each file's entry its result or its error (FixityPool's
+   * hashFiles). Used when present; it spares the main thread most of the per-file work.
+   */
+  hashFiles?(
+    files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
     opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal },
-  ): Promise<{ size: number; digests: Partial<Record<Algorithm, string>> }>;
+  ): Promise<Array<HashResult | Error>>;
+  /** Optional, used with hashFiles: the package folder listed by the hasher (FixityPool's listTree). */
+  listTree?(absDir: string, opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal }): Promise<Tree>;
+}
+
+export interface HashResult {
+  size: number;
+  digests: Partial<Record<Algorithm, string>>;
 }
 
 export type FindingCode =
@@ -46,7 +57,7 @@ export type FindingCode =
   | 'digest-not-recorded';
 
 /** What an entry on disk is, for findings about things that are not regular files. */
-export type EntryKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block device' | 'character device' | 'unknown';
+export type { EntryKind };
 
 export interface Finding {
   code: FindingCode;
@@ -104,6 +115,8 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
   const { signal } = opts;
   signal?.throwIfAborted();
 
+  if (hasher.listTree !== undefined && hasher.hashFiles !== undefined) return verifyInWorkers(dir, files, hasher as Required<PackageHasher>, opts);
+
   const root = await lstat(dir).catch((err: unknown) => err as NodeJS.ErrnoException);
   if (root instanceof Error) {
     const code = errorCode(root);
@@ -113,26 +126,116 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
   if (!root.isDirectory()) return [{ code: 'package-missing', kind: kindOf(root) }];
 
   // Listing first: an unlistable folder is one finding, not one per file.
-  const walked = await walk(dir, files, signal);
+  const walked = await walk(files, signal, async (rel) =>
+    (await readdir(rel === '' ? dir : `${dir}/${rel}`, { withFileTypes: true })).map((entry): [string, EntryKind] => [entry.name, kindOf(entry)]),
+  );
   if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
 
   const findings: Finding[] = [...walked.findings];
-  const limit = pLimit(opts.filesInFlight ?? 32);
   // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
   const order = [...files].sort((a, b) => b.size - a.size);
-  let handedOver = 0;
-  const submitted = () => {
-    if (++handedOver === order.length) opts.onSubmitted?.();
-  };
-  if (order.length === 0) opts.onSubmitted?.();
-  const checks = order.map((file) => limit(async () => {
-    const found = await checkFile(dir, file, hasher, opts, submitted);
-    if (found !== undefined) findings.push(found);
-  }));
-  const settled = await Promise.allSettled(checks);
-  signal?.throwIfAborted();
-  for (const result of settled) if (result.status === 'rejected') throw result.reason;
+  if (hasher.hashFiles !== undefined) {
+    await checkInBatches(dir, order, hasher.hashFiles.bind(hasher), opts, findings);
+  } else {
+    const limit = pLimit(opts.filesInFlight ?? 32);
+    let handedOver = 0;
+    const submitted = () => {
+      if (++handedOver === order.length) opts.onSubmitted?.();
+    };
+    if (order.length === 0) opts.onSubmitted?.();
+    const checks = order.map((file) => limit(async () => {
+      const found = await checkFile(dir, file, hasher, opts, submitted);
+      if (found !== undefined) findings.push(found);
+    }));
+    const settled = await Promise.allSettled(checks);
+    signal?.throwIfAborted();
+    for (const result of settled) if (result.status === 'rejected') throw result.reason;
+  }
   return findings.sort(byPackageThenPath);
+}
+
+/**
+ * The same with the folder listed by a pool worker and the files hashed in batches, listing and
+ * hashing queued at once: the main thread only compares. Hashing results are dropped when the
+ * folder turns out to be missing or unlistable (as above, one finding for the package).
+ */
+async function verifyInWorkers(dir: string, files: readonly FileRecord[], hasher: Required<PackageHasher>, opts: VerifyOptions): Promise<Finding[]> {
+  const { signal } = opts;
+  const listing = hasher.listTree(dir, { priority: 'audit', ...(signal ? { signal } : {}) });
+  const hashed: Finding[] = [];
+  const order = [...files].sort((a, b) => b.size - a.size);
+  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, order, hasher.hashFiles.bind(hasher), opts, hashed)]);
+  signal?.throwIfAborted();
+  if (tree.status === 'rejected') throw tree.reason;
+  const { root, dirs } = tree.value;
+  if ('code' in root) return root.code === 'ENOENT' || root.code === 'ENOTDIR' ? [{ code: 'package-missing' }] : [{ code: 'package-unreadable', reason: root.code }];
+  if ('kind' in root) return [{ code: 'package-missing', kind: root.kind }];
+  const listed = new Map(dirs);
+  const walked = await walk(files, signal, async (rel) => {
+    const entries = listed.get(rel);
+    if (typeof entries === 'string') throw Object.assign(new Error(`cannot list ${rel || 'the package folder'}: ${entries}`), { code: entries });
+    return entries ?? [];
+  });
+  if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
+  if (hashing.status === 'rejected') throw hashing.reason;
+  return [...walked.findings, ...hashed].sort(byPackageThenPath);
+}
+
+/** A batch for the pool closes at this many bytes or files, so a large package spreads over the workers. */
+const BATCH_BYTES = 8 * 1024 * 1024;
+const BATCH_FILES = 256;
+
+/**
+ * The files (largest first) in batches, all handed to the pool at once: per file, no message,
+ * promise or closure of its own, which is most of what an audit of small files costs the main
+ * thread.
+ */
+async function checkInBatches(
+  dir: string,
+  order: readonly FileRecord[],
+  hashFiles: NonNullable<PackageHasher['hashFiles']>,
+  opts: VerifyOptions,
+  findings: Finding[],
+): Promise<void> {
+  const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
+  const batches: Array<Promise<void>> = [];
+  let records: FileRecord[] = [];
+  let items: Array<{ path: string; algorithms: Algorithm[] }> = [];
+  let bytes = 0;
+  const submit = (): void => {
+    const batchRecords = records;
+    const batchItems = items;
+    records = [];
+    items = [];
+    bytes = 0;
+    batches.push(
+      hashFiles(batchItems, hashOpts).then(async (results) => {
+        for (let i = 0; i < results.length; i++) {
+          let found = judge(batchRecords[i]!, batchItems[i]!.path, batchItems[i]!.algorithms, results[i]!, opts);
+          if (found instanceof Promise) found = await found;
+          if (found !== undefined) findings.push(found);
+        }
+      }),
+    );
+  };
+  for (const file of order) {
+    let absPath: string;
+    try {
+      absPath = Storage.resolveInside(dir, file.path);
+    } catch {
+      findings.push({ code: 'file-unreadable', path: file.path, reason: 'unsafe path in the catalog' });
+      continue;
+    }
+    records.push(file);
+    items.push({ path: absPath, algorithms: algorithmsToVerify(file, opts.algorithms) });
+    bytes += file.size;
+    if (bytes >= BATCH_BYTES || items.length >= BATCH_FILES) submit();
+  }
+  if (items.length > 0) submit();
+  opts.onSubmitted?.();
+  const settled = await Promise.allSettled(batches);
+  opts.signal?.throwIfAborted();
+  for (const result of settled) if (result.status === 'rejected') throw result.reason;
 }
 
 async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, opts: VerifyOptions, submitted: () => void): Promise<Finding | undefined> {
@@ -146,18 +249,33 @@ async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, o
     return { code: 'file-unreadable', path, reason: 'unsafe path in the catalog' };
   }
   const algorithms = algorithmsToVerify(file, opts.algorithms);
-  let found: { size: number; digests: Partial<Record<Algorithm, string>> };
+  let found: HashResult | Error;
   try {
     const hashing = hasher.hashFile(absPath, algorithms, { priority: 'audit', ...(opts.signal ? { signal: opts.signal } : {}) });
     submitted();
     found = await hashing;
   } catch (err) {
+    found = err as Error;
+  }
+  return judge(file, absPath, algorithms, found, opts);
+}
+
+/**
+ * What hashing one file found, as a finding (undefined: the file is intact); a promise only when
+ * it must look at the file again (not a regular file any more). Throws a stop.
+ */
+function judge(file: FileRecord, absPath: string, algorithms: Algorithm[], found: HashResult | Error, opts: VerifyOptions): Finding | undefined | Promise<Finding> {
+  const path = file.path;
+  if (found instanceof Error || typeof found !== 'object' || found === null || !('digests' in found)) {
+    const err: unknown = found;
     if (isStop(err, opts.signal)) throw err;
     const code = errorCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') return { code: 'file-missing', path };
     if (code === 'ELOOP' || code === 'EISDIR' || code === 'ERR_NOT_REGULAR_FILE') {
-      const entry = await lstat(absPath).catch(() => undefined);
-      return { code: 'file-not-regular', path, kind: entry ? kindOf(entry) : 'unknown' };
+      return lstat(absPath).then(
+        (entry): Finding => ({ code: 'file-not-regular', path, kind: kindOf(entry) }),
+        (): Finding => ({ code: 'file-not-regular', path, kind: 'unknown' }),
+      );
     }
     return { code: 'file-unreadable', path, reason: code };
   }
@@ -179,7 +297,11 @@ async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, o
  * (empty folders that appeared); otherwise the files in it are. A subfolder that cannot be listed is reported as
  * unreadable; the root folder failing to list makes the whole package unreadable.
  */
-async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSignal): Promise<{ findings: Finding[] } | { unreadable: string }> {
+async function walk(
+  files: readonly FileRecord[],
+  signal: AbortSignal | undefined,
+  list: (rel: string) => Promise<Array<[name: string, kind: EntryKind]>>,
+): Promise<{ findings: Finding[] } | { unreadable: string }> {
   const recorded = new Set(files.map((f) => f.path));
   const impliedDirs = new Set<string>();
   for (const { path } of files) {
@@ -189,17 +311,17 @@ async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSig
 
   const visit = async (rel: string): Promise<void> => {
     signal?.throwIfAborted();
-    let entries: Dirent[];
+    let entries: Array<[string, EntryKind]>;
     try {
-      entries = await readdir(rel === '' ? dir : `${dir}/${rel}`, { withFileTypes: true });
+      entries = await list(rel);
     } catch (err) {
       if (rel === '') throw err;
       findings.push({ code: 'file-unreadable', path: `${rel}/`, reason: errorCode(err) });
       return;
     }
-    for (const entry of entries) {
-      const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
-      if (entry.isDirectory()) {
+    for (const [name, kind] of entries) {
+      const path = rel === '' ? name : `${rel}/${name}`;
+      if (kind === 'directory') {
         const before = findings.length;
         await visit(path);
         // A folder the catalog does not imply, holding no files: one finding for the topmost.
@@ -209,7 +331,7 @@ async function walk(dir: string, files: readonly FileRecord[], signal?: AbortSig
         }
       } else if (!recorded.has(path)) {
         // A recorded path that became a link or special file is reported by checkFile instead.
-        findings.push({ code: 'file-extra', path, kind: kindOf(entry) });
+        findings.push({ code: 'file-extra', path, kind });
       }
     }
   };

@@ -34,6 +34,8 @@ export class PackageStore {
   private readonly order: Database<string, number>;
   private readonly byCapability: Database<string, string>;
   private readonly files: Database<FileRecord, [string, string]>;
+  /** bag_id → the total size of its files, kept by putFiles (storedBytes without reading every record). */
+  private readonly fileBytes: Database<number, string>;
 
   constructor(root: RootDatabase, private readonly catalog: Catalog, private readonly nextSeq: () => number) {
     this.packages = root.openDB({ name: 'packages' });
@@ -41,6 +43,7 @@ export class PackageStore {
     this.order = root.openDB({ name: 'packageOrder' });
     this.byCapability = root.openDB({ name: 'packagesByCapability' });
     this.files = root.openDB({ name: 'files' });
+    this.fileBytes = root.openDB({ name: 'packageFileBytes' });
   }
 
   get(bagId: string): Package | undefined {
@@ -108,7 +111,12 @@ export class PackageStore {
   putFiles(bagId: string, files: FileRecord[]): void {
     this.catalog.transaction(() => {
       for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })) this.files.remove(key);
-      for (const file of files) this.files.put([bagId, file.path], file);
+      let total = 0;
+      for (const file of files) {
+        this.files.put([bagId, file.path], file);
+        total += file.size;
+      }
+      this.fileBytes.put(bagId, total);
     });
   }
 
@@ -153,6 +161,9 @@ export class PackageStore {
 
   /** Total size of a stored package's files. */
   storedBytes(bagId: string): number {
+    const kept = this.fileBytes.get(bagId);
+    if (kept !== undefined) return kept;
+    // Files recorded before the total was kept: add them up.
     let total = 0;
     for (const file of this.iterateFiles(bagId)) total += file.size;
     return total;

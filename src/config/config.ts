@@ -112,7 +112,7 @@ export function defaults(): Config {
     },
     ingest: { concurrency: 2, resumeAboveBytes: 1024 ** 3 },
     fixity: { workers: availableParallelism(), readSize: 1024 * 1024, maxOpenFiles: 64 },
-    audit: { algorithms: 'strongest', rateLimitMBps: 0, concurrency: 2 },
+    audit: { algorithms: 'strongest', rateLimitMBps: 0, concurrency: 4 },
     download: {},
     metrics: { access: 'loopback' },
     contentTypes: { audio: {}, bentleyaudio: {}, video: {}, digital: {}, video_game: {} },

@@ -14,10 +14,12 @@ export { FixityPool, createHasher } from './pool.js';
 export { AbortError, FixityError, NOT_REGULAR_FILE, POOL_CLOSED, WORKER_FAILED } from './errors.js';
 export type {
   Algorithm,
+  EntryKind,
   FileDigests,
   FixityPoolOptions,
   FixityStats,
   HashOptions,
   Priority,
   ResumeStore,
+  Tree,
 } from './types.js';

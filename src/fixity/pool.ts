@@ -9,7 +9,9 @@
  * one, between two of its chunks. The pool holds no file contents: a queued job is a path and
  * a promise.
  *
- * It does not walk directories, compare digests or know what a bag is.
+ * Besides single files it takes batches (hashFiles: many files, one message each way) and folder
+ * listings (listTree), so a caller with many small files spares its own thread the per-file work.
+ * It does not compare digests or know what a bag is.
  */
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
@@ -24,13 +26,14 @@ import {
   SHARED_BYTES,
   SHARED_INTS,
   type FromWorker,
+  type BatchFile,
   type JobMessage,
   type JobOutcome,
   type ToWorker,
   type WorkerData,
 } from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
-import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Priority, ResumeStore } from './types.js';
+import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Priority, ResumeStore, Tree } from './types.js';
 
 const MiB = 1024 * 1024;
 const DEFAULT_READ_SIZE = MiB;
@@ -52,13 +55,19 @@ const PREFETCH = 64;
 
 interface Job {
   id: number;
+  /** For a batch, its first file's (for error messages). */
   path: string;
   algorithms: Algorithm[];
   crc32: boolean;
   priority: Priority;
   resume?: ResumeStore;
   signal?: AbortSignal;
-  resolve: (digests: FileDigests) => void;
+  /** A batch job (hashFiles): many files, one message each way. */
+  batch?: BatchFile[];
+  /** A listing job (listTree). */
+  list?: true;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- FileDigests, or a batch's results
+  resolve: (value: any) => void;
   reject: (err: unknown) => void;
   settled: boolean;
   /** The worker it was handed to; unset while queued. */
@@ -178,6 +187,88 @@ export class FixityPool {
       this.queued++;
       this.dispatch();
     });
+  }
+
+  /**
+   * Hashes several files as ONE job: one worker reads them one after the other, in the order
+   * given, and the results come back together, in that order. A file that cannot be hashed
+   * does not stop the others: its entry is the error hashFile would have rejected with. The
+   * whole batch rejects only when it stops (abort, pool closed, worker failed). Much cheaper per
+   * file than hashFile for many small files (one message each way, one promise); keep batches to
+   * a few MiB so they still spread over the workers and ingest jobs are not kept waiting.
+   * `resume` and `expectedSize` do not apply.
+   */
+  hashFiles(
+    files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
+    opts: Omit<HashOptions, 'resume' | 'expectedSize'> = {},
+  ): Promise<Array<FileDigests | FixityError>> {
+    return new Promise<Array<FileDigests | FixityError>>((resolve, reject) => {
+      if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path: files[0]?.path });
+      if (this.broken) throw this.broken;
+      if (!Array.isArray(files)) throw invalidArgument('files must be an array');
+      const batch: BatchFile[] = files.map(({ path, algorithms }) => {
+        if (typeof path !== 'string' || !isAbsolute(path)) throw invalidArgument(`not an absolute path: ${path}`);
+        return [path, checkAlgorithms(algorithms)];
+      });
+      const priority = opts.priority ?? 'ingest';
+      if (priority !== 'ingest' && priority !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(priority)}`);
+      if (opts.signal?.aborted) throw new AbortError(batch[0]?.[0] ?? '', opts.signal.reason);
+      if (batch.length === 0) return resolve([]);
+      const job: Job = {
+        id: this.nextId++,
+        path: batch[0]![0],
+        algorithms: [],
+        crc32: opts.crc32 === true,
+        priority,
+        batch,
+        resolve,
+        reject,
+        settled: false,
+        posted: false,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      };
+      if (job.signal) this.signals.watch(job.signal, job);
+      (priority === 'ingest' ? this.ingestQueue : this.auditQueue).push(job);
+      this.queued++;
+      this.dispatch();
+    });
+  }
+
+  /**
+   * Lists the folder tree under `absDir` in a worker (lstat of the folder, then readdir of it and
+   * of every folder beneath, links not followed), queued like a hashing job of that priority.
+   * Errors on the way are in the tree; it rejects only when stopped (abort, pool closed, worker
+   * failed). Spares the main thread the listing of many small folders.
+   */
+  listTree(absDir: string, opts: Pick<HashOptions, 'priority' | 'signal'> = {}): Promise<Tree> {
+    return new Promise<Tree>((resolve, reject) => {
+      if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path: absDir });
+      if (this.broken) throw this.broken;
+      if (typeof absDir !== 'string' || !isAbsolute(absDir)) throw invalidArgument(`not an absolute path: ${absDir}`);
+      const priority = opts.priority ?? 'ingest';
+      if (priority !== 'ingest' && priority !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(priority)}`);
+      if (opts.signal?.aborted) throw new AbortError(absDir, opts.signal.reason);
+      this.enqueue({
+        id: this.nextId++,
+        path: absDir,
+        algorithms: [],
+        crc32: false,
+        priority,
+        list: true,
+        resolve,
+        reject,
+        settled: false,
+        posted: false,
+        ...(opts.signal ? { signal: opts.signal } : {}),
+      });
+    });
+  }
+
+  private enqueue(job: Job): void {
+    if (job.signal) this.signals.watch(job.signal, job);
+    (job.priority === 'ingest' ? this.ingestQueue : this.auditQueue).push(job);
+    this.queued++;
+    this.dispatch();
   }
 
   /** 0 = unlimited. Takes effect at once, also for audit jobs already running. */
@@ -331,6 +422,8 @@ export class FixityPool {
       algorithms: job.algorithms,
       crc32: job.crc32,
       audit: job.priority === 'audit',
+      ...(job.batch ? { batch: job.batch } : {}),
+      ...(job.list ? { list: true as const } : {}),
     };
     const store = job.resume;
     if (!store) {
@@ -392,7 +485,18 @@ export class FixityPool {
     if (!job) return;
     this.release(slot, job);
     slot.onLongJob = false;
-    if (outcome.t === 'done') {
+    if (outcome.t === 'tree') {
+      if (job.settled) return;
+      this.settle(job);
+      job.resolve(outcome.tree);
+    } else if (outcome.t === 'batch') {
+      const batch = job.batch!;
+      const results = outcome.results.map((r, i) => ('error' in r ? deserializeError(r.error, batch[i]![0]) : r));
+      if (job.settled) return;
+      this.filesHashed += batch.length;
+      this.settle(job);
+      job.resolve(results);
+    } else if (outcome.t === 'done') {
       const { size, crc32, digests } = outcome;
       this.succeed(job, crc32 === undefined ? { size, digests } : { size, crc32, digests });
     } else if (outcome.t === 'fail') {

@@ -4,6 +4,7 @@
  */
 import type { Algorithm } from '../catalog/types.js';
 import type { SerializedError } from './errors.js';
+import type { Tree } from './types.js';
 
 export interface JobMessage {
   id: number;
@@ -14,7 +15,20 @@ export interface JobMessage {
   audit: boolean;
   /** Present for a resumable job; `checkpoint` is what the store loaded, if anything. */
   resume?: { checkpoint?: Uint8Array; everyBytes: number };
+  /**
+   * A batch: these files, one after the other, instead of `path` (which is then the first of
+   * them, for messages). One message and one outcome for many files; never resumable.
+   */
+  batch?: BatchFile[];
+  /** A listing job (FixityPool.listTree): `path` is the folder to walk; nothing is hashed. */
+  list?: true;
 }
+
+/** One file of a batch: its path and the algorithms wanted for it. */
+export type BatchFile = [path: string, algorithms: Algorithm[]];
+
+/** One file's result in a batch: its digests, or why it could not be hashed. */
+export type BatchResult = { size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> } | { error: SerializedError };
 
 export type ToWorker =
   | { t: 'jobs'; jobs: JobMessage[] }
@@ -28,6 +42,10 @@ export type ToWorker =
 export type JobOutcome =
   | { t: 'done'; id: number; size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> }
   | { t: 'fail'; id: number; error: SerializedError }
+  /** A listing job's tree. */
+  | { t: 'tree'; id: number; tree: Tree }
+  /** A batch ran to its end: one result per file, in order (a file that failed does not stop it). */
+  | { t: 'batch'; id: number; results: BatchResult[] }
   | { t: 'aborted'; id: number };
 
 export type FromWorker =

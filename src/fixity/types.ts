@@ -75,3 +75,17 @@ export interface FixityStats {
   /** Jobs handed to a worker and not yet finished, including those waiting in its local queue. */
   running: number;
 }
+
+/** What a folder entry is, as FixityPool.listTree reports it (from lstat, links not followed). */
+export type EntryKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block device' | 'character device' | 'unknown';
+
+/**
+ * A folder tree as FixityPool.listTree found it, links not followed. `root`: the folder itself,
+ * an error code (ENOENT, EACCES, ...) when lstat failed, or its kind when it is not a folder.
+ * `dirs`: every folder listed, parents before children, each with its entries ([name, kind])
+ * or the error code of its readdir (the root's included, as '').
+ */
+export interface Tree {
+  root: { ok: true } | { code: string } | { kind: EntryKind };
+  dirs: Array<[rel: string, entries: Array<[name: string, kind: EntryKind]> | string]>;
+}

@@ -10,12 +10,14 @@
  * so a message still wakes it. Outcomes go back in batches, flushed before anything that may
  * take long (a second chunk, a sleep, an idle worker).
  */
+import { lstatSync, readdirSync, type Dirent, type Stats } from 'node:fs';
 import { parentPort, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { createWasmHasherSet, type WasmHasherSet } from './digesters.js';
 import { serializeError } from './errors.js';
 import { hashFileNative, hashFileResumable, type ResumableHooks } from './hash-file.js';
 import {
   MAIL,
+  type BatchResult,
   SHARED_BYTES,
   type FromWorker,
   type JobMessage,
@@ -24,6 +26,7 @@ import {
   type WorkerData,
 } from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
+import type { EntryKind, Tree } from './types.js';
 
 if (!parentPort) throw new Error('src/fixity/worker.js runs only as a worker thread of FixityPool');
 const port = parentPort;
@@ -153,11 +156,61 @@ function waitUntilSaved(job: JobMessage, depth: number): void {
   }
 }
 
+function kindOf(entry: Dirent | Stats): EntryKind {
+  if (entry.isFile()) return 'file';
+  if (entry.isDirectory()) return 'directory';
+  if (entry.isSymbolicLink()) return 'symlink';
+  if (entry.isFIFO()) return 'fifo';
+  if (entry.isSocket()) return 'socket';
+  if (entry.isBlockDevice()) return 'block device';
+  if (entry.isCharacterDevice()) return 'character device';
+  return 'unknown';
+}
+
+const codeOf = (err: unknown): string => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
+};
+
+/** Lists a folder tree without following links; stops between folders when cancelled. */
+function listTree(job: JobMessage): Tree {
+  let root: Stats;
+  try {
+    root = lstatSync(job.path);
+  } catch (err) {
+    return { root: { code: codeOf(err) }, dirs: [] };
+  }
+  if (!root.isDirectory()) return { root: { kind: kindOf(root) }, dirs: [] };
+  const tree: Tree = { root: { ok: true }, dirs: [] };
+  const pending = [''];
+  for (let rel = pending.pop(); rel !== undefined; rel = pending.pop()) {
+    pump();
+    if (cancelled.has(job.id)) throw STOP;
+    let entries: Dirent[];
+    try {
+      entries = readdirSync(rel === '' ? job.path : `${job.path}/${rel}`, { withFileTypes: true });
+    } catch (err) {
+      tree.dirs.push([rel, codeOf(err)]);
+      continue;
+    }
+    const listed: Array<[string, EntryKind]> = [];
+    for (const entry of entries) {
+      const kind = kindOf(entry);
+      listed.push([entry.name, kind]);
+      if (kind === 'directory') pending.push(rel === '' ? entry.name : `${rel}/${entry.name}`);
+    }
+    tree.dirs.push([rel, listed]);
+  }
+  return tree;
+}
+
 function run(job: JobMessage, depth: number): void {
   running.push(job);
+  /** In a batch, only the batch's very first read counts as first: the job is long after that. */
+  let later = false;
   const hooks: ResumableHooks = {
     beforeRead(first) {
-      if (!first) {
+      if (!first || later) {
         flush(); // a file longer than one chunk: let the pool hear about the others first
         if (depth === 0) onLongJob = true;
       }
@@ -176,7 +229,25 @@ function run(job: JobMessage, depth: number): void {
     },
   };
   try {
+    if (job.list) {
+      report({ t: 'tree', id: job.id, tree: listTree(job) });
+      return;
+    }
     const buffer = (buffers[depth] ??= Buffer.allocUnsafe(data.readSize));
+    if (job.batch) {
+      const results: BatchResult[] = [];
+      for (const [path, algorithms] of job.batch) {
+        try {
+          results.push(hashFileNative(path, algorithms, job.crc32, buffer, hooks));
+        } catch (err) {
+          if (err === STOP) throw err;
+          results.push({ error: serializeError(err) });
+        }
+        later = true;
+      }
+      report({ t: 'batch', id: job.id, results });
+      return;
+    }
     const result = job.resume
       ? hashFileResumable(job.path, job.algorithms, job.crc32, buffer, wasmSets![depth]!, job.resume, hooks)
       : hashFileNative(job.path, job.algorithms, job.crc32, buffer, hooks);
