@@ -29,6 +29,7 @@ import type { FileRecord } from '../src/catalog/types.js';
 import { defaults } from '../src/config/config.js';
 import { FixityPool } from '../src/fixity/index.js';
 import { Storage } from '../src/storage/storage.js';
+import { median, range } from './stats.js';
 
 const MB = 1e6;
 const MiB = 1024 * 1024;
@@ -183,12 +184,6 @@ async function auditOnce(runner: AuditRunner, catalog: Catalog, packages: number
   return seconds;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const range = (xs: number[], digits: number) => `${median(xs).toFixed(digits)} [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));

@@ -24,6 +24,7 @@ import Fastify from 'fastify';
 import type { FileRecord } from '../src/catalog/types.js';
 import { planZip, sendFile, sendZip } from '../src/download/index.js';
 import { Storage } from '../src/storage/storage.js';
+import { median } from './stats.js';
 
 const MiB = 1 << 20;
 const ROUNDS = 7;
@@ -190,7 +191,6 @@ function memoryOf(pid: number): { rssKB: number; hwmKB: number } {
   return { rssKB: field('VmRSS'), hwmKB: field('VmHWM') };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');

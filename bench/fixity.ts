@@ -18,6 +18,7 @@ import { crc32 } from 'node:zlib';
 import { createCRC32, createMD5, createSHA1, createSHA256, createSHA512, type IHasher } from 'hash-wasm';
 import type { Algorithm } from '../src/catalog/types.js';
 import { createHasher, type FixityPool } from '../src/fixity/index.js';
+import { median } from './stats.js';
 
 const MB = 1e6;
 const MiB = 1024 * 1024;
@@ -93,12 +94,6 @@ const VARIANTS: Variant[] = [
     wasm: wasmHashes([createMD5, createSHA256]),
   },
 ];
-
-function median(values: number[]): number {
-  const sorted = [...values].sort((a, b) => a - b);
-  const mid = sorted.length >> 1;
-  return sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
-}
 
 function seconds(since: bigint): number {
   return Number(process.hrtime.bigint() - since) / 1e9;

@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Algorithm } from '../src/catalog/types.js';
 import { repoRoot, TestDaemon } from '../test/helpers/daemon.js';
+import { median, range } from './stats.js';
 
 const MB = 1e6;
 const MiB = 1024 * 1024;
@@ -214,12 +215,6 @@ async function ingestOnce(daemon: TestDaemon, token: string, bag: BenchBag): Pro
   return { seconds: Number(process.hrtime.bigint() - start) / 1e9, rssMB };
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((a, b) => a - b);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
-};
-const range = (xs: number[], digits: number) => `${median(xs).toFixed(digits)} [${Math.min(...xs).toFixed(digits)}–${Math.max(...xs).toFixed(digits)}]`;
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2), process.env);

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const available = readdirSync(here)
-  .filter((name) => name.endsWith('.js') && name !== 'run.js')
+  .filter((name) => name.endsWith('.js') && name !== 'run.js' && name !== 'stats.js')
   .map((name) => basename(name, '.js'))
   .sort();
 const wanted = process.argv.slice(2);
