@@ -1,6 +1,6 @@
 /**
- * Where the Library of Congress BagIt conformance suite sits (read-only, shared by every
- * checkout), and the list of its cases. Tests run from dist/test/..., so the repository root is
+ * Where the Library of Congress BagIt conformance suite sits (a copy in test/fixtures/, byte for
+ * byte: .gitattributes keeps git from touching line endings), and the list of its cases. Tests run from dist/test/..., so the repository root is
  * found from this file's location, never from the working directory.
  */
 import { readdirSync, statSync } from 'node:fs';
@@ -22,7 +22,7 @@ export function repoRoot(): string {
   }
 }
 
-export const SUITE_ROOT = resolve(repoRoot(), '../shared/fixtures/bagit-conformance-suite');
+export const SUITE_ROOT = resolve(repoRoot(), 'test/fixtures/bagit-conformance-suite');
 
 export type SuiteCategory = 'valid' | 'invalid' | 'warning' | 'linux-only' | 'windows-only';
 
