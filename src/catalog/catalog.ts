@@ -33,6 +33,10 @@ export class Catalog {
   readonly audits: AuditStore;
   readonly checkpoints: CheckpointStore;
   private readonly meta: Database<unknown, string>;
+  /** 1 inside transaction(); nested calls run in the outer one. */
+  private depth = 0;
+  /** What a nested call threw, so that the outer transaction rolls back even if it was caught. */
+  private nestedFailure: { err: unknown } | undefined;
 
   private constructor(private readonly root: RootDatabase) {
     this.meta = root.openDB({ name: 'meta' });
@@ -63,9 +67,33 @@ export class Catalog {
     return catalog;
   }
 
-  /** Runs `fn` as one all-or-nothing write transaction; nested calls join the outer one. */
+  /**
+   * Runs `fn` as one all-or-nothing write transaction. A nested call joins the outer transaction
+   * (no LMDB child transaction: each would cost a native begin and commit, and an audit records
+   * three per package); a throw inside a nested call fails the whole outer transaction, even if
+   * the outer `fn` caught it, so nothing is ever committed half-done.
+   */
   transaction<T>(fn: () => T): T {
-    return this.root.transactionSync(fn);
+    if (this.depth > 0) {
+      try {
+        return fn();
+      } catch (err) {
+        this.nestedFailure ??= { err };
+        throw err;
+      }
+    }
+    this.depth = 1;
+    this.nestedFailure = undefined;
+    try {
+      return this.root.transactionSync(() => {
+        const result = fn();
+        if (this.nestedFailure !== undefined) throw this.nestedFailure.err;
+        return result;
+      });
+    } finally {
+      this.depth = 0;
+      this.nestedFailure = undefined;
+    }
   }
 
   get schemaVersion(): number {

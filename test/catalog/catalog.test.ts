@@ -111,6 +111,40 @@ t.test('transactions are all or nothing', async (t) => {
   t.same([...catalog.events.list()], [], 'and the event');
 });
 
+t.test('a nested transaction joins the outer one, and its failure fails the whole', async (t) => {
+  const { catalog } = openCatalog(t);
+  const kept = newPackage();
+  const both = catalog.transaction(() => {
+    catalog.packages.create(kept);
+    return catalog.transaction(() => catalog.events.add({ bagId: kept.bagId, type: 'transfer', executor: 'alice', outcome: 'success', detail: null }));
+  });
+  t.equal(catalog.events.get(both.id)?.bagId, kept.bagId, 'a nested write commits with the outer transaction');
+
+  const p = newPackage();
+  t.throws(
+    () =>
+      catalog.transaction(() => {
+        catalog.packages.create(p);
+        try {
+          catalog.transaction(() => {
+            catalog.events.add({ bagId: p.bagId, type: 'transfer', executor: 'alice', outcome: 'success', detail: null });
+            throw new Error('inner failure');
+          });
+        } catch {
+          // swallowed by the outer code: the transaction must still not commit half of it
+        }
+        catalog.packages.putFiles(p.bagId, []);
+      }),
+    /inner failure/,
+  );
+  t.equal(catalog.packages.get(p.bagId), undefined, 'the outer writes were rolled back');
+  t.same([...catalog.events.forPackage(p.bagId)], [], 'and the nested ones');
+
+  const after = newPackage();
+  catalog.transaction(() => catalog.packages.create(after));
+  t.ok(catalog.packages.get(after.bagId), 'the next transaction starts clean');
+});
+
 t.test('audits: one in progress at a time; each package recorded once', async (t) => {
   const { catalog } = openCatalog(t);
   const packages = new Map([['b1', 10], ['b2', 20], ['b3', 30]]);
