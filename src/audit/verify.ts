@@ -12,7 +12,7 @@
 import { lstat, readdir } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import { ALGORITHM_STRENGTH, type Algorithm, type FileRecord } from '../catalog/types.js';
-import type { EntryKind, Tree } from '../fixity/types.js';
+import { errorCode, kindOf, type EntryKind, type Tree } from '../fixity/types.js';
 import { Storage } from '../storage/storage.js';
 
 /** What verifying needs from the fixity pool (FixityPool satisfies it). */
@@ -95,11 +95,6 @@ const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED', 'ERR_FIXITY_W
 
 /** A stop (the caller's abort or the pool closing), never a finding about the package. */
 const isStop = (err: unknown, signal: AbortSignal | undefined): boolean => signal?.aborted === true || STOP_CODES.has(errorCode(err));
-
-const errorCode = (err: unknown): string => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'EUNKNOWN';
-};
 
 /** The digests to verify for one file, strongest first. */
 export function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algorithm[] {
@@ -343,17 +338,6 @@ async function walk(
     return { unreadable: errorCode(err) };
   }
   return { findings };
-}
-
-function kindOf(entry: { isFile(): boolean; isDirectory(): boolean; isSymbolicLink(): boolean; isFIFO(): boolean; isSocket(): boolean; isBlockDevice(): boolean; isCharacterDevice(): boolean }): EntryKind {
-  if (entry.isFile()) return 'file';
-  if (entry.isDirectory()) return 'directory';
-  if (entry.isSymbolicLink()) return 'symlink';
-  if (entry.isFIFO()) return 'fifo';
-  if (entry.isSocket()) return 'socket';
-  if (entry.isBlockDevice()) return 'block device';
-  if (entry.isCharacterDevice()) return 'character device';
-  return 'unknown';
 }
 
 function byPackageThenPath(a: Finding, b: Finding): number {

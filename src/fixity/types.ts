@@ -1,4 +1,5 @@
 /** The shapes callers of the fixity pool see. */
+import type { Stats } from 'node:fs';
 import type { Algorithm } from '../catalog/types.js';
 
 export type { Algorithm };
@@ -78,6 +79,24 @@ export interface FixityStats {
 
 /** What a folder entry is, as FixityPool.listTree reports it (from lstat, links not followed). */
 export type EntryKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block device' | 'character device' | 'unknown';
+
+/** The kind of a Dirent or lstat result. */
+export function kindOf(entry: Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isBlockDevice' | 'isCharacterDevice'>): EntryKind {
+  if (entry.isFile()) return 'file';
+  if (entry.isDirectory()) return 'directory';
+  if (entry.isSymbolicLink()) return 'symlink';
+  if (entry.isFIFO()) return 'fifo';
+  if (entry.isSocket()) return 'socket';
+  if (entry.isBlockDevice()) return 'block device';
+  if (entry.isCharacterDevice()) return 'character device';
+  return 'unknown';
+}
+
+/** The `code` of a system error (ENOENT, EACCES, ...), or EUNKNOWN. */
+export function errorCode(err: unknown): string {
+  const code = (err as { code?: unknown } | null)?.code;
+  return typeof code === 'string' ? code : 'EUNKNOWN';
+}
 
 /**
  * A folder tree as FixityPool.listTree found it, links not followed. `root`: the folder itself,

@@ -26,7 +26,7 @@ import {
   type WorkerData,
 } from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
-import type { EntryKind, Tree } from './types.js';
+import { errorCode, kindOf, type EntryKind, type Tree } from './types.js';
 
 if (!parentPort) throw new Error('src/fixity/worker.js runs only as a worker thread of FixityPool');
 const port = parentPort;
@@ -156,29 +156,13 @@ function waitUntilSaved(job: JobMessage, depth: number): void {
   }
 }
 
-function kindOf(entry: Dirent | Stats): EntryKind {
-  if (entry.isFile()) return 'file';
-  if (entry.isDirectory()) return 'directory';
-  if (entry.isSymbolicLink()) return 'symlink';
-  if (entry.isFIFO()) return 'fifo';
-  if (entry.isSocket()) return 'socket';
-  if (entry.isBlockDevice()) return 'block device';
-  if (entry.isCharacterDevice()) return 'character device';
-  return 'unknown';
-}
-
-const codeOf = (err: unknown): string => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'EUNKNOWN';
-};
-
 /** Lists a folder tree without following links; stops between folders when cancelled. */
 function listTree(job: JobMessage): Tree {
   let root: Stats;
   try {
     root = lstatSync(job.path);
   } catch (err) {
-    return { root: { code: codeOf(err) }, dirs: [] };
+    return { root: { code: errorCode(err) }, dirs: [] };
   }
   if (!root.isDirectory()) return { root: { kind: kindOf(root) }, dirs: [] };
   const tree: Tree = { root: { ok: true }, dirs: [] };
@@ -190,7 +174,7 @@ function listTree(job: JobMessage): Tree {
     try {
       entries = readdirSync(rel === '' ? job.path : `${job.path}/${rel}`, { withFileTypes: true });
     } catch (err) {
-      tree.dirs.push([rel, codeOf(err)]);
+      tree.dirs.push([rel, errorCode(err)]);
       continue;
     }
     const listed: Array<[string, EntryKind]> = [];
