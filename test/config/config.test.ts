@@ -1,11 +1,12 @@
 /** Loading the configuration: defaults, the file, environment overrides, and clear errors. */
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { ConfigError, defaults, loadConfig } from '../../src/config/config.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'preservd-config-'));
+t.teardown(() => rmSync(dir, { recursive: true, force: true }));
 const file = (name: string, content: unknown) => {
   const p = join(dir, name);
   writeFileSync(p, typeof content === 'string' ? content : JSON.stringify(content));

@@ -100,10 +100,8 @@ export class TestDaemon {
     const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity);
     t.teardown(async () => {
       await daemon.stop();
-      if (options.keepDataDir !== true) {
-        rmSync(dataDir, { recursive: true, force: true });
-        rmSync(configPath, { force: true });
-      }
+      rmSync(configPath, { force: true }); // read at start-up only; a later start writes its own
+      if (options.keepDataDir !== true) rmSync(dataDir, { recursive: true, force: true });
     });
     await daemon.waitUntilServing();
     return daemon;
