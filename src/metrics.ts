@@ -4,7 +4,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Catalog } from './catalog/catalog.js';
-import type { Audit, Problem } from './catalog/types.js';
+import type { Problem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/stages.js';
 
 interface PoolStats {
@@ -61,8 +61,7 @@ export class Metrics {
       labelNames: ['state'],
       registers,
       collect() {
-        let last: Audit | undefined;
-        for (const audit of catalog.audits.list()) last = audit;
+        const last = catalog.audits.latest();
         this.set({ state: 'total' }, last?.packages ?? 0);
         this.set({ state: 'success' }, last?.successes ?? 0);
         this.set({ state: 'failure' }, last?.failures ?? 0);
@@ -73,9 +72,7 @@ export class Metrics {
       help: 'When the latest finished audit finished (0: none yet)',
       registers,
       collect() {
-        let finishedAt = 0;
-        for (const audit of catalog.audits.list()) if (audit.finishedAt !== undefined) finishedAt = audit.finishedAt / 1000;
-        this.set(finishedAt);
+        this.set((catalog.audits.latestFinished()?.finishedAt ?? 0) / 1000);
       },
     });
     counterOf('preservd_rsync_restarts_total', 'Times the rsync daemon child was restarted', registers, () => this.rsyncRestarts());

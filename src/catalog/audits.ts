@@ -27,9 +27,22 @@ export class AuditStore {
     for (const { value } of this.audits.getRange()) yield value;
   }
 
-  inProgress(): Audit | undefined {
-    for (const audit of this.list()) if (audit.finishedAt === undefined) return audit;
+  /** The newest audit, or undefined before the first. */
+  latest(): Audit | undefined {
+    for (const { value } of this.audits.getRange({ reverse: true, limit: 1 })) return value;
     return undefined;
+  }
+
+  /** The newest finished audit, or undefined before one has finished. */
+  latestFinished(): Audit | undefined {
+    for (const { value } of this.audits.getRange({ reverse: true })) if (value.finishedAt !== undefined) return value;
+    return undefined;
+  }
+
+  /** Audits run one at a time (start() sees to it), so only the newest can be in progress. */
+  inProgress(): Audit | undefined {
+    const audit = this.latest();
+    return audit?.finishedAt === undefined ? audit : undefined;
   }
 
   /**

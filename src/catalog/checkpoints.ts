@@ -10,10 +10,8 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { Catalog } from './catalog.js';
+import { MAX_PATH_BYTES } from './packages.js';
 import type { HashCheckpoint } from './types.js';
-
-/** LMDB refuses keys over 1978 bytes; the key is the bag_id and the path, with a little framing. */
-const MAX_KEY_BYTES = 1900;
 
 export class CheckpointStore {
   private readonly checkpoints: Database<Buffer, [string, string]>;
@@ -22,9 +20,12 @@ export class CheckpointStore {
     this.checkpoints = root.openDB({ name: 'hashCheckpoints', encoding: 'binary' });
   }
 
-  /** Whether a checkpoint of this file can be kept at all (a path of ~1.9 kB or more cannot). */
+  /**
+   * Whether a checkpoint of this file can be kept at all: its key, the bag_id and the path, must
+   * stay within the catalog's key limit (a path of ~1.9 kB or more cannot).
+   */
   fits(bagId: string, path: string): boolean {
-    return Buffer.byteLength(bagId) + Buffer.byteLength(path) <= MAX_KEY_BYTES;
+    return Buffer.byteLength(bagId) + Buffer.byteLength(path) <= MAX_PATH_BYTES;
   }
 
   get(bagId: string, path: string): Uint8Array | undefined {

@@ -15,15 +15,15 @@ export function isUuid(s: string): boolean {
 }
 
 /**
- * LMDB refuses keys over 1978 bytes (and throws). A lookup by a longer string, a hostile id in a
- * URL, finds nothing rather than failing.
- */
-/**
  * The longest id or file path (UTF-8 bytes) the catalog can hold: its keys are LMDB keys, at
  * most 1,978 bytes with the bag_id beside the path. Ingest refuses longer paths (`path-too-long`).
  */
 export const MAX_PATH_BYTES = 1900;
 
+/**
+ * LMDB refuses longer keys (and throws): a lookup by a longer string, a hostile id in a URL,
+ * finds nothing rather than failing.
+ */
 function tooLongForKey(s: string): boolean {
   return Buffer.byteLength(s, 'utf8') > MAX_PATH_BYTES;
 }

@@ -110,6 +110,12 @@ function invalidArgument(message: string): FixityError {
   return new FixityError('ERR_INVALID_ARG_VALUE', message);
 }
 
+function checkPriority(priority: Priority | undefined): Priority {
+  const p = priority ?? 'ingest';
+  if (p !== 'ingest' && p !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(p)}`);
+  return p;
+}
+
 function checkAlgorithms(algorithms: readonly Algorithm[]): Algorithm[] {
   if (!Array.isArray(algorithms)) throw invalidArgument('algorithms must be an array');
   for (const a of algorithms) {
@@ -157,19 +163,17 @@ export class FixityPool {
 
   hashFile(absPath: string, algorithms: Algorithm[], opts: HashOptions = {}): Promise<FileDigests> {
     return new Promise<FileDigests>((resolve, reject) => {
-      if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path: absPath });
-      if (this.broken) throw this.broken;
+      this.checkOpen(absPath);
       if (typeof absPath !== 'string' || !isAbsolute(absPath)) throw invalidArgument(`not an absolute path: ${absPath}`);
       const unique = checkAlgorithms(algorithms);
-      const priority = opts.priority ?? 'ingest';
-      if (priority !== 'ingest' && priority !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(priority)}`);
+      const priority = checkPriority(opts.priority);
       const everyBytes = opts.resume?.everyBytes;
       if (everyBytes !== undefined && !(Number.isSafeInteger(everyBytes) && everyBytes > 0)) {
         throw invalidArgument(`resume.everyBytes must be a positive integer, got ${everyBytes}`);
       }
       if (opts.signal?.aborted) throw new AbortError(absPath, opts.signal.reason);
 
-      const job: Job = {
+      this.enqueue({
         id: this.nextId++,
         path: absPath,
         algorithms: unique,
@@ -181,11 +185,7 @@ export class FixityPool {
         posted: false,
         ...(opts.resume ? { resume: opts.resume } : {}),
         ...(opts.signal ? { signal: opts.signal } : {}),
-      };
-      if (job.signal) this.signals.watch(job.signal, job);
-      (priority === 'ingest' ? this.ingestQueue : this.auditQueue).push(job);
-      this.queued++;
-      this.dispatch();
+      });
     });
   }
 
@@ -203,18 +203,16 @@ export class FixityPool {
     opts: Omit<HashOptions, 'resume' | 'expectedSize'> = {},
   ): Promise<Array<FileDigests | FixityError>> {
     return new Promise<Array<FileDigests | FixityError>>((resolve, reject) => {
-      if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path: files[0]?.path });
-      if (this.broken) throw this.broken;
+      this.checkOpen(files[0]?.path);
       if (!Array.isArray(files)) throw invalidArgument('files must be an array');
       const batch: BatchFile[] = files.map(({ path, algorithms }) => {
         if (typeof path !== 'string' || !isAbsolute(path)) throw invalidArgument(`not an absolute path: ${path}`);
         return [path, checkAlgorithms(algorithms)];
       });
-      const priority = opts.priority ?? 'ingest';
-      if (priority !== 'ingest' && priority !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(priority)}`);
+      const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(batch[0]?.[0] ?? '', opts.signal.reason);
       if (batch.length === 0) return resolve([]);
-      const job: Job = {
+      this.enqueue({
         id: this.nextId++,
         path: batch[0]![0],
         algorithms: [],
@@ -226,11 +224,7 @@ export class FixityPool {
         settled: false,
         posted: false,
         ...(opts.signal ? { signal: opts.signal } : {}),
-      };
-      if (job.signal) this.signals.watch(job.signal, job);
-      (priority === 'ingest' ? this.ingestQueue : this.auditQueue).push(job);
-      this.queued++;
-      this.dispatch();
+      });
     });
   }
 
@@ -242,11 +236,9 @@ export class FixityPool {
    */
   listTree(absDir: string, opts: Pick<HashOptions, 'priority' | 'signal'> = {}): Promise<Tree> {
     return new Promise<Tree>((resolve, reject) => {
-      if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path: absDir });
-      if (this.broken) throw this.broken;
+      this.checkOpen(absDir);
       if (typeof absDir !== 'string' || !isAbsolute(absDir)) throw invalidArgument(`not an absolute path: ${absDir}`);
-      const priority = opts.priority ?? 'ingest';
-      if (priority !== 'ingest' && priority !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(priority)}`);
+      const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(absDir, opts.signal.reason);
       this.enqueue({
         id: this.nextId++,
@@ -262,6 +254,12 @@ export class FixityPool {
         ...(opts.signal ? { signal: opts.signal } : {}),
       });
     });
+  }
+
+  /** Throws (in a job's promise executor, so the job rejects) when the pool takes no more jobs. */
+  private checkOpen(path: string | undefined): void {
+    if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path });
+    if (this.broken) throw this.broken;
   }
 
   private enqueue(job: Job): void {

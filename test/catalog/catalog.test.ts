@@ -166,6 +166,12 @@ t.test('audits: one in progress at a time; each package recorded once', async (t
   t.equal(catalog.audits.inProgress(), undefined);
   const empty = catalog.audits.start('admin', new Map());
   t.ok('created' in empty && empty.created.finishedAt !== undefined, 'an audit of nothing is finished at once');
+
+  const third = catalog.audits.start('admin', packages);
+  const thirdId = 'created' in third ? third.created.id : -1;
+  t.equal(catalog.audits.latest()?.id, thirdId, 'latest: the newest audit');
+  t.equal(catalog.audits.inProgress()?.id, thirdId, 'in progress: the newest, unfinished');
+  t.equal(catalog.audits.latestFinished()?.id, 'created' in empty ? empty.created.id : -1, 'latest finished: the one before it');
 });
 
 t.test('the schema version is recorded, and a newer catalog is refused', async (t) => {
