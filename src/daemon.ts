@@ -18,7 +18,7 @@ import { buildServer } from './http/server.js';
 import { isCapability } from './ingest/capability.js';
 import { IngestWorker } from './ingest/ingest.js';
 import { LandingZone } from './ingest/landing.js';
-import { RsyncDaemon, type Transfer } from './ingest/rsyncd.js';
+import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { Metrics } from './metrics.js';
 import { Storage } from './storage/storage.js';

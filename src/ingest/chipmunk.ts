@@ -5,11 +5,11 @@
  * the bag. Unlike chipmunk, every check runs and every problem is reported, and the validator runs
  * without a shell, with a time limit. Nothing here writes to the bag.
  */
-import { spawn } from 'node:child_process';
 import { readFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { decodeTagBytes, isPayloadPath, makeProblem, parseTagText, tagValue, unsafePathReason, type BagProblemInit, type BagReport } from '../bagit/index.js';
 import type { Problem } from '../catalog/types.js';
+import { spawnIsolated } from '../process/spawn.js';
 
 export interface ContentTypeRules {
   /** Path to a chipmunk bag-info profile JSON (relative paths resolve against the working directory). */
@@ -282,11 +282,11 @@ export async function runValidator(
   const shownCommand = basename(command);
 
   return new Promise<Problem | undefined>((resolvePromise, reject) => {
-    const child = spawn(command, args.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: validatorEnv() });
+    const child = spawnIsolated(command, args.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: validatorEnv() });
     const stderr = new BoundedOutput(64 * 1024);
     const stdout = new BoundedOutput(64 * 1024);
-    child.stderr.on('data', (c: Buffer) => stderr.push(c));
-    child.stdout.on('data', (c: Buffer) => stdout.push(c));
+    child.stderr?.on('data', (c: Buffer) => stderr.push(c));
+    child.stdout?.on('data', (c: Buffer) => stdout.push(c));
     let settled = false;
     let timedOut = false;
     let killTimer: NodeJS.Timeout | undefined;
@@ -313,8 +313,8 @@ export async function runValidator(
       killTimer = setTimeout(() => killGroup('SIGKILL'), KILL_GRACE_MS);
       // A grandchild holding our pipes open must not hang the ingest: stop waiting after the kill.
       giveUpTimer = setTimeout(() => {
-        child.stdout.destroy();
-        child.stderr.destroy();
+        child.stdout?.destroy();
+        child.stderr?.destroy();
         finish(() => resolvePromise(timedOut ? chipmunkProblem({ code: 'validator-timeout', contentType, timeoutMs }) : undefined));
       }, KILL_GRACE_MS * 2);
     };

@@ -13,14 +13,15 @@ import t, { type Test } from 'tap';
 import { newCapability } from '../../src/ingest/capability.js';
 import { isRsyncProcess, LandingZone } from '../../src/ingest/landing.js';
 import {
+  hookCommands,
+  HOOK_SOURCES,
   parseTransferRecord,
-  postXferScript,
-  preXferScript,
   RsyncDaemon,
   rsyncdConfig,
+  rsyncGreets,
   shellQuote,
   type Transfer,
-} from '../../src/ingest/rsyncd.js';
+} from '../../src/ingest/rsync/index.js';
 import { landingLayout } from '../../src/ingest/landing.js';
 
 /** The chipmunk client's exact upload command line (minus source and link). */
@@ -302,8 +303,8 @@ t.test('configuration and record formats', async (t) => {
     'munge symlinks = yes',
     'max connections = 20',
     'timeout = 600',
-    "pre-xfer exec = /bin/sh '/srv/preservd/rsyncd/pre-xfer.sh'",
-    "post-xfer exec = /bin/sh '/srv/preservd/rsyncd/post-xfer.sh'",
+    "pre-xfer exec = /bin/sh '/srv/preservd/rsyncd/pre-xfer.sh' '/srv/preservd/landing' '/srv/preservd/rsyncd/closed' '/srv/preservd/rsyncd/active' 'preservd'\n",
+    "post-xfer exec = /bin/sh '/srv/preservd/rsyncd/post-xfer.sh' '/srv/preservd/rsyncd/active' '/srv/preservd/rsyncd/transfers'\n",
   ]) {
     t.ok(conf.includes(line), line);
   }
@@ -364,10 +365,10 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
   t.teardown(() => rm(root, { recursive: true, force: true }));
   const layout = landingLayout(join(root, "it's data")); // a quote in the path must not break them
   for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers]) await mkdir(dir, { recursive: true });
-  const pre = join(layout.rsyncd, 'pre-xfer.sh');
-  const post = join(layout.rsyncd, 'post-xfer.sh');
-  await writeFile(pre, preXferScript(layout, 'preservd'));
-  await writeFile(post, postXferScript(layout));
+  // The scripts as shipped, with the arguments rsyncd.conf gives them.
+  const hooks = hookCommands(layout, 'preservd');
+  const pre = [HOOK_SOURCES.pre.pathname, ...hooks.pre.slice(1)];
+  const post = [HOOK_SOURCES.post.pathname, ...hooks.post.slice(1)];
   const open = newCapability();
   const other = newCapability();
   await mkdir(join(layout.landing, open));
@@ -379,7 +380,7 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
     const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', RSYNC_PID: String(++pid) };
     if (request !== undefined) env.RSYNC_REQUEST = request;
     ['rsyncd', '--server', ...options, '.', ...paths].forEach((arg, i) => (env[`RSYNC_ARG${i}`] = arg));
-    const r = spawnSync('/bin/sh', [pre], { env, encoding: 'utf8' });
+    const r = spawnSync('/bin/sh', pre, { env, encoding: 'utf8' });
     return { status: r.status, stdout: r.stdout.trim(), pid };
   };
 
@@ -421,7 +422,7 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
 
   // The recorder turns the admitted transfer's record into a transfer record.
   const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', RSYNC_PID: String(ok.pid), RSYNC_EXIT_STATUS: '0', RSYNC_RAW_STATUS: '0', RSYNC_HOST_ADDR: '192.0.2.7' };
-  t.equal(spawnSync('/bin/sh', [post], { env }).status, 0);
+  t.equal(spawnSync('/bin/sh', post, { env }).status, 0);
   await t.rejects(stat(join(layout.active, String(ok.pid))), { code: 'ENOENT' }, 'the active record is gone');
   const records = await readdir(layout.transfers);
   t.equal(records.length, 1);
@@ -429,15 +430,15 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
   const record = parseTransferRecord(await readFile(join(layout.transfers, records[0]), 'utf8'));
   t.same(record && { ...record, endedAt: 0 }, { capability: open, exitStatus: 0, endedAt: 0, hostAddr: '192.0.2.7' });
   t.ok(record && Math.abs(record.endedAt - Date.now()) < 10_000);
-  t.equal(spawnSync('/bin/sh', [post], { env: { ...env, RSYNC_PID: String(closed.pid) } }).status, 0);
+  t.equal(spawnSync('/bin/sh', post, { env: { ...env, RSYNC_PID: String(closed.pid) } }).status, 0);
   t.equal((await readdir(layout.transfers)).length, 1, 'a refused transfer ends without a record');
 });
 
-t.test('an rsync left running by a preservd that was killed is ended at the next start', async (t) => {
+t.test('rsync does not outlive a preservd killed outright, and a leftover one is ended at the next start', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
   const dataDir = join(root, 'var');
   const port = await freePort();
-  const moduleUrl = new URL('../../src/ingest/rsyncd.js', import.meta.url).href;
+  const moduleUrl = new URL('../../src/ingest/rsync/index.js', import.meta.url).href;
   const script = `
     const { RsyncDaemon } = await import(${JSON.stringify(moduleUrl)});
     const d = new RsyncDaemon({ dataDir: ${JSON.stringify(dataDir)}, port: ${port} });
@@ -445,22 +446,53 @@ t.test('an rsync left running by a preservd that was killed is ended at the next
     console.log(d.pid);
     setInterval(() => {}, 1000);`;
   const crashed = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const strays: number[] = [];
   t.teardown(async () => {
     crashed.kill('SIGKILL');
+    for (const pid of strays) {
+      try {
+        process.kill(-pid, 'SIGKILL');
+      } catch {
+        // already ended, as the test expects of the escaped rsync
+      }
+    }
     await rm(root, { recursive: true, force: true });
   });
   const [line] = (await once(crashed.stdout, 'data')) as [Buffer];
-  const leftover = Number(String(line).trim());
+  const first = Number(String(line).trim());
+  t.ok(await isAlive(first), 'rsync runs');
   crashed.kill('SIGKILL');
   await once(crashed, 'exit');
-  t.ok(await waitFor('rsync to be orphaned', () => isAlive(leftover)).then(() => true), 'its rsync outlives it');
+  await waitFor('the kernel to end rsync with its parent', async () => !(await isAlive(first)));
+
+  // An rsync that escaped anyway (started by an older preservd, or the signal was lost) still
+  // holds the port: the pid file and its command line name it, and the next start ends it.
+  const conf = join(dataDir, 'rsyncd', 'rsyncd.conf');
+  const escaped = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${port}`, '--address=127.0.0.1'], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  strays.push(escaped.pid!);
+  await writeFile(join(dataDir, 'rsyncd', 'daemon.pid'), `${escaped.pid}\n`);
+  await waitFor('the escaped rsync to listen', () => rsyncGreets('127.0.0.1', port));
 
   const daemon = new RsyncDaemon({ dataDir, port, stopTimeoutMs: 100 });
   t.teardown(() => daemon.stop());
   await daemon.start();
-  t.notOk(await isAlive(leftover), 'the leftover rsync was ended');
-  t.not(daemon.pid, leftover);
+  t.notOk(await isAlive(escaped.pid!), 'the leftover rsync was ended');
+  t.not(daemon.pid, escaped.pid);
   t.ok(daemon.ready, 'and ours listens on the port');
+  await daemon.stop();
+
+  // A pid file naming some other process (the pid was reused) leaves that process alone.
+  const bystander = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
+  strays.push(bystander.pid!);
+  await writeFile(join(dataDir, 'rsyncd', 'daemon.pid'), `${bystander.pid}\n`);
+  const again = new RsyncDaemon({ dataDir, port, stopTimeoutMs: 100 });
+  t.teardown(() => again.stop());
+  await again.start();
+  t.equal(bystander.exitCode, null, 'the unrelated process still runs');
+  t.equal(bystander.signalCode, null);
 });
 
 /** Running, not a zombie: orphans here may wait a while for PID 1 to reap them. */

@@ -1,6 +1,6 @@
 /**
  * The rsync daemon that receives uploads: `preservd serve` runs `rsync --daemon` as a child
- * process, with a configuration and two hook scripts generated here under `<dataDir>/rsyncd/`.
+ * process, with the configuration and hook scripts of `config.ts` under `<dataDir>/rsyncd/`.
  *
  * - One module (default `preservd`) rooted at `<dataDir>/landing`, write-only, unlisted, no
  *   rsync users or passwords: the capability in the path is the secret.
@@ -8,27 +8,24 @@
  *   `landing/<capability>/` and records it in `rsyncd/active/`; the post-xfer hook turns that
  *   record into a transfer record in `rsyncd/transfers/`, which `TransferLog` delivers.
  * - If rsync dies it is started again, with a growing delay; `stop()` ends it and every
- *   transfer it is serving.
+ *   transfer it is serving. rsync holds none of preservd's descriptors and gets SIGTERM when
+ *   preservd dies (`spawnIsolated`); an rsync left by a preservd killed outright is ended at
+ *   the next start (pid file plus command line).
  *
- * What the folders mean is described in `landing.ts`; watching uploads is `watcher.ts`.
+ * What the folders mean is described in `../landing.ts`; watching uploads is `../watcher.ts`.
  */
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { watch, type FSWatcher } from 'node:fs';
-import { mkdir, open, readdir, readFile, rm, stat, unlink } from 'node:fs/promises';
+import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
 import net from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertCapability, isCapability } from './capability.js';
-import {
-  isErrno,
-  LandingZone,
-  landingLayout,
-  silentLogger,
-  writeAtomically,
-  type LandingLayout,
-  type Logger,
-} from './landing.js';
+import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
+import { spawnIsolated } from '../../process/spawn.js';
+import { assertCapability } from '../capability.js';
+import { isErrno, LandingZone, landingLayout, silentLogger, writeAtomically, type LandingLayout, type Logger } from '../landing.js';
+import { installHooks, rsyncdConfig } from './config.js';
+import { TransferLog, type TransferListener } from './transfer-log.js';
 
 export interface RsyncDaemonOptions {
   dataDir: string;
@@ -57,18 +54,6 @@ export interface RsyncDaemonOptions {
   logger?: Logger;
 }
 
-/** One ended rsync transfer into a landing folder, as the post-xfer hook recorded it. */
-export interface Transfer {
-  capability: string;
-  /** rsync's exit status: 0 complete; 23/24 partial; 12, 20, 30, 35 broken off, etc. */
-  exitStatus: number;
-  /** Epoch milliseconds. */
-  endedAt: number;
-  /** The client's address, when rsync told us. */
-  hostAddr?: string;
-}
-
-export type TransferListener = (transfer: Transfer) => void | Promise<void>;
 
 export interface RestartInfo {
   /** Restarts so far, this one included. */
@@ -215,7 +200,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.logOffset = await fileSize(this.logFile);
     const env = { ...process.env };
     delete env.RSYNC_NO_XFER_EXEC; // it would silently switch the gate off
-    const child = spawn(
+    const child = spawnIsolated(
       this.binary,
       [
         '--daemon',
@@ -384,13 +369,9 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     } catch {
       return;
     }
-    let args: string[] = [];
-    try {
-      args = (await readFile(`/proc/${pid}/cmdline`, 'utf8')).split('\0');
-    } catch {
-      // gone, or no procfs to make sure it is ours: leave it alone
-    }
-    if (Number.isSafeInteger(pid) && pid > 0 && args.includes(`--config=${this.configFile}`)) {
+    // Gone, or no procfs to make sure it is ours (undefined): leave it alone.
+    const args = Number.isSafeInteger(pid) && pid > 0 ? await commandLine(pid) : undefined;
+    if (args?.includes(`--config=${this.configFile}`)) {
       this.logger.warn({ rsyncPid: pid }, 'stopping the rsync daemon left running by an earlier preservd');
       await this.endGroups(new Set([pid]), () => true);
     }
@@ -413,8 +394,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   private async writeFiles(): Promise<void> {
     const dir = this.layout.rsyncd;
     await mkdir(dir, { recursive: true, mode: 0o700 });
-    await writeAtomically(join(dir, 'pre-xfer.sh'), preXferScript(this.layout, this.module), 0o700);
-    await writeAtomically(join(dir, 'post-xfer.sh'), postXferScript(this.layout), 0o700);
+    await installHooks(this.layout, this.module);
     await writeAtomically(
       this.configFile,
       rsyncdConfig({
@@ -425,278 +405,6 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       }),
     );
   }
-}
-
-/** The generated rsyncd.conf. rsync re-reads it on every connection. */
-export function rsyncdConfig(o: {
-  layout: LandingLayout;
-  module: string;
-  maxConnections: number;
-  timeoutSeconds: number;
-}): string {
-  const { layout, module } = o;
-  const lines = [
-    '# Generated by preservd at start-up (src/ingest/rsyncd.ts); edits are overwritten.',
-    `log file = ${join(layout.rsyncd, 'rsyncd.log')}`,
-    `lock file = ${join(layout.rsyncd, 'rsyncd.lock')}`,
-    'use chroot = no',
-    'reverse lookup = no',
-    '',
-    `[${module}]`,
-    `  path = ${layout.landing}`,
-    '  read only = no',
-    '  write only = yes',
-    '  list = no',
-    '  munge symlinks = yes',
-    `  max connections = ${o.maxConnections}`,
-    `  timeout = ${o.timeoutSeconds}`,
-    // Whatever modes the client sends, the daemon's user can read and write what arrives.
-    '  incoming chmod = Du=rwx,Fu+rw,go=',
-    // Options that would read or write outside the capability's folder (a relative DIR may
-    // point at "../<other>"); --delete stays allowed, the client relies on it.
-    '  refuse options = temp-dir partial-dir backup-dir link-dest copy-dest compare-dest',
-    `  pre-xfer exec = /bin/sh ${shellQuote(join(layout.rsyncd, 'pre-xfer.sh'))}`,
-    `  post-xfer exec = /bin/sh ${shellQuote(join(layout.rsyncd, 'post-xfer.sh'))}`,
-  ];
-  const uid = process.getuid?.();
-  if (uid === 0) {
-    // As root, rsync would drop to "nobody" for the transfer; keep our own identity instead.
-    lines.push(`  uid = ${uid}`, `  gid = ${process.getgid?.() ?? 0}`);
-  }
-  return lines.join('\n') + '\n';
-}
-
-/**
- * The gate. rsync runs it once per connection before any byte is written, with the request as
- * the client typed it in RSYNC_REQUEST (`MODULE/<capability>/…`, not sanitized) and the server
- * arguments in RSYNC_ARG0..N, of which the last, after ".", is the destination rsync will
- * really use (sanitized: `<cap>/../x/` arrives as `x/`). Both must name the same open
- * capability. Exit 1 refuses; rsync shows the client our stdout line.
- */
-export function preXferScript(layout: LandingLayout, module: string): string {
-  return `#!/bin/sh
-# preservd's upload gate, generated at start-up by src/ingest/rsyncd.ts; edits are overwritten.
-landing=${shellQuote(layout.landing)}
-closed=${shellQuote(layout.closed)}
-active=${shellQuote(layout.active)}
-module=${shellQuote(module)}
-
-refuse() {
-  echo "preservd: $1"
-  exit 1
-}
-
-case \${RSYNC_PID-} in ''|*[!0-9]*) refuse 'internal error: no transfer id' ;; esac
-
-i=0
-prev=
-last=
-while eval "[ -n \\"\\\${RSYNC_ARG$i+x}\\" ]"; do
-  eval "arg=\\\$RSYNC_ARG$i"
-  if [ "$arg" = --sender ]; then
-    refuse 'upload links are write-only: nothing can be downloaded from them'
-  fi
-  prev=$last
-  last=$arg
-  i=$((i + 1))
-done
-
-request=\${RSYNC_REQUEST-}
-cap=\${last%%/*}
-case $cap in
-  ''|.|*[!0-9a-f]*) refuse "upload into your request's upload_link (rsync://HOST:PORT/$module/<capability>/)" ;;
-esac
-[ "$prev" = . ] || refuse 'give exactly one destination: the upload_link'
-[ \${#cap} -eq 32 ] || refuse 'unknown upload link'
-case $request in
-  "$module/$cap"|"$module/$cap/"*) ;;
-  *) refuse 'unknown upload link' ;;
-esac
-case "/$request/" in
-  */../*) refuse 'an upload link must not contain ".."' ;;
-esac
-[ -d "$landing/$cap" ] || refuse 'unknown upload link, or its upload is finished'
-
-# Record first, then look for the closed marker: LandingZone.close() writes the marker first
-# and then counts records, so a transfer is either refused here or counted there.
-tmp="$active/.$RSYNC_PID.tmp"
-if ! { printf '%s\\n' "$cap" > "$tmp" && mv -f "$tmp" "$active/$RSYNC_PID"; }; then
-  rm -f "$tmp"
-  refuse 'the server cannot record this transfer; try again later'
-fi
-if [ -e "$closed/$cap" ]; then
-  rm -f "$active/$RSYNC_PID"
-  refuse 'this upload is complete: no more changes are accepted'
-fi
-exit 0
-`;
-}
-
-/**
- * Runs when a transfer has ended (after the client is gone, so it cannot tell the client
- * anything). Turns the gate's active record into a transfer record; a refused transfer has no
- * active record and leaves nothing.
- */
-export function postXferScript(layout: LandingLayout): string {
-  return `#!/bin/sh
-# preservd's transfer recorder, generated at start-up by src/ingest/rsyncd.ts; edits are overwritten.
-active=${shellQuote(layout.active)}
-transfers=${shellQuote(layout.transfers)}
-
-case \${RSYNC_PID-} in ''|*[!0-9]*) exit 0 ;; esac
-record="$active/$RSYNC_PID"
-[ -f "$record" ] || exit 0
-cap=$(cat "$record")
-ended=$(date +%s%3N 2>/dev/null)
-case $ended in ''|*[!0-9]*) ended=$(date +%s)000 ;; esac
-tmp="$transfers/.$RSYNC_PID.tmp"
-{
-  printf 'capability=%s\\n' "$cap"
-  printf 'exit_status=%s\\n' "\${RSYNC_EXIT_STATUS-}"
-  printf 'raw_status=%s\\n' "\${RSYNC_RAW_STATUS-}"
-  printf 'ended_at=%s\\n' "$ended"
-  printf 'host_addr=%s\\n' "\${RSYNC_HOST_ADDR-}"
-  printf 'pid=%s\\n' "$RSYNC_PID"
-} > "$tmp" && mv -f "$tmp" "$transfers/$ended-$RSYNC_PID" && rm -f "$record"
-exit 0
-`;
-}
-
-/**
- * Delivers the post-xfer hook's transfer records to listeners, oldest first, and removes each
- * record only after every listener has resolved: a crash re-delivers, so listeners must be
- * idempotent. A record whose delivery failed is retried later.
- */
-export class TransferLog {
-  private readonly dir: string;
-  private readonly pollMs: number;
-  private readonly retryMs: number;
-  private readonly logger: Logger;
-  private readonly listeners = new Set<TransferListener>();
-  private readonly failedAt = new Map<string, number>();
-  private watcher: FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  private sweepAgain = false;
-  private started = false;
-
-  constructor(dir: string, options: { pollMs?: number; retryMs?: number; logger?: Logger } = {}) {
-    this.dir = dir;
-    this.pollMs = options.pollMs ?? 2_000;
-    this.retryMs = options.retryMs ?? 30_000;
-    this.logger = options.logger ?? silentLogger;
-  }
-
-  onTransfer(listener: TransferListener): () => void {
-    this.listeners.add(listener);
-    if (this.started) void this.sweep();
-    return () => this.listeners.delete(listener);
-  }
-
-  start(): void {
-    if (this.started) return;
-    this.started = true;
-    try {
-      this.watcher = watch(this.dir, () => void this.sweep());
-      this.watcher.on('error', (err) => this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'));
-    } catch (err) {
-      this.logger.warn({ err }, 'transfer records: fs.watch unavailable; polling only');
-    }
-    this.timer = setInterval(() => void this.sweep(), this.pollMs);
-    this.timer.unref();
-    void this.sweep();
-  }
-
-  /** Stops looking for records and waits for a delivery in progress. */
-  async stop(): Promise<void> {
-    this.started = false;
-    this.watcher?.close();
-    this.watcher = undefined;
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
-  }
-
-  /** Delivers every pending record now; concurrent calls share one pass (plus one more). */
-  sweep(): Promise<void> {
-    if (this.sweeping) {
-      this.sweepAgain = true;
-      return this.sweeping;
-    }
-    this.sweeping = (async () => {
-      try {
-        do {
-          this.sweepAgain = false;
-          await this.deliverPending();
-        } while (this.sweepAgain && this.listeners.size > 0);
-      } catch (err) {
-        this.logger.error({ err }, 'transfer records could not be read');
-      } finally {
-        this.sweeping = undefined;
-      }
-    })();
-    return this.sweeping;
-  }
-
-  private async deliverPending(): Promise<void> {
-    if (this.listeners.size === 0) return;
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch (err) {
-      if (isErrno(err, 'ENOENT')) return;
-      throw err;
-    }
-    for (const name of names.filter((n) => /^\d+-\d+$/.test(n)).sort()) {
-      const failed = this.failedAt.get(name);
-      if (failed !== undefined && Date.now() - failed < this.retryMs) continue;
-      const file = join(this.dir, name);
-      let text: string;
-      try {
-        text = await readFile(file, 'utf8');
-      } catch (err) {
-        if (isErrno(err, 'ENOENT')) continue;
-        throw err;
-      }
-      const transfer = parseTransferRecord(text);
-      if (!transfer) {
-        this.logger.warn({ record: name, text }, 'transfer record is malformed; dropped');
-        await unlink(file).catch(() => {});
-        continue;
-      }
-      try {
-        for (const listener of [...this.listeners]) await listener(transfer);
-      } catch (err) {
-        this.failedAt.set(name, Date.now());
-        this.logger.error({ err, record: name, capability: transfer.capability }, 'transfer listener failed; will retry');
-        continue;
-      }
-      this.failedAt.delete(name);
-      await unlink(file).catch((err: unknown) => {
-        if (!isErrno(err, 'ENOENT')) throw err;
-      });
-    }
-  }
-}
-
-/** Parses the post-xfer hook's `key=value` lines; undefined if a required key is missing. */
-export function parseTransferRecord(text: string): Transfer | undefined {
-  const fields = new Map<string, string>();
-  for (const line of text.split('\n')) {
-    const eq = line.indexOf('=');
-    if (eq > 0) fields.set(line.slice(0, eq), line.slice(eq + 1).trim());
-  }
-  const capability = fields.get('capability');
-  const exitStatus = Number(fields.get('exit_status') || NaN);
-  const endedAt = Number(fields.get('ended_at') || NaN);
-  if (!isCapability(capability) || !Number.isInteger(exitStatus) || !Number.isInteger(endedAt)) return undefined;
-  const hostAddr = fields.get('host_addr');
-  return hostAddr ? { capability, exitStatus, endedAt, hostAddr } : { capability, exitStatus, endedAt };
-}
-
-/** Single-quotes `s` for POSIX sh. */
-export function shellQuote(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 /** Connects and waits for rsync's `@RSYNCD:` greeting, then hangs up (the log shows a connect). */
@@ -720,53 +428,6 @@ export function rsyncGreets(host: string, port: number, timeoutMs = 1_000): Prom
       }
     });
   });
-}
-
-function signalGroup(pgid: number, signal: NodeJS.Signals): void {
-  try {
-    process.kill(-pgid, signal);
-  } catch (err) {
-    if (!isErrno(err, 'ESRCH')) throw err;
-  }
-}
-
-function groupExists(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (err) {
-    return isErrno(err, 'EPERM');
-  }
-}
-
-/**
- * Whether any process of the group is still running. Unlike `groupExists`, zombies do not
- * count: rsync's per-connection processes are orphaned when the listener dies, and where
- * PID 1 does not reap orphans (some containers) they would otherwise hold up stop() forever.
- */
-async function groupRunning(pgid: number): Promise<boolean> {
-  if (!groupExists(pgid)) return false;
-  let names: string[];
-  try {
-    names = await readdir('/proc');
-  } catch {
-    return true; // no procfs: trust kill(0)
-  }
-  const states = await Promise.all(
-    names
-      .filter((n) => /^\d+$/.test(n))
-      .map(async (n) => {
-        try {
-          const stat = await readFile(`/proc/${n}/stat`, 'utf8');
-          // "<pid> (<comm>) <state> <ppid> <pgrp> ..."
-          const [state, , pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-          return Number(pgrp) === pgid && state !== 'Z' && state !== 'X';
-        } catch {
-          return false;
-        }
-      }),
-  );
-  return states.some(Boolean);
 }
 
 async function fileSize(file: string): Promise<number> {

@@ -1,0 +1,68 @@
+/**
+ * Process groups: signalling one, and asking whether any of its processes still runs. Children
+ * that may fork (rsync and its per-connection processes, an external validator's pipeline) are
+ * started in a group of their own, so that ending the group ends all of them.
+ */
+import { readdir, readFile } from 'node:fs/promises';
+
+function isErrno(err: unknown, code: string): boolean {
+  return (err as NodeJS.ErrnoException | null)?.code === code;
+}
+
+/** Sends `signal` to every process of group `pgid`; a group that is gone is not an error. */
+export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch (err) {
+    if (!isErrno(err, 'ESRCH')) throw err;
+  }
+}
+
+/** Whether group `pgid` has any process, zombies included. */
+export function groupExists(pgid: number): boolean {
+  try {
+    process.kill(-pgid, 0);
+    return true;
+  } catch (err) {
+    return isErrno(err, 'EPERM');
+  }
+}
+
+/**
+ * Whether any process of the group is still running. Unlike `groupExists`, zombies do not
+ * count: rsync's per-connection processes are orphaned when the listener dies, and where
+ * PID 1 does not reap orphans (some containers) they would otherwise hold up a stop forever.
+ */
+export async function groupRunning(pgid: number): Promise<boolean> {
+  if (!groupExists(pgid)) return false;
+  let names: string[];
+  try {
+    names = await readdir('/proc');
+  } catch {
+    return true; // no procfs: trust kill(0)
+  }
+  const states = await Promise.all(names.filter((n) => /^\d+$/.test(n)).map((n) => processState(Number(n))));
+  return states.some((s) => s !== undefined && s.pgrp === pgid && s.state !== 'Z' && s.state !== 'X');
+}
+
+/** A process's state letter and group from `/proc/<pid>/stat`; undefined when it is gone. */
+export async function processState(pid: number): Promise<{ state: string; ppid: number; pgrp: number } | undefined> {
+  try {
+    const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+    // "<pid> (<comm>) <state> <ppid> <pgrp> ...": comm may hold spaces and parentheses.
+    const [state = '', ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return { state, ppid: Number(ppid), pgrp: Number(pgrp) };
+  } catch {
+    return undefined;
+  }
+}
+
+/** A process's command line from `/proc/<pid>/cmdline`; undefined when it is gone or hidden. */
+export async function commandLine(pid: number): Promise<string[] | undefined> {
+  try {
+    const text = await readFile(`/proc/${pid}/cmdline`, 'utf8');
+    return text.split('\0').slice(0, -1);
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,57 @@
+/**
+ * Starting a child process that holds nothing of ours: every child preservd starts (the rsync
+ * daemon, and through it the hooks; external validators) goes through `spawnIsolated`.
+ *
+ * - **No inherited descriptors.** Node opens its own files close-on-exec, but native modules
+ *   need not: LMDB's `data.mdb` handle would otherwise reach rsync and everything it forks, a
+ *   network-facing process able to write the catalog. Node has no `closefrom`, so the child is
+ *   started through bash, which closes every descriptor above stderr and then execs the
+ *   command (same pid, so signals and exit codes are the command's own).
+ * - **No child outlives a killed daemon.** Through util-linux `setpriv --pdeathsig`, the kernel
+ *   sends the child SIGTERM when preservd dies, even by SIGKILL. Under systemd the unit's
+ *   control group does the same for every process, grandchildren included.
+ */
+import { spawn, type ChildProcess, type SpawnOptions } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
+import { delimiter, join } from 'node:path';
+
+/** Closes descriptors 3 and up (bash, unlike dash, takes multi-digit ones), then execs "$@". */
+const CLOSE_AND_EXEC =
+  'for fd in /proc/self/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@"';
+
+export interface IsolatedSpawnOptions extends Omit<SpawnOptions, 'shell' | 'argv0'> {
+  /** Signal the kernel sends the child when preservd dies. Default SIGTERM. */
+  parentDeathSignal?: NodeJS.Signals;
+}
+
+/**
+ * `spawn(command, args, options)`, isolated as described above. `command` is looked up in PATH
+ * first, so that a missing program fails with ENOENT like a plain spawn.
+ */
+export function spawnIsolated(command: string, args: readonly string[], options: IsolatedSpawnOptions = {}): ChildProcess {
+  const { parentDeathSignal = 'SIGTERM', ...spawnOptions } = options;
+  const executable = findExecutable(command, spawnOptions.env?.PATH ?? process.env.PATH);
+  if (executable === undefined) {
+    const child = spawn(command, [...args], spawnOptions); // fails with ENOENT, as callers expect
+    return child;
+  }
+  return spawn(
+    'setpriv',
+    [`--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`, '--', 'bash', '-c', CLOSE_AND_EXEC, 'preservd-child', executable, ...args],
+    spawnOptions,
+  );
+}
+
+/** The path of an executable `command` (with a slash: itself), or undefined. */
+export function findExecutable(command: string, path = process.env.PATH ?? ''): string | undefined {
+  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((dir) => join(dir, command));
+  for (const candidate of candidates) {
+    try {
+      accessSync(candidate, constants.X_OK);
+      return candidate;
+    } catch {
+      // not here
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,86 @@
+/**
+ * No child process preservd starts holds one of its descriptors: the rsync daemon, the process
+ * it forks for each connection (and so the hooks it runs), and an external validator. Each of
+ * them must have nothing open under the data folder's catalog.
+ */
+import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { TestDaemon } from '../helpers/daemon.js';
+import { ingestBag } from '../helpers/ingest.js';
+
+/** Where each open descriptor of `pid` points, by number. */
+function openFiles(pid: number): Map<number, string> {
+  const files = new Map<number, string>();
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      files.set(Number(fd), readlinkSync(`/proc/${pid}/fd/${fd}`));
+    } catch {
+      // closed while we looked
+    }
+  }
+  return files;
+}
+
+function childrenOf(pid: number): number[] {
+  return readdirSync('/proc')
+    .filter((n) => /^\d+$/.test(n))
+    .map(Number)
+    .filter((p) => {
+      try {
+        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
+      } catch {
+        return false;
+      }
+    });
+}
+
+async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+t.test('rsync, its connection processes and validators hold no descriptor of the catalog', async (t) => {
+  const fdsFile = join(tmpdir(), `preservd-validator-fds-${process.pid}.txt`);
+  t.teardown(() => rmSync(fdsFile, { force: true }));
+  const d = await TestDaemon.start(t, {
+    config: {
+      contentTypes: {
+        video: { validator: ['sh', '-c', `exec > ${fdsFile}; ls -l /proc/$$/fd`] },
+      },
+    },
+  });
+  const catalog = join(d.dataDir, 'catalog');
+  const daemonFiles = [...openFiles(d.proc.pid!).values()];
+  t.ok(daemonFiles.some((f) => f.startsWith(catalog)), 'the daemon itself has the catalog open (the check can see it)');
+
+  const rsyncPid = Number(readFileSync(join(d.dataDir, 'rsyncd/daemon.pid'), 'utf8').trim());
+  const rsyncFiles = openFiles(rsyncPid);
+  t.same([...rsyncFiles.values()].filter((f) => f.startsWith(d.dataDir) && !f.endsWith('rsyncd.log')), [], 'rsync has nothing of the data folder open but its log');
+  t.same([...rsyncFiles.values()].filter((f) => f.startsWith(catalog)), [], 'rsync has no catalog file open');
+
+  // A connection that says nothing: rsync forks a process to serve it, which waits for us.
+  const socket = connect(d.rsyncPort, '127.0.0.1');
+  t.teardown(() => socket.destroy());
+  await new Promise((resolve) => socket.once('data', resolve));
+  const served = await waitFor('rsync to fork for the connection', () => childrenOf(rsyncPid)[0]);
+  t.same([...openFiles(served).values()].filter((f) => f.startsWith(catalog)), [], 'the per-connection process has no catalog file open');
+
+  await ingestBag(d, d.adminToken, { 'a.txt': 'a\n' }, { contentType: 'video' });
+  const validatorFiles = readFileSync(fdsFile, 'utf8')
+    .split('\n')
+    .flatMap((line) => {
+      const m = / (\d+) -> (.*)$/.exec(line);
+      return m === null ? [] : [[m[1]!, m[2]!] as const];
+    });
+  t.equal(validatorFiles.length, 3, `stdin, stdout and stderr: ${JSON.stringify(validatorFiles)}`);
+  t.same(validatorFiles.map(([fd]) => Number(fd)).filter((fd) => fd > 2), [], 'the validator has nothing open above stderr');
+});
