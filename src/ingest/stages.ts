@@ -19,6 +19,7 @@ import { failpoint } from '../failpoints.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkChipmunk } from './chipmunk.js';
+import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './ingest.js';
 
 /** Hooks for metrics. */
@@ -113,8 +114,25 @@ export class IngestStages {
     await watcher.waitForQuiet(pkg.capability, {
       quietMs: config.upload.quietMs,
       activeTransfers: () => landing.activeTransfers(pkg.capability),
+      lastTransferEndedAt: () => this.lastTransferEndedAt(pkg),
       signal: this.signal,
     });
+  }
+
+  /**
+   * When our rsync's last transfer into the upload ended: a record the transfer log has not
+   * delivered yet, or a `transfer` event it already made of one (read in that order, so that a
+   * delivery in between is not missed).
+   */
+  private async lastTransferEndedAt(pkg: Package): Promise<number | undefined> {
+    const { landing, catalog } = this.deps;
+    const pending = await latestPendingTransfer(landing.layout.transfers, pkg.capability);
+    let delivered: number | undefined;
+    for (const event of catalog.events.forPackage(pkg.bagId)) {
+      if (event.type === 'transfer') delivered = Math.max(delivered ?? 0, event.date);
+    }
+    if (pending === undefined) return delivered;
+    return Math.max(pending, delivered ?? 0);
   }
 
   /** Moves the upload out of the uploader's reach into staging/ (a rename; done once). */

@@ -54,6 +54,12 @@ export interface QuietOptions {
   quietMs: number;
   /** Transfers into this upload the rsync gate admitted and that have not ended. */
   activeTransfers: () => Promise<number>;
+  /**
+   * When the last transfer into this upload through our rsync daemon ended (epoch ms), if any.
+   * With none running, no temp file, and nothing on disk changed after it, the upload is
+   * complete at once: rsync has said so, and waiting `quietMs` would only add latency.
+   */
+  lastTransferEndedAt?: () => Promise<number | undefined>;
   signal?: AbortSignal;
   /** Time between scans; default quietMs / 4, between 50 ms and 1 s. */
   pollMs?: number;
@@ -139,6 +145,9 @@ interface Tracked {
   rescan: boolean;
 }
 
+/** How often `waitForQuiet` looks again while a transfer into the upload runs. */
+const ACTIVE_POLL_MS = 50;
+
 /** Debounce for a burst of events: the first scan waits this long for more to arrive. */
 const BURST_MS = 150;
 
@@ -213,7 +222,8 @@ export class LandingWatcher {
 
   /**
    * Resolves once a fresh scan shows no temp file, `activeTransfers()` is 0, and nothing has
-   * changed for `quietMs` (by ctime, by a difference between two scans, or by a watcher event).
+   * changed for `quietMs` (by ctime, by a difference between two scans, or by a watcher event),
+   * or nothing has changed on disk since our rsync's last transfer into it ended.
    * Resolves at once if the folder does not exist (nothing can be written to it then: the
    * gate admits only existing folders). Rejects when `signal` aborts.
    */
@@ -227,6 +237,11 @@ export class LandingWatcher {
     let changedAt = -Infinity;
     for (;;) {
       signal?.throwIfAborted();
+      // While rsync still writes (or runs its post-xfer hook), a scan says nothing new.
+      if ((await options.activeTransfers()) > 0) {
+        await sleep(Math.min(pollMs, ACTIVE_POLL_MS), undefined, { signal });
+        continue;
+      }
       let scan: UploadScan;
       try {
         scan = await scanUpload(dir);
@@ -249,6 +264,11 @@ export class LandingWatcher {
       const tempInProgress =
         scan.tempFiles > 0 && (active > 0 || now - scan.lastTempWriteMs < tempFileTimeoutMs);
       if (active === 0 && !tempInProgress && now - lastWrite >= quietMs) return;
+      if (active === 0 && scan.tempFiles === 0 && changedAt === -Infinity && options.lastTransferEndedAt) {
+        // Only the disk's own change times count here: event and scan times are taken later.
+        const endedAt = await options.lastTransferEndedAt();
+        if (endedAt !== undefined && scan.lastWriteMs <= endedAt) return;
+      }
       await sleep(pollMs, undefined, { signal });
     }
   }

@@ -139,6 +139,26 @@ export class TransferLog {
   }
 }
 
+/**
+ * When the latest transfer into `capability` ended, among the records in `dir` not yet
+ * delivered; undefined when there is none.
+ */
+export async function latestPendingTransfer(dir: string, capability: string): Promise<number | undefined> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return undefined;
+    throw err;
+  }
+  let latest: number | undefined;
+  for (const name of names.filter((n) => /^\d+-\d+$/.test(n))) {
+    const transfer = parseTransferRecord(await readFile(join(dir, name), 'utf8').catch(() => ''));
+    if (transfer?.capability === capability) latest = Math.max(latest ?? 0, transfer.endedAt);
+  }
+  return latest;
+}
+
 /** Parses the post-xfer hook's `key=value` lines; undefined if a required key is missing. */
 export function parseTransferRecord(text: string): Transfer | undefined {
   const fields = new Map<string, string>();
