@@ -28,7 +28,8 @@ PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
 
 async function serve(config: Config): Promise<number> {
   const { Daemon } = await import('./daemon.js');
-  const logger = Daemon.createLogger(config);
+  const { createLogger } = await import('./logger.js');
+  const logger = createLogger(config);
   let daemon: Daemon;
   try {
     daemon = await Daemon.start(config, { logger });

@@ -7,7 +7,7 @@
 import { mkdir, open, readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { pino, type Logger } from 'pino';
+import type { Logger } from 'pino';
 import { AuditRunner } from './audit/runner.js';
 import { Catalog } from './catalog/catalog.js';
 import type { Package } from './catalog/types.js';
@@ -20,6 +20,7 @@ import { IngestWorker } from './ingest/ingest.js';
 import { LandingZone } from './ingest/landing.js';
 import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
 import { LandingWatcher } from './ingest/watcher.js';
+import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { Storage } from './storage/storage.js';
 
@@ -43,12 +44,8 @@ export class Daemon {
     private http: FastifyInstance | undefined,
   ) {}
 
-  static createLogger(config: Config): Logger {
-    return pino({ level: config.logLevel, redact: ['req.headers.authorization', 'headers.authorization', 'token', 'secret'] });
-  }
-
   static async start(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
-    const logger = options.logger ?? Daemon.createLogger(config);
+    const logger = options.logger ?? createLogger(config);
     // What has been started so far, stopped in reverse if a later step fails.
     const started: Array<() => Promise<unknown>> = [];
     try {
@@ -60,6 +57,8 @@ export class Daemon {
   }
 
   private static async startPieces(config: Config, logger: Logger, started: Array<() => Promise<unknown>>): Promise<Daemon> {
+    const where = whereToFind(config);
+    logger.info(where, `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`);
     await mkdir(config.dataDir, { recursive: true, mode: 0o750 });
     const storage = new Storage(config.dataDir);
     await storage.ensureLayout();
@@ -105,7 +104,8 @@ export class Daemon {
     started.push(() => app.close());
     await app.listen({ host: config.http.host, port: config.http.port });
     daemon.http = app;
-    logger.info({ url: daemon.url, rsync: rsync === undefined ? null : `rsync://${config.upload.rsync.host}:${config.upload.rsync.port}/${config.upload.rsync.module}/` }, 'preservd is serving');
+    const serving = { ...where, api: daemon.url };
+    logger.info(serving, `preservd is serving: API ${serving.api}, rsync ${serving.rsync ?? 'off'}, admin token in ${serving.adminToken}`);
     return daemon;
   }
 
@@ -172,6 +172,16 @@ export class Daemon {
     await this.catalog.close();
     this.logger.info('preservd stopped');
   }
+}
+
+/** Where people reach the daemon: its API, its rsync daemon (undefined when off), the admin token. */
+function whereToFind(config: Config): { api: string; rsync: string | undefined; adminToken: string } {
+  const r = config.upload.rsync;
+  return {
+    api: `http://${config.http.host}:${config.http.port}`,
+    rsync: r.enabled ? `rsync://${r.host}:${r.port}/${r.module}/` : undefined,
+    adminToken: join(config.dataDir, 'admin.token'),
+  };
 }
 
 /** On first start: an `admin` user whose token goes to `<dataDir>/admin.token` (mode 0600). */

@@ -79,6 +79,8 @@ export interface Config {
   };
   contentTypes: Record<string, ContentTypeConfig>;
   logLevel: string;
+  /** `auto`: readable on a terminal, JSON lines otherwise; `json`; `pretty`. */
+  logFormat: 'auto' | 'json' | 'pretty';
 }
 
 export class ConfigError extends Error {
@@ -117,6 +119,7 @@ export function defaults(): Config {
     metrics: { access: 'loopback' },
     contentTypes: { audio: {}, bentleyaudio: {}, video: {}, digital: {}, video_game: {} },
     logLevel: 'info',
+    logFormat: 'auto',
   };
 }
 
@@ -142,6 +145,7 @@ const ENV: Array<[string, string[], 'string' | 'port']> = [
   ['PRESERVD_HTTP_PORT', ['http', 'port'], 'port'],
   ['PRESERVD_RSYNC_PORT', ['upload', 'rsync', 'port'], 'port'],
   ['PRESERVD_LOG_LEVEL', ['logLevel'], 'string'],
+  ['PRESERVD_LOG_FORMAT', ['logFormat'], 'string'],
 ];
 
 /**
@@ -269,5 +273,6 @@ export function checkConfig(c: Config): string[] {
     }
   }
   str(c.logLevel, 'logLevel');
+  if (!['auto', 'json', 'pretty'].includes(c.logFormat as string)) p.push('logFormat: must be "auto", "json" or "pretty"');
   return p;
 }

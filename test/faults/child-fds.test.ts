@@ -3,40 +3,14 @@
  * it forks for each connection (and so the hooks it runs), and an external validator. Each of
  * them must have nothing open under the data folder's catalog.
  */
-import { readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { childrenOf, openFiles } from '../helpers/proc.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
-
-/** Where each open descriptor of `pid` points, by number. */
-function openFiles(pid: number): Map<number, string> {
-  const files = new Map<number, string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    try {
-      files.set(Number(fd), readlinkSync(`/proc/${pid}/fd/${fd}`));
-    } catch {
-      // closed while we looked
-    }
-  }
-  return files;
-}
-
-function childrenOf(pid: number): number[] {
-  return readdirSync('/proc')
-    .filter((n) => /^\d+$/.test(n))
-    .map(Number)
-    .filter((p) => {
-      try {
-        const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-        return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]) === pid;
-      } catch {
-        return false;
-      }
-    });
-}
 
 async function waitFor<T>(what: string, probe: () => T | undefined, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
