@@ -75,6 +75,36 @@ export const queueItemSchema = {
   },
 } as const;
 
+const queueStatusItem = {
+  type: 'object',
+  required: ['id', 'status', 'request', 'package', 'created_at', 'updated_at'],
+  properties: {
+    id: { type: 'integer' },
+    status: { type: 'string', enum: ['PENDING', 'DONE', 'FAILED'] },
+    request: { type: 'string' },
+    package: {
+      type: 'object',
+      required: ['bag_id', 'external_id', 'content_type'],
+      properties: { bag_id: { type: 'string' }, external_id: { type: 'string' }, content_type: { type: 'string' } },
+    },
+    error: { type: 'string', description: 'FAILED only: every problem, joined by blank lines.' },
+    created_at: { type: 'string', format: 'date-time', description: 'ISO 8601 with milliseconds, UTC.' },
+    updated_at: { type: 'string', format: 'date-time', description: 'ISO 8601 with milliseconds, UTC.' },
+  },
+} as const;
+
+export const queueStatusSchema = {
+  $id: 'QueueStatus',
+  type: 'object',
+  required: ['done', 'pending', 'failed'],
+  description: 'Visible queue items by outcome, each list newest first by updated_at.',
+  properties: {
+    done: { type: 'array', items: queueStatusItem },
+    pending: { type: 'array', items: queueStatusItem },
+    failed: { type: 'array', items: queueStatusItem },
+  },
+} as const;
+
 export const eventSchema = {
   $id: 'Event',
   type: 'object',
@@ -129,7 +159,7 @@ export const auditSchema = {
   },
 } as const;
 
-export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
+export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, queueStatusSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
 
 export const ref = (id: string) => ({ $ref: `${id}#` });
 /** A whole collection (no pagination in v1), oldest first. */

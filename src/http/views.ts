@@ -64,6 +64,20 @@ export function queueItemView(item: QueueItem): Record<string, unknown> {
   return view;
 }
 
+/** An item of `/v1/queue/status`: its package as an object, times with milliseconds (chipmunk's shape). */
+export function queueStatusItemView(item: QueueItem, pkg: Package): Record<string, unknown> {
+  const view: Record<string, unknown> = {
+    id: item.id,
+    status: item.status,
+    request: `/v1/requests/${item.bagId}`,
+    package: { bag_id: pkg.bagId, external_id: pkg.externalId, content_type: pkg.contentType },
+  };
+  if (item.status === 'FAILED') view.error = (item.errors ?? []).filter((p) => p.severity !== 'warning').map((p) => p.message).join('\n\n');
+  view.created_at = new Date(item.createdAt).toISOString();
+  view.updated_at = new Date(item.updatedAt).toISOString();
+  return view;
+}
+
 export function eventView(e: PreservationEvent): Record<string, unknown> {
   return { id: e.id, type: e.type, executor: e.executor, outcome: e.outcome, detail: e.detail, date: rfc3339(e.date) };
 }
