@@ -1,15 +1,19 @@
 /**
  * `preservd validate DIR [--content-type T --external-id X --bag-id B] [--json]` (CLI.md):
  * validates a bag directory offline, prints every problem, one per line, then a summary.
- * With the three request flags it also runs the chipmunk-info checks (content-type profiles and
- * validators come from the configuration, which this command does not load yet).
+ * With the three request flags it also runs the checks the ingest runs for such a request
+ * (`checkUpload`): chipmunk-info.txt, and the content type's bag-info profile and external
+ * validator from the configuration (PRESERVD_CONFIG and defaults, as the daemon loads them; the
+ * configuration is read only then). An unknown content type cannot be checked: exit 2.
  * Exit 0 valid, 1 invalid, 2 could not run.
  */
 import { stat } from 'node:fs/promises';
-import { showPath, validateBag, type BagReport, type FileHasher } from '../bagit/index.js';
+import { showPath, type BagReport, type FileHasher } from '../bagit/index.js';
 import type { Problem } from '../catalog/types.js';
+import { ConfigError, loadConfig } from '../config/config.js';
 import { createHasher } from '../fixity/index.js';
-import { checkChipmunk, type ExpectedRequest } from '../ingest/chipmunk.js';
+import { checkUpload } from '../ingest/check-upload.js';
+import type { ContentTypeRules, ExpectedRequest } from '../ingest/chipmunk.js';
 
 export interface ValidateIO {
   stdout: NodeJS.WritableStream;
@@ -57,6 +61,22 @@ export function parseValidateArgs(argv: readonly string[]): ValidateArgs | { err
   return { dir, json, request: request as ExpectedRequest };
 }
 
+/** The content type's rules from the daemon's configuration, or why there are none. */
+function contentTypeRules(contentType: string, env: NodeJS.ProcessEnv): { rules: ContentTypeRules } | { error: string } {
+  let contentTypes;
+  try {
+    contentTypes = loadConfig(env).contentTypes;
+  } catch (err) {
+    return { error: err instanceof ConfigError ? err.message : `the configuration could not be read: ${(err as Error).message}` };
+  }
+  const rules = Object.hasOwn(contentTypes, contentType) ? contentTypes[contentType] : undefined;
+  if (rules === undefined) {
+    const source = env.PRESERVD_CONFIG ? `the configuration ${env.PRESERVD_CONFIG}` : 'the default configuration (PRESERVD_CONFIG is not set)';
+    return { error: `unknown content type "${contentType}": ${source} has ${Object.keys(contentTypes).join(', ')}` };
+  }
+  return { rules };
+}
+
 /** `error  <code>  <path>  <sentence>`; continuation lines of a long sentence are indented. */
 export function formatProblem(p: Problem): string {
   const sentence = p.message.replace(/\n/g, '\n    ');
@@ -71,7 +91,7 @@ function plural(n: number, word: string): string {
  * Run the command. `deps.hasher` lets a caller that validates many bags share one hashing pool
  * (tests do); by default the command starts its own fixity pool and closes it when done.
  */
-export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher?: FileHasher } = {}): Promise<number> {
+export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher?: FileHasher; env?: NodeJS.ProcessEnv } = {}): Promise<number> {
   const args = parseValidateArgs(argv);
   if ('error' in args) {
     io.stderr.write(`preservd validate: ${args.error}\n${USAGE}`);
@@ -88,15 +108,23 @@ export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher
     return 2;
   }
 
+  let rules: ContentTypeRules | undefined;
+  if (args.request !== undefined) {
+    const found = contentTypeRules(args.request.contentType, deps.env ?? process.env);
+    if ('error' in found) {
+      io.stderr.write(`preservd validate: ${found.error}\n`);
+      return 2;
+    }
+    rules = found.rules;
+  }
+
   const ownPool = deps.hasher === undefined ? createHasher() : undefined;
   const hasher = deps.hasher ?? ownPool!;
   let problems: Problem[];
   let report: BagReport;
   try {
-    report = await validateBag(args.dir, { hasher, alsoDigest: ['sha256'] });
-    problems = [...report.problems];
-    // Content-type rules come from the configuration; none until the command loads it.
-    if (args.request !== undefined) problems.push(...(await checkChipmunk(args.dir, report, args.request, undefined)));
+    report = await checkUpload(args.dir, { hasher, ...(args.request === undefined ? {} : { request: args.request }), ...(rules === undefined ? {} : { rules }) });
+    problems = report.problems;
   } finally {
     await ownPool?.close();
   }

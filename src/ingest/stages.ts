@@ -12,13 +12,12 @@
  * places and never half-moved (moves are renames within one filesystem).
  */
 import { rename } from 'node:fs/promises';
-import { validateBag, type BagReport } from '../bagit/index.js';
-import { MAX_PATH_BYTES } from '../catalog/packages.js';
+import type { BagReport } from '../bagit/index.js';
 import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
-import { checkChipmunk } from './chipmunk.js';
+import { checkUpload } from './check-upload.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './ingest.js';
 
@@ -151,22 +150,14 @@ export class IngestStages {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
     const hasher = new CheckpointedHasher(this.deps.hasher, catalog.checkpoints, { bagId: pkg.bagId, dir }, config.ingest.resumeAboveBytes, logger);
-    const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal: this.signal });
+    const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
+    const report = await checkUpload(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
     if (report.files.length === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
       report.problems.splice(0, report.problems.length);
       report.problems.push({ code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' });
       return report;
     }
-    const chipmunk = await checkChipmunk(
-      dir,
-      report,
-      { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType },
-      config.contentTypes[pkg.contentType],
-      { signal: this.signal },
-    );
-    report.problems.push(...chipmunk);
-    report.problems.push(...pathsTooLong(report));
     return report;
   }
 
@@ -253,16 +244,4 @@ export class IngestStages {
     logger.info({ queueItem: item.id, bagId: pkg.bagId, problems: errors.length, codes: [...new Set(errors.map((p) => p.code))] }, 'ingest failed');
     this.deps.observer?.finished('FAILED', seconds, 0, errors);
   }
-}
-
-/** The repository's own limit, beyond BagIt's: a path the catalog cannot key (MAX_PATH_BYTES). */
-function pathsTooLong(report: BagReport): Problem[] {
-  return report.files
-    .filter((f) => Buffer.byteLength(f.path) > MAX_PATH_BYTES)
-    .map((f) => ({
-      code: 'path-too-long',
-      path: f.path,
-      message: `${f.path.slice(0, 80)}… is ${Buffer.byteLength(f.path)} bytes long; this repository stores paths of at most ${MAX_PATH_BYTES} bytes (UTF-8): shorten it.`,
-      severity: 'error' as const,
-    }));
 }

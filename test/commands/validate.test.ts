@@ -4,10 +4,13 @@
  */
 import t from 'tap';
 import { PassThrough } from 'node:stream';
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatProblem, parseValidateArgs, runValidate } from '../../src/commands/validate.js';
 import { createHasher } from '../../src/fixity/index.js';
 import { suiteCases } from '../helpers/conformance-suite.js';
+import { cliPath } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
 
 // One real fixity pool for the many runs below: starting worker threads under tap's
@@ -16,14 +19,14 @@ const pool = createHasher({ workers: 2 });
 t.teardown(() => pool.close());
 
 /** Run the command, collecting what it writes. */
-async function run(argv: string[], ownPool = false): Promise<{ code: number; stdout: string; stderr: string }> {
+async function run(argv: string[], ownPool = false, env?: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   const stdout = new PassThrough();
   const stderr = new PassThrough();
   const out: Buffer[] = [];
   const err: Buffer[] = [];
   stdout.on('data', (c: Buffer) => out.push(c));
   stderr.on('data', (c: Buffer) => err.push(c));
-  const code = await runValidate(argv, { stdout, stderr }, ownPool ? {} : { hasher: pool });
+  const code = await runValidate(argv, { stdout, stderr }, { ...(ownPool ? {} : { hasher: pool }), ...(env === undefined ? {} : { env }) });
   return { code, stdout: Buffer.concat(out).toString('utf8'), stderr: Buffer.concat(err).toString('utf8') };
 }
 
@@ -99,4 +102,64 @@ t.test('argument parsing', async (t) => {
 t.test('problem lines escape control characters in paths', async (t) => {
   t.equal(formatProblem({ code: 'x', severity: 'warning', path: 'data/a\nb', message: 'one\ntwo' }), 'warning  x  data/a\\nb  one\n    two');
   t.equal(formatProblem({ code: 'manifest-missing', severity: 'error', message: 'm' }), 'error  manifest-missing  -  m');
+});
+
+t.test("with the request flags, the content type's profile and validator come from PRESERVD_CONFIG", async (t) => {
+  const root = t.testdir({
+    'maps-profile.json': JSON.stringify({
+      ordered: [{ 'Source-Organization': { fieldRequired: true } }, { 'Map-Scale': { fieldRequired: false, valueList: ['1:24000', '1:62500'] } }],
+    }),
+  });
+  // Relative to the configuration file, as the daemon resolves it; the validator sees the bag.
+  const config = join(root, 'preservd.json');
+  writeFileSync(
+    config,
+    JSON.stringify({ contentTypes: { maps: { profile: 'maps-profile.json', validator: ['sh', '-c', 'test -f "$1/data/legend.txt" || { echo "no legend" >&2; exit 4; }', 'maps-check', '{bag}'] } } }),
+  );
+  const env = { PATH: process.env.PATH, PRESERVD_CONFIG: config };
+  const bagId = '4ad7ad17-4fc2-4b02-9ba0-d8e8d0b2b7a5';
+  const flags = ['--content-type', 'maps', '--external-id', 'map-1', '--bag-id', bagId];
+  const chipmunkInfo = { externalId: 'map-1', bagId, contentType: 'maps' };
+
+  const good = await makeBag(join(root, 'good'), { files: { 'legend.txt': 'x\n' }, bagInfo: { 'Source-Organization': 'UM', 'Map-Scale': '1:24000' }, chipmunkInfo });
+  const ok = await run([good, ...flags], false, env);
+  t.equal(ok.code, 0, ok.stdout + ok.stderr);
+
+  const bad = await makeBag(join(root, 'bad'), { files: { 'sheet.tif': 'x\n' }, bagInfo: { 'Map-Scale': '1:50' }, chipmunkInfo });
+  const failed = await run([bad, ...flags], false, env);
+  t.equal(failed.code, 1);
+  t.same(
+    failed.stdout.split('\n').filter((l) => l.startsWith('error')).map((l) => l.split('  ').slice(1, 3)),
+    [
+      ['profile-tag-missing', 'bag-info.txt'],
+      ['profile-value-not-allowed', 'bag-info.txt'],
+      ['validator-failed', '-'],
+    ],
+  );
+  t.match(failed.stdout, /no legend/, "the validator's own words");
+
+  // Without the flags the content type does not matter: BagIt alone.
+  t.equal((await run([bad], false, env)).code, 0);
+
+  const unknown = await run([good, '--content-type', 'globes', '--external-id', 'map-1', '--bag-id', bagId], false, env);
+  t.equal(unknown.code, 2, 'an unknown content type cannot be checked');
+  t.equal(unknown.stdout, '');
+  t.equal(unknown.stderr, `preservd validate: unknown content type "globes": the configuration ${config} has maps\n`);
+
+  writeFileSync(config, '{"contentTypes": ');
+  const broken = await run([good, ...flags], false, env);
+  t.equal(broken.code, 2);
+  t.match(broken.stderr, /^preservd validate: invalid configuration:\s+\S*preservd\.json: /);
+});
+
+t.test('the installed command reads PRESERVD_CONFIG itself, with no daemon running', async (t) => {
+  const root = t.testdir({ 'config.json': JSON.stringify({ contentTypes: { maps: { validator: ['false'] } } }) });
+  const bagId = '9b4c1a43-5d0e-4f55-8f0e-2f55d7a4c7a1';
+  const bag = await makeBag(join(root, 'bag'), { files: { 'a.txt': 'a\n' }, chipmunkInfo: { externalId: 'm', bagId, contentType: 'maps' } });
+  const r = spawnSync(process.execPath, [cliPath, 'validate', bag, '--content-type', 'maps', '--external-id', 'm', '--bag-id', bagId], {
+    env: { PATH: process.env.PATH, PRESERVD_CONFIG: join(root, 'config.json') },
+    encoding: 'utf8',
+  });
+  t.equal(r.status, 1, r.stderr);
+  t.match(r.stdout, /^error {2}validator-failed {2}- /m);
 });
