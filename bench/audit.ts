@@ -37,6 +37,7 @@ import { defaults } from '../src/config/config.js';
 import { FixityPool } from '../src/fixity/index.js';
 import { Storage } from '../src/storage/storage.js';
 import { median, range } from './stats.js';
+import { silentLogger } from '../src/logger.js';
 
 const MB = 1e6;
 const MiB = 1024 * 1024;
@@ -219,7 +220,6 @@ async function readHashCeiling(packages: BenchPackage[], cores: number, readSize
   }
 }
 
-const silent = { info() {}, warn() {}, error() {} };
 
 /** The fixity pool alone over the same files, all submitted at once, largest first; seconds. */
 async function poolAlone(pool: FixityPool, packages: BenchPackage[]): Promise<number> {
@@ -270,7 +270,7 @@ async function main(): Promise<void> {
     const config = defaults();
     config.dataDir = dataDir;
     pool = new FixityPool({ workers: config.fixity.workers, readSize: config.fixity.readSize, maxOpenFiles: config.fixity.maxOpenFiles });
-    const runner = new AuditRunner({ catalog, storage: new Storage(dataDir), hasher: pool, config, logger: silent });
+    const runner = new AuditRunner({ catalog, storage: new Storage(dataDir), hasher: pool, config, logger: silentLogger });
     runner.start();
 
     warm(packages);

@@ -4,8 +4,6 @@
  *   catalog → first admin → fixity pool → landing zone, rsync daemon, watcher → reconcile →
  *   ingest worker → audit runner → HTTP
  */
-import { mkdir, open, readdir, rename } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { AuditRunner } from './audit/runner.js';
@@ -13,15 +11,17 @@ import { Catalog } from './catalog/catalog.js';
 import type { Package } from './catalog/types.js';
 import type { Config } from './config/config.js';
 import { FixityPool } from './fixity/index.js';
+import { writeAtomically } from './fs/atomic.js';
 import type { HttpContext } from './http/context.js';
 import { buildServer } from './http/server.js';
-import { isCapability } from './ingest/capability.js';
 import { IngestWorker } from './ingest/ingest.js';
 import { LandingZone } from './ingest/landing.js';
+import { reconcile } from './ingest/recovery.js';
 import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
+import { DataLayout } from './storage/layout.js';
 import { Storage } from './storage/storage.js';
 
 export interface DaemonOptions {
@@ -59,9 +59,8 @@ export class Daemon {
   private static async startPieces(config: Config, logger: Logger, started: Array<() => Promise<unknown>>): Promise<Daemon> {
     const where = whereToFind(config);
     logger.info(where, `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`);
-    await mkdir(config.dataDir, { recursive: true, mode: 0o750 });
+    await new DataLayout(config.dataDir).ensure();
     const storage = new Storage(config.dataDir);
-    await storage.ensureLayout();
     const catalog = Catalog.open(config.dataDir);
     started.push(() => catalog.close());
     await ensureFirstAdmin(catalog, config.dataDir, logger);
@@ -180,7 +179,7 @@ function whereToFind(config: Config): { api: string; rsync: string | undefined; 
   return {
     api: `http://${config.http.host}:${config.http.port}`,
     rsync: r.enabled ? `rsync://${r.host}:${r.port}/${r.module}/` : undefined,
-    adminToken: join(config.dataDir, 'admin.token'),
+    adminToken: new DataLayout(config.dataDir).adminToken,
   };
 }
 
@@ -189,49 +188,7 @@ async function ensureFirstAdmin(catalog: Catalog, dataDir: string, logger: Logge
   if (catalog.users.list().length > 0) return;
   catalog.users.add('admin', true);
   const { secret } = catalog.users.issueToken('admin');
-  const path = join(dataDir, 'admin.token');
-  const tmp = `${path}.${process.pid}.tmp`;
-  const file = await open(tmp, 'w', 0o600);
-  await file.writeFile(`${secret}\n`);
-  await file.sync();
-  await file.close();
-  await rename(tmp, path);
+  const path = new DataLayout(dataDir).adminToken;
+  await writeAtomically(path, `${secret}\n`, { mode: 0o600, fsync: true });
   logger.info({ path }, 'created the first admin user "admin"; its token is in this file');
-}
-
-/**
- * Start-up reconciliation of disk and catalog. PENDING items are resumed by the ingest worker
- * from their recorded stage; here: every open request without a PENDING item has its landing
- * folder, open link, and nothing left in staging; leftovers nobody owns are reported, never
- * deleted.
- */
-export async function reconcile(catalog: Catalog, storage: Storage, landing: LandingZone, logger: Logger): Promise<void> {
-  const pending = new Set(catalog.queue.pending().map((i) => i.bagId));
-  const known = new Set<string>();
-  for (const pkg of catalog.packages.list()) {
-    known.add(pkg.bagId);
-    known.add(pkg.capability);
-    if (pkg.stored) {
-      if (pkg.storagePath !== undefined && !(await Storage.exists(storage.packageDir(pkg.storagePath))))
-        logger.error({ bagId: pkg.bagId, storagePath: pkg.storagePath }, 'a stored package is missing from storage; the next audit will report it');
-      continue;
-    }
-    if (pending.has(pkg.bagId)) continue;
-    const staged = storage.stagingDir(pkg.bagId);
-    const upload = landing.path(pkg.capability);
-    if (await Storage.exists(staged)) {
-      // A failed ingest was interrupted while giving the upload back.
-      if (await Storage.exists(upload)) await rename(staged, `${staged}.returned-${Date.now()}`);
-      else await rename(staged, upload);
-      logger.warn({ bagId: pkg.bagId }, 'returned an interrupted upload to its landing folder');
-    }
-    if (!(await Storage.exists(upload))) await landing.open(pkg.capability);
-    await landing.reopen(pkg.capability);
-  }
-  for (const name of await readdir(storage.landingRoot).catch(() => [] as string[])) {
-    if (!known.has(name)) logger.warn({ folder: join(storage.landingRoot, name), capability: isCapability(name) }, 'a landing folder belongs to no request');
-  }
-  for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
-    if (!known.has(name)) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
-  }
 }

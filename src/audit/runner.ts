@@ -19,17 +19,11 @@ import type { Config } from '../config/config.js';
 import { failpoint } from '../failpoints.js';
 import type { Storage } from '../storage/storage.js';
 import { findingsDetail, verifyPackage, type Finding, type PackageHasher } from './verify.js';
+import type { Logger } from '../logger.js';
 
 /** What the runner needs from the fixity pool (FixityPool satisfies it). */
 export interface AuditHasher extends PackageHasher {
   setAuditRateLimit(bytesPerSec: number): void;
-}
-
-/** A pino-like logger: only the `(fields, message)` form is used. */
-export interface AuditLogger {
-  info(fields: Record<string, unknown>, message: string): void;
-  warn(fields: Record<string, unknown>, message: string): void;
-  error(fields: Record<string, unknown>, message: string): void;
 }
 
 export interface AuditRunnerOptions {
@@ -37,7 +31,7 @@ export interface AuditRunnerOptions {
   storage: Storage;
   hasher: AuditHasher;
   config: Pick<Config, 'audit'>;
-  logger: AuditLogger;
+  logger: Logger;
   /** Told after each package is recorded (metrics). */
   onChecked?: (checked: PackageChecked) => void;
   /** Webhook delivery: per-attempt timeout (default 10 s) and the delays before retries (default 2 s, 10 s). */
@@ -100,7 +94,7 @@ export class AuditRunner {
   private readonly storage: Storage;
   private readonly hasher: AuditHasher;
   private readonly config: Pick<Config, 'audit'>;
-  private readonly logger: AuditLogger;
+  private readonly logger: Logger;
   private readonly onChecked: ((checked: PackageChecked) => void) | undefined;
   private readonly webhookTimeoutMs: number;
   private readonly webhookRetryDelaysMs: readonly number[];

@@ -15,7 +15,7 @@ import type { CheckpointStore } from '../catalog/checkpoints.js';
 import type { Algorithm } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import type { FileDigests, HashOptions, ResumeStore } from '../fixity/index.js';
-import type { Logger } from './ingest.js';
+import type { Logger } from '../logger.js';
 
 /** What ingest needs of the fixity pool: hashing with the pool's options, resume included. */
 export interface ResumableHasher {

@@ -12,12 +12,7 @@ import type { ResumableHasher } from './checkpointed-hasher.js';
 import type { LandingZone } from './landing.js';
 import type { LandingWatcher } from './watcher.js';
 import { IngestStages, type IngestObserver } from './stages.js';
-
-export interface Logger {
-  info(obj: object | string, msg?: string): void;
-  warn(obj: object | string, msg?: string): void;
-  error(obj: object | string, msg?: string): void;
-}
+import type { Logger } from '../logger.js';
 
 export interface IngestDeps {
   catalog: Catalog;

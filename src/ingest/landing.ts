@@ -12,41 +12,20 @@
  * count the transfers still writing). It does not run rsync (`rsyncd.ts`) or watch files
  * (`watcher.ts`), and it never moves an upload: staging is the ingest's job.
  */
-import { mkdir, readdir, readFile, rename, rm, stat, unlink, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { writeAtomically } from '../fs/atomic.js';
+import { isErrno } from '../fs/errors.js';
+import { exists } from '../fs/exists.js';
+import { processExists, processState, procfsAvailable } from '../process/groups.js';
+import { DataLayout } from '../storage/layout.js';
 import { assertCapability, isCapability } from './capability.js';
 
-/** The part of a pino logger this module uses; pass pino itself, or nothing for silence. */
-export interface Logger {
-  debug(obj: object, msg?: string): void;
-  info(obj: object, msg?: string): void;
-  warn(obj: object, msg?: string): void;
-  error(obj: object, msg?: string): void;
-}
-
-export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() {} };
-
-/** Absolute paths of the landing zone and of the rsync daemon's state, from the data dir. */
-export interface LandingLayout {
-  /** `<dataDir>/landing`: the rsync module's root, one folder per open request. */
-  landing: string;
-  /** `<dataDir>/rsyncd`: generated configuration, hook scripts, log, and the folders below. */
-  rsyncd: string;
-  closed: string;
-  active: string;
-  transfers: string;
-}
+/** The landing zone's and the rsync daemon's folders (see `DataLayout`). */
+export type LandingLayout = Pick<DataLayout, 'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers'>;
 
 export function landingLayout(dataDir: string): LandingLayout {
-  const root = resolve(dataDir);
-  const rsyncd = join(root, 'rsyncd');
-  return {
-    landing: join(root, 'landing'),
-    rsyncd,
-    closed: join(rsyncd, 'closed'),
-    active: join(rsyncd, 'active'),
-    transfers: join(rsyncd, 'transfers'),
-  };
+  return new DataLayout(dataDir);
 }
 
 /** A transfer the pre-xfer gate admitted whose rsync process is still running. */
@@ -151,52 +130,7 @@ export class LandingZone {
  */
 export async function isRsyncProcess(pid: number): Promise<boolean> {
   if (!Number.isSafeInteger(pid) || pid <= 0) return false;
-  let statLine: string;
-  try {
-    statLine = await readFile(`/proc/${pid}/stat`, 'utf8');
-  } catch (err) {
-    if (isErrno(err, 'ENOENT') && (await exists('/proc/self/stat'))) return false;
-    return signalZeroSucceeds(pid); // no procfs here: the best we can do
-  }
-  // "<pid> (<comm>) <state> ...": comm may itself contain spaces or parentheses.
-  const open = statLine.indexOf('(');
-  const close = statLine.lastIndexOf(')');
-  const comm = statLine.slice(open + 1, close);
-  const state = statLine.slice(close + 2, close + 3);
-  return state !== 'Z' && state !== 'X' && comm.includes('rsync');
-}
-
-function signalZeroSucceeds(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return isErrno(err, 'EPERM');
-  }
-}
-
-/** Writes a file so that readers see either nothing or all of it: a temp file, then rename. */
-export async function writeAtomically(file: string, content: string, mode = 0o600): Promise<void> {
-  const tmp = join(file, '..', `.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
-  try {
-    await writeFile(tmp, content, { mode });
-    await rename(tmp, file);
-  } catch (err) {
-    await unlink(tmp).catch(() => {});
-    throw err;
-  }
-}
-
-async function exists(path: string): Promise<boolean> {
-  try {
-    await stat(path);
-    return true;
-  } catch (err) {
-    if (isErrno(err, 'ENOENT')) return false;
-    throw err;
-  }
-}
-
-export function isErrno(err: unknown, code: string): boolean {
-  return typeof err === 'object' && err !== null && (err as NodeJS.ErrnoException).code === code;
+  const proc = await processState(pid);
+  if (proc === undefined) return (await procfsAvailable()) ? false : processExists(pid); // no procfs: the best we can do
+  return proc.state !== 'Z' && proc.state !== 'X' && proc.comm.includes('rsync');
 }

@@ -15,9 +15,11 @@ import { rename } from 'node:fs/promises';
 import type { BagReport } from '../bagit/index.js';
 import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
+import { exists } from '../fs/exists.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkUpload } from './check-upload.js';
+import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './ingest.js';
 
@@ -67,7 +69,7 @@ export class IngestStages {
         const report = await this.validate(pkg);
         const errors = report.problems.filter((p) => p.severity !== 'warning');
         if (errors.length > 0) {
-          await this.returnUpload(pkg);
+          await returnUpload(this.deps.storage, this.deps.landing, pkg);
           failpoint('ingest:after-return');
           this.fail(item, pkg, report.problems, started, true, report);
           return;
@@ -87,20 +89,20 @@ export class IngestStages {
     } catch (err) {
       if (this.signal.aborted) throw err; // shutting down: park at the recorded stage
       if (err instanceof IngestFailure) {
-        await this.returnUpload(pkg).catch(() => undefined);
+        await returnUpload(this.deps.storage, this.deps.landing, pkg).catch(() => undefined);
         this.fail(item, pkg, [err.problem], started, true);
         return;
       }
       if (this.deps.storage.isOutOfSpace(err)) {
         // The operator's problem, but the depositor must know why and that nothing is lost.
         logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
-        await this.returnUpload(pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+        await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
         const message = `the repository ran out of disk space while ingesting ${pkg.bagId}; nothing was stored and the upload is kept: complete the request again later`;
         this.fail(item, pkg, [{ code: 'disk-full', message, severity: 'error' }], started, true);
         return;
       }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
-      await this.returnUpload(pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+      await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
       this.fail(item, pkg, [{ code: 'internal-error', message: 'the ingest failed because of a server error; the operator can find it in the log', severity: 'error' }], started, true);
     }
   }
@@ -109,7 +111,7 @@ export class IngestStages {
   private async waitForQuiet(pkg: Package): Promise<void> {
     const { landing, watcher, config } = this.deps;
     await landing.close(pkg.capability);
-    if (!(await Storage.exists(landing.path(pkg.capability)))) return;
+    if (!(await exists(landing.path(pkg.capability)))) return;
     await watcher.waitForQuiet(pkg.capability, {
       quietMs: config.upload.quietMs,
       activeTransfers: () => landing.activeTransfers(pkg.capability),
@@ -138,10 +140,10 @@ export class IngestStages {
   private async stage(pkg: Package): Promise<void> {
     const { landing, storage } = this.deps;
     const staged = storage.stagingDir(pkg.bagId);
-    if (await Storage.exists(staged)) return;
+    if (await exists(staged)) return;
     await landing.close(pkg.capability);
     const upload = landing.path(pkg.capability);
-    if (!(await Storage.exists(upload)))
+    if (!(await exists(upload)))
       throw new IngestFailure({ code: 'upload-missing', message: `nothing was uploaded for ${pkg.bagId}: rsync the bag to its upload_link, then complete again`, severity: 'error' });
     await rename(upload, staged);
   }
@@ -185,11 +187,11 @@ export class IngestStages {
   private async store(pkg: Package, storagePath: string): Promise<void> {
     const { storage } = this.deps;
     const staged = storage.stagingDir(pkg.bagId);
-    if (await Storage.exists(staged)) {
+    if (await exists(staged)) {
       await storage.moveIntoStorage(staged, storagePath);
       return;
     }
-    if (await Storage.exists(storage.packageDir(storagePath))) return;
+    if (await exists(storage.packageDir(storagePath))) return;
     throw new Error(`the validated bag ${pkg.bagId} is neither in staging nor in storage`);
   }
 
@@ -208,24 +210,6 @@ export class IngestStages {
     const seconds = (Date.now() - started) / 1000;
     logger.info({ queueItem: item.id, bagId: pkg.bagId, bytes, seconds }, 'ingest done');
     this.deps.observer?.finished('DONE', seconds, bytes, []);
-  }
-
-  /** Gives a failed upload back to the depositor: staging → landing, and the link opens again. */
-  private async returnUpload(pkg: Package): Promise<void> {
-    const { storage, landing } = this.deps;
-    const staged = storage.stagingDir(pkg.bagId);
-    const upload = landing.path(pkg.capability);
-    if (await Storage.exists(staged)) {
-      if (await Storage.exists(upload)) {
-        // Should not happen (the link was closed); keep both rather than lose either.
-        await rename(staged, `${staged}.returned-${Date.now()}`);
-      } else {
-        await rename(staged, upload);
-      }
-    } else if (!(await Storage.exists(upload))) {
-      await landing.open(pkg.capability);
-    }
-    await landing.reopen(pkg.capability);
   }
 
   private fail(item: QueueItem, pkg: Package, problems: Problem[], started: number, events: boolean, report?: BagReport): void {

@@ -17,7 +17,8 @@ import { lstat, mkdir, readdir } from 'node:fs/promises';
 import { join, relative, resolve, sep } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertCapability, isCapability } from './capability.js';
-import { isErrno, silentLogger, type Logger } from './landing.js';
+import { isErrno } from '../fs/errors.js';
+import { silentLogger, type Logger } from '../logger.js';
 
 /** rsync's temp file for `name` while it is being received: `.name.XXXXXX`. */
 export const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;

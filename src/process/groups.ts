@@ -4,10 +4,7 @@
  * started in a group of their own, so that ending the group ends all of them.
  */
 import { readdir, readFile } from 'node:fs/promises';
-
-function isErrno(err: unknown, code: string): boolean {
-  return (err as NodeJS.ErrnoException | null)?.code === code;
-}
+import { isErrno } from '../fs/errors.js';
 
 /** Sends `signal` to every process of group `pgid`; a group that is gone is not an error. */
 export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
@@ -45,15 +42,40 @@ export async function groupRunning(pgid: number): Promise<boolean> {
   return states.some((s) => s !== undefined && s.pgrp === pgid && s.state !== 'Z' && s.state !== 'X');
 }
 
-/** A process's state letter and group from `/proc/<pid>/stat`; undefined when it is gone. */
-export async function processState(pid: number): Promise<{ state: string; ppid: number; pgrp: number } | undefined> {
+export interface ProcessState {
+  /** The command name (at most 15 bytes). */
+  comm: string;
+  /** R, S, D, Z (zombie), X (dead), ... */
+  state: string;
+  ppid: number;
+  pgrp: number;
+}
+
+/** A process's name, state, parent and group from `/proc/<pid>/stat`; undefined when it is gone. */
+export async function processState(pid: number): Promise<ProcessState | undefined> {
   try {
     const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
     // "<pid> (<comm>) <state> <ppid> <pgrp> ...": comm may hold spaces and parentheses.
-    const [state = '', ppid, pgrp] = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return { state, ppid: Number(ppid), pgrp: Number(pgrp) };
+    const close = stat.lastIndexOf(')');
+    const [state = '', ppid, pgrp] = stat.slice(close + 2).split(' ');
+    return { comm: stat.slice(stat.indexOf('(') + 1, close), state, ppid: Number(ppid), pgrp: Number(pgrp) };
   } catch {
     return undefined;
+  }
+}
+
+/** Whether this system has procfs (Linux): without it, processState knows nothing. */
+export async function procfsAvailable(): Promise<boolean> {
+  return (await processState(process.pid)) !== undefined;
+}
+
+/** Whether a process with this pid exists (zombies included), by signal 0. */
+export function processExists(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (err) {
+    return isErrno(err, 'EPERM');
   }
 }
 

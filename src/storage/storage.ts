@@ -4,8 +4,9 @@
  * pass a `FileRecord` path that came from the catalog, and it is checked once more.
  */
 import { statfsSync } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { isAbsolute, join, normalize, sep } from 'node:path';
+import { DataLayout } from './layout.js';
 
 /** Free space below which an EIO is taken for a full disk (see `isOutOfSpace`). */
 const NEARLY_FULL_BYTES = 1024 * 1024;
@@ -16,13 +17,10 @@ export class Storage {
   readonly landingRoot: string;
 
   constructor(readonly dataDir: string) {
-    this.storageRoot = join(dataDir, 'storage');
-    this.stagingRoot = join(dataDir, 'staging');
-    this.landingRoot = join(dataDir, 'landing');
-  }
-
-  async ensureLayout(): Promise<void> {
-    for (const dir of [this.storageRoot, this.stagingRoot, this.landingRoot]) await mkdir(dir, { recursive: true, mode: 0o750 });
+    const layout = new DataLayout(dataDir);
+    this.storageRoot = layout.storage;
+    this.stagingRoot = layout.staging;
+    this.landingRoot = layout.landing;
   }
 
   /** `ab/cd/ef/<bag_id>`: the first three pairs of the uuid, as chipmunk lays bags out. */
@@ -61,15 +59,6 @@ export class Storage {
     await mkdir(join(target, '..'), { recursive: true, mode: 0o750 });
     await rename(stagedDir, target);
     return target;
-  }
-
-  static async exists(path: string): Promise<boolean> {
-    try {
-      await stat(path);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   static async removeTree(path: string): Promise<void> {

@@ -6,7 +6,8 @@
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { writeAtomically, type LandingLayout } from '../landing.js';
+import { writeAtomically } from '../../fs/atomic.js';
+import type { LandingLayout } from '../landing.js';
 
 /** The hook scripts as installed with preservd (copied next to the compiled module by the build). */
 export const HOOK_SOURCES = {
@@ -25,8 +26,8 @@ export function hookCommands(layout: LandingLayout, module: string): { pre: stri
 /** Copies the hook scripts into the data folder (mode 0700), replacing older copies. */
 export async function installHooks(layout: LandingLayout, module: string): Promise<void> {
   const commands = hookCommands(layout, module);
-  await writeAtomically(commands.pre[0]!, await readFile(HOOK_SOURCES.pre, 'utf8'), 0o700);
-  await writeAtomically(commands.post[0]!, await readFile(HOOK_SOURCES.post, 'utf8'), 0o700);
+  await writeAtomically(commands.pre[0]!, await readFile(HOOK_SOURCES.pre, 'utf8'), { mode: 0o700 });
+  await writeAtomically(commands.post[0]!, await readFile(HOOK_SOURCES.post, 'utf8'), { mode: 0o700 });
 }
 
 /** The generated rsyncd.conf. rsync re-reads it on every connection. */

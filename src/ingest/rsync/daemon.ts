@@ -23,7 +23,10 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
 import { spawnIsolated } from '../../process/spawn.js';
 import { assertCapability } from '../capability.js';
-import { isErrno, LandingZone, landingLayout, silentLogger, writeAtomically, type LandingLayout, type Logger } from '../landing.js';
+import { writeAtomically } from '../../fs/atomic.js';
+import { isErrno } from '../../fs/errors.js';
+import { silentLogger, type Logger } from '../../logger.js';
+import { LandingZone, landingLayout, type LandingLayout } from '../landing.js';
 import { installHooks, rsyncdConfig } from './config.js';
 import { TransferLog, type TransferListener } from './transfer-log.js';
 

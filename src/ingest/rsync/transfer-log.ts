@@ -7,7 +7,8 @@ import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCapability } from '../capability.js';
-import { isErrno, silentLogger, type Logger } from '../landing.js';
+import { isErrno } from '../../fs/errors.js';
+import { silentLogger, type Logger } from '../../logger.js';
 
 /** One ended rsync transfer into a landing folder, as the post-xfer hook recorded it. */
 export interface Transfer {

@@ -1,0 +1,67 @@
+/**
+ * The data directory, in one place: every folder preservd keeps under `<dataDir>`, with the mode
+ * each must have. `ensure()` creates what is missing and corrects the mode of what exists, so an
+ * upgrade from a version that made a folder more open than documented closes it again.
+ *
+ *   catalog/     LMDB environment                                   0700
+ *   landing/     one folder per open request; names are secrets      0700
+ *   rsyncd/      rsync's configuration, hooks, log, and below:       0700
+ *     closed/ active/ transfers/   the gate's and recorder's files  0700
+ *   staging/     uploads being validated                            0750
+ *   storage/     stored bags, ab/cd/ef/<bag_id>/                    0750
+ *   admin.token  the first admin's token                            0600 (a file)
+ *
+ * What lives in each folder and who may change it is for its owner module to say (`Storage`,
+ * `LandingZone`, `RsyncDaemon`, `Catalog`); this module only names and creates them.
+ */
+import { chmod, mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+
+export class DataLayout {
+  readonly dataDir: string;
+  readonly catalog: string;
+  readonly landing: string;
+  readonly rsyncd: string;
+  readonly closed: string;
+  readonly active: string;
+  readonly transfers: string;
+  readonly staging: string;
+  readonly storage: string;
+  readonly adminToken: string;
+
+  constructor(dataDir: string) {
+    this.dataDir = resolve(dataDir);
+    this.catalog = join(this.dataDir, 'catalog');
+    this.landing = join(this.dataDir, 'landing');
+    this.rsyncd = join(this.dataDir, 'rsyncd');
+    this.closed = join(this.rsyncd, 'closed');
+    this.active = join(this.rsyncd, 'active');
+    this.transfers = join(this.rsyncd, 'transfers');
+    this.staging = join(this.dataDir, 'staging');
+    this.storage = join(this.dataDir, 'storage');
+    this.adminToken = join(this.dataDir, 'admin.token');
+  }
+
+  /** Every folder with its mode, parents first. */
+  get folders(): Array<[path: string, mode: number]> {
+    return [
+      [this.dataDir, 0o750],
+      [this.catalog, 0o700],
+      [this.landing, 0o700],
+      [this.rsyncd, 0o700],
+      [this.closed, 0o700],
+      [this.active, 0o700],
+      [this.transfers, 0o700],
+      [this.staging, 0o750],
+      [this.storage, 0o750],
+    ];
+  }
+
+  /** Creates the folders that are missing and sets the mode of every one (the umask aside). */
+  async ensure(): Promise<void> {
+    for (const [path, mode] of this.folders) {
+      await mkdir(path, { recursive: true, mode });
+      await chmod(path, mode);
+    }
+  }
+}
