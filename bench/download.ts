@@ -2,14 +2,14 @@
  * Download speed against the floor, in one run (`node dist/bench/download.js [--json]`):
  *
  * - floor: a bare node:http server piping one file with fs.createReadStream (1 MiB reads);
- * - sendFile: the same file through fastify and `sendFile` (target ≤ 1.2 × the floor's time);
- * - sendZip: the whole bag as a stored zip, its time against the floor's time for as many bytes
+ * - file: the same file through fastify and `answerFile` + `sendDownload` (target ≤ 1.2 × the floor's time);
+ * - zip: the whole bag as a stored zip, its time against the floor's time for as many bytes
  *   (target ≤ 1.5), and the zip server's peak RSS (target < 150 MB).
  *
  * The bag (~1 GiB: three big files and 1000 small ones) is generated under the OS temporary
  * folder, kept page-cache warm, and deleted at the end. Each server runs in its own child process
  * (so the RSS is the server's alone), pinned to core 0 when taskset is there; curl on core 1
- * downloads to /dev/null. Rounds alternate floor, sendFile, zip; ratios are taken per round and
+ * downloads to /dev/null. Rounds alternate floor, file, zip; ratios are taken per round and
  * the median is reported (the machine is shared and noisy).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
@@ -22,7 +22,8 @@ import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
 import Fastify from 'fastify';
 import type { FileRecord } from '../src/catalog/types.js';
-import { planZip, sendFile, sendZip } from '../src/download/index.js';
+import { answerFile, answerZip, planZip } from '../src/download/index.js';
+import { sendDownload } from '../src/http/send-download.js';
 import { Storage } from '../src/storage/storage.js';
 import { median } from './stats.js';
 
@@ -40,7 +41,7 @@ const TARGETS = { fileRatio: 1.2, zipRatio: 1.5, zipRssMB: 150 };
 interface BenchBag {
   dir: string;
   files: FileRecord[];
-  /** The file the floor and sendFile both serve. */
+  /** The file the floor and our route both serve. */
   probe: FileRecord;
 }
 
@@ -59,8 +60,8 @@ async function serveFloor(bag: BenchBag): Promise<number> {
 
 async function serveOurs(bag: BenchBag): Promise<number> {
   const app = Fastify({ logger: false });
-  app.get('/file', (request, reply) => sendFile(request, reply, { absPath: Storage.resolveInside(bag.dir, bag.probe.path), record: bag.probe }));
-  app.get('/zip', (request, reply) => sendZip(request, reply, { bagId: BAG_ID, dir: bag.dir, files: bag.files, storedAt: 0 }));
+  app.get('/file', async (request, reply) => sendDownload(request, reply, await answerFile({ absPath: Storage.resolveInside(bag.dir, bag.probe.path), record: bag.probe }, request)));
+  app.get('/zip', (request, reply) => sendDownload(request, reply, answerZip({ bagId: BAG_ID, dir: bag.dir, files: bag.files, storedAt: 0 }, request.method)));
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   return typeof address === 'object' && address !== null ? address.port : 0;
@@ -277,9 +278,9 @@ async function main(): Promise<void> {
           (hasTaskset ? 'server on core 0, curl on core 1' : 'not pinned'),
       );
       console.log(`floor    node:http + createReadStream(1 MiB), ${mb(bag.probe.size)} file   ${floorMBps.toFixed(0)} MB/s`);
-      console.log(`sendFile same file through fastify                      ${fileMBps.toFixed(0)} MB/s   time ratio ${fileRatio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(result.file.pass)}   [server CPU ratio ${fileCpuRatio.toFixed(2)}]`);
-      console.log(`sendZip  whole bag, vs floor for as many bytes           ${zipMBps.toFixed(0)} MB/s   time ratio ${zipRatio.toFixed(2)} (target ≤ ${TARGETS.zipRatio})   ${pf(result.zip.pass)}   [server CPU ratio ${zipCpuRatio.toFixed(2)}]`);
-      console.log(`sendZip  server peak RSS during the zip                  ${zipRssMB.toFixed(0)} MB (target < ${TARGETS.zipRssMB} MB; ${(idleRssKB / 1024).toFixed(0)} MB idle, VmHWM ${(hwmKB / 1024).toFixed(0)} MB)   ${pf(result.zipRss.pass)}`);
+      console.log(`file     same file through fastify                      ${fileMBps.toFixed(0)} MB/s   time ratio ${fileRatio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(result.file.pass)}   [server CPU ratio ${fileCpuRatio.toFixed(2)}]`);
+      console.log(`zip      whole bag, vs floor for as many bytes           ${zipMBps.toFixed(0)} MB/s   time ratio ${zipRatio.toFixed(2)} (target ≤ ${TARGETS.zipRatio})   ${pf(result.zip.pass)}   [server CPU ratio ${zipCpuRatio.toFixed(2)}]`);
+      console.log(`zip      server peak RSS during the zip                  ${zipRssMB.toFixed(0)} MB (target < ${TARGETS.zipRssMB} MB; ${(idleRssKB / 1024).toFixed(0)} MB idle, VmHWM ${(hwmKB / 1024).toFixed(0)} MB)   ${pf(result.zipRss.pass)}`);
       console.log(`(${result.seconds.toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores: ratios are medians of paired rounds)`);
     }
     process.exitCode = result.file.pass && result.zip.pass && result.zipRss.pass ? 0 : 1;

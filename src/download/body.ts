@@ -3,7 +3,7 @@
  * exactly, and writing a response body of promised length through a small ring of reused 1 MiB
  * buffers. Used by both the single-file and the zip download.
  *
- * Why a ring and not `reply.send(stream)`: a stream allocates a fresh 1 MiB buffer per read, and
+ * Why a ring and not a stream handed to fastify: a stream allocates a fresh 1 MiB buffer per read, and
  * measured here (bench/download.ts) the garbage collection that follows cost fastify 1.4-1.9× the
  * CPU of a bare node:http server piping the same file, more as the heap grows. Reusing three
  * buffers, each handed back when the socket has taken its bytes, brings it under the floor. The
@@ -16,7 +16,7 @@
  */
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
-import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import type { FileRecord } from '../catalog/types.js';
 
 /** Read size for every download: measured here, 1 MiB reads serve ~1.7× faster than 64 KiB. */
@@ -128,14 +128,15 @@ class BufferRing {
   }
 }
 
+/** How writing a body ended: all of it, the client gone first, or a failure (the connection destroyed). */
+export type BodyOutcome = { outcome: 'sent'; sent: number } | { outcome: 'client-gone'; sent: number } | { outcome: 'failed'; sent: number; err: unknown };
+
 /**
- * Sends the status and headers already set on `reply`, then `length` bytes from `source`. Takes
- * the response over from fastify (`reply.hijack()`): onResponse hooks and request logging still
- * run; onSend hooks do not see the body.
+ * Writes `length` bytes from `source` to a response whose status and headers have been written.
+ * The body is exactly `length` bytes or the connection is destroyed; the source is closed in
+ * every case.
  */
-export async function sendBody(request: FastifyRequest, reply: FastifyReply, source: BodySource, length: number, context: Record<string, unknown>): Promise<FastifyReply> {
-  reply.hijack();
-  const res = reply.raw;
+export async function writeBody(res: ServerResponse, source: BodySource, length: number): Promise<BodyOutcome> {
   const ring = new BufferRing(RING_SIZE, READ_CHUNK);
   let gone = false;
   const onClose = () => {
@@ -143,8 +144,6 @@ export async function sendBody(request: FastifyRequest, reply: FastifyReply, sou
     ring.close();
   };
   res.once('close', onClose);
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
-  res.writeHead(reply.statusCode);
   let sent = 0;
   try {
     for (;;) {
@@ -160,20 +159,17 @@ export async function sendBody(request: FastifyRequest, reply: FastifyReply, sou
       if (sent > length) throw new Error(`body longer than the ${length} bytes promised`);
       res.write(n === buf.length ? buf : buf.subarray(0, n), () => ring.give(buf));
     }
-    if (gone) {
-      request.log.info({ ...context, sent, length }, 'download stopped: the client went away');
-    } else {
-      if (sent !== length) throw new Error(`body of ${sent} bytes, ${length} promised`);
-      res.end();
-    }
+    if (gone) return { outcome: 'client-gone', sent };
+    if (sent !== length) throw new Error(`body of ${sent} bytes, ${length} promised`);
+    res.end();
+    return { outcome: 'sent', sent };
   } catch (err) {
-    request.log.error({ ...context, err, sent, length }, 'download aborted');
     // Never end a body short of its Content-Length as if it were complete.
     res.destroy();
+    return { outcome: 'failed', sent, err };
   } finally {
     res.off('close', onClose);
     ring.close();
     await source.close();
   }
-  return reply;
 }

@@ -10,16 +10,21 @@
  * the record and its absolute path.
  */
 import type { FileHandle } from 'node:fs/promises';
-import { Readable } from 'node:stream';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRecord } from '../catalog/types.js';
-import { openStoredFile, readFully, sendBody, StoredFileError } from './body.js';
+import type { DownloadAnswer } from './answer.js';
+import { openStoredFile, readFully, StoredFileError } from './body.js';
 
 /** Where a front proxy should take the body from instead of us (config `download.offload`). */
 export interface Offload {
   header: 'X-Sendfile' | 'X-Accel-Redirect';
   /** X-Accel-Redirect only: the internal location mapped onto the storage root, e.g. `/_storage`. */
   prefix?: string;
+}
+
+/** The parts of a request a file download depends on (header names lower-case, as node gives them). */
+export interface FileRequest {
+  method: string;
+  headers: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined; 'if-range'?: string | undefined; range?: string | undefined };
 }
 
 export interface StoredFile {
@@ -113,30 +118,21 @@ function ifRangeHolds(header: string, etag: string | undefined, lastModified: st
   return !Number.isNaN(date) && date === Date.parse(lastModified);
 }
 
-/** An already-ended body: for HEAD, fastify keeps our Content-Length only when the payload is a stream. */
-export function emptyBody(): Readable {
-  return Readable.from([]);
-}
-
 /**
- * Answers GET or HEAD for one stored file. See the module comment for what is honoured; Range is
- * applied to GET only (RFC 9110 §14.2), and with `offload` the proxy serves the body (and any
- * Range) itself while we keep the validators and digests.
+ * The answer to GET or HEAD for one stored file. See the module comment for what is honoured;
+ * Range is applied to GET only (RFC 9110 §14.2), and with `offload` the proxy serves the body
+ * (and any Range) itself while we keep the validators and digests. A body answer holds the open
+ * file: send it (which closes it) or close its source.
  */
-export async function sendFile(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  file: StoredFile,
-  opts: { offload?: Offload } = {},
-): Promise<FastifyReply> {
+export async function answerFile(file: StoredFile, request: FileRequest, opts: { offload?: Offload } = {}): Promise<DownloadAnswer> {
   const { record } = file;
+  const context = { file: file.absPath, path: record.path };
   let opened: { handle: FileHandle; mtime: Date };
   try {
     opened = await openStoredFile(file.absPath, record);
   } catch (err) {
-    request.log.error({ err, file: file.absPath, path: record.path }, 'stored file cannot be served');
     const message = err instanceof StoredFileError ? err.message : `stored file ${record.path} cannot be read`;
-    return reply.code(500).send({ error: message });
+    return { kind: 'error', status: 500, headers: {}, message, cause: err, context };
   }
   const { handle } = opened;
   let handedOver = false;
@@ -148,16 +144,12 @@ export async function sendFile(
     const validators: Record<string, string> = { 'last-modified': lastModified };
     if (etag !== undefined) validators.etag = etag;
 
-    const ifNoneMatch = request.headers['if-none-match'];
-    const ifModifiedSince = request.headers['if-modified-since'];
+    const { 'if-none-match': ifNoneMatch, 'if-modified-since': ifModifiedSince, 'if-range': ifRange } = request.headers;
     const notModified =
       ifNoneMatch !== undefined
         ? etag !== undefined && noneMatchHits(ifNoneMatch, etag)
         : ifModifiedSince !== undefined && Math.floor(opened.mtime.getTime() / 1000) * 1000 <= Date.parse(ifModifiedSince);
-    if (notModified) {
-      reply.code(304).headers(validators);
-      return reply.send(request.method === 'HEAD' ? emptyBody() : undefined);
-    }
+    if (notModified) return { kind: 'headers', status: 304, headers: validators };
 
     const representation: Record<string, string> = {
       'content-type': contentTypeFor(record.path),
@@ -167,27 +159,28 @@ export async function sendFile(
       ...validators,
     };
     if (reprDigest !== undefined) representation['repr-digest'] = reprDigest;
-    if (opts.offload !== undefined) return offloadBody(reply.headers(representation), file, opts.offload);
+    if (opts.offload !== undefined) return { kind: 'offload', headers: { ...representation, ...offloadHeaders(file, opts.offload) } };
 
     let range: RangeRequest = { kind: 'none' };
-    const ifRange = request.headers['if-range'];
-    if (request.method === 'GET' && (ifRange === undefined || (typeof ifRange === 'string' && ifRangeHolds(ifRange, etag, lastModified)))) {
+    if (request.method === 'GET' && (ifRange === undefined || ifRangeHolds(ifRange, etag, lastModified))) {
       range = parseRange(request.headers.range, size);
     }
     if (range.kind === 'unsatisfiable') {
-      reply.code(416).headers({ ...validators, 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` });
-      return reply.type('application/json; charset=utf-8').send({ error: `range not satisfiable: ${record.path} has ${size} bytes` });
+      return {
+        kind: 'error',
+        status: 416,
+        headers: { ...validators, 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` },
+        message: `range not satisfiable: ${record.path} has ${size} bytes`,
+        context,
+      };
     }
-    reply.headers(representation);
     const [start, end] = range.kind === 'range' ? [range.start, range.end] : [0, size - 1];
-    if (range.kind === 'range') {
-      reply.code(206).header('content-range', `bytes ${start}-${end}/${size}`);
-    } else {
-      reply.code(200);
-      if (reprDigest !== undefined) reply.header('content-digest', reprDigest);
-    }
-    reply.header('content-length', String(end - start + 1));
-    if (request.method === 'HEAD') return reply.send(emptyBody());
+    const headers = { ...representation };
+    if (range.kind === 'range') headers['content-range'] = `bytes ${start}-${end}/${size}`;
+    else if (reprDigest !== undefined) headers['content-digest'] = reprDigest;
+    headers['content-length'] = String(end - start + 1);
+    const status = range.kind === 'range' ? 206 : 200;
+    if (request.method === 'HEAD') return { kind: 'headers', status, headers };
 
     handedOver = true;
     let position = start;
@@ -201,7 +194,7 @@ export async function sendFile(
       },
       close: () => handle.close(),
     };
-    return sendBody(request, reply, source, end - start + 1, { file: file.absPath, path: record.path });
+    return { kind: 'body', status, headers, length: end - start + 1, source, context };
   } finally {
     if (!handedOver) await handle.close().catch(() => {});
   }
@@ -209,18 +202,12 @@ export async function sendFile(
 
 /**
  * X-Sendfile carries the absolute path (Apache mod_xsendfile, lighttpd); X-Accel-Redirect a URI
- * under `prefix`, percent-encoded per segment (nginx ≥ 1.5.9 expects an escaped URI). The body is
- * empty and Content-Length is 0 on our side: the proxy sets its own, and answers Range itself.
+ * under `prefix`, percent-encoded per segment (nginx ≥ 1.5.9 expects an escaped URI).
  */
-function offloadBody(reply: FastifyReply, file: StoredFile, offload: Offload): FastifyReply {
-  if (offload.header === 'X-Sendfile') {
-    // Header values travel as latin1: this puts the path's UTF-8 bytes on the wire unchanged.
-    reply.header('x-sendfile', Buffer.from(file.absPath, 'utf8').toString('latin1'));
-  } else {
-    if (file.storageRelativePath === undefined) throw new Error('X-Accel-Redirect needs the file path relative to the storage root');
-    const prefix = (offload.prefix ?? '').replace(/\/+$/, '');
-    reply.header('x-accel-redirect', `${prefix}/${file.storageRelativePath.split('/').map(encodeURIComponent).join('/')}`);
-  }
-  reply.code(200).removeHeader('content-length');
-  return reply.send();
+function offloadHeaders(file: StoredFile, offload: Offload): Record<string, string> {
+  // Header values travel as latin1: this puts the path's UTF-8 bytes on the wire unchanged.
+  if (offload.header === 'X-Sendfile') return { 'x-sendfile': Buffer.from(file.absPath, 'utf8').toString('latin1') };
+  if (file.storageRelativePath === undefined) throw new Error('X-Accel-Redirect needs the file path relative to the storage root');
+  const prefix = (offload.prefix ?? '').replace(/\/+$/, '');
+  return { 'x-accel-redirect': `${prefix}/${file.storageRelativePath.split('/').map(encodeURIComponent).join('/')}` };
 }

@@ -19,11 +19,11 @@
  * directory size or its offset do not fit.
  */
 import type { FileHandle } from 'node:fs/promises';
-import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { FileRecord } from '../catalog/types.js';
 import { Storage } from '../storage/storage.js';
-import { closeQuietly, openStoredFile, readFully, sendBody, type BodySource } from './body.js';
-import { contentDisposition, emptyBody } from './file.js';
+import type { DownloadAnswer } from './answer.js';
+import { closeQuietly, openStoredFile, readFully, type BodySource } from './body.js';
+import { contentDisposition } from './file.js';
 
 const U16_MAX = 0xffff;
 /** Sizes and offsets at or above this need ZIP64 (0xffffffff itself is the "see zip64" marker). */
@@ -397,19 +397,19 @@ class ZipBody implements BodySource {
 }
 
 /**
- * Answers GET or HEAD with the package as a stored zip. A file that cannot be read, or whose size
- * no longer matches the catalog, aborts the connection wherever it comes (the length was promised:
- * the client sees a reset, never an archive that ends cleanly); a client that goes away stops
- * the reading.
+ * The answer to GET or HEAD with the package as a stored zip. A file that cannot be read, or
+ * whose size no longer matches the catalog, aborts the connection wherever it comes (the length
+ * was promised: the client sees a reset, never an archive that ends cleanly); a client that goes
+ * away stops the reading. Files are opened only as the body is sent.
  */
-export async function sendZip(request: FastifyRequest, reply: FastifyReply, pkg: ZipSource): Promise<FastifyReply> {
+export function answerZip(pkg: ZipSource, method: string): DownloadAnswer {
   const plan = planZip(pkg.bagId, pkg.files);
-  reply.code(200).headers({
+  const headers = {
     'content-type': 'application/zip',
     'content-length': String(plan.size),
     'content-disposition': contentDisposition(`${pkg.bagId}.zip`),
     'x-content-type-options': 'nosniff',
-  });
-  if (request.method === 'HEAD') return reply.send(emptyBody());
-  return sendBody(request, reply, new ZipBody(plan, pkg), plan.size, { bagId: pkg.bagId, dir: pkg.dir });
+  };
+  if (method === 'HEAD') return { kind: 'headers', status: 200, headers };
+  return { kind: 'body', status: 200, headers, length: plan.size, source: new ZipBody(plan, pkg), context: { bagId: pkg.bagId, dir: pkg.dir } };
 }

@@ -1,9 +1,10 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { sendFile, sendZip } from '../../download/index.js';
+import { answerFile, answerZip } from '../../download/index.js';
 import { Storage } from '../../storage/storage.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
+import { sendDownload } from '../send-download.js';
 import { bagIdParam, errors } from '../schemas.js';
 import { loadPackage } from './access.js';
 
@@ -23,12 +24,8 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
-      return sendZip(request, reply, {
-        bagId: pkg.bagId,
-        dir: ctx.storage.packageDir(pkg.storagePath),
-        files: ctx.catalog.packages.listFiles(pkg.bagId),
-        storedAt: pkg.updatedAt,
-      });
+      const zip = { bagId: pkg.bagId, dir: ctx.storage.packageDir(pkg.storagePath), files: ctx.catalog.packages.listFiles(pkg.bagId), storedAt: pkg.updatedAt };
+      return sendDownload(request, reply, answerZip(zip, request.method));
     },
   );
 
@@ -61,11 +58,8 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       const record = name === '' ? undefined : ctx.catalog.packages.file(pkg.bagId, `data/${name}`);
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
       const dir = ctx.storage.packageDir(pkg.storagePath);
-      return sendFile(request, reply, {
-        absPath: Storage.resolveInside(dir, record.path),
-        storageRelativePath: `${pkg.storagePath}/${record.path}`,
-        record,
-      }, { offload: ctx.config.download.offload });
+      const file = { absPath: Storage.resolveInside(dir, record.path), storageRelativePath: `${pkg.storagePath}/${record.path}`, record };
+      return sendDownload(request, reply, await answerFile(file, request, { offload: ctx.config.download.offload }));
     },
   );
 }

@@ -1,0 +1,36 @@
+/**
+ * Sends a `DownloadAnswer` through fastify. Bodies bypass fastify's serialisation
+ * (`reply.hijack()`): status and headers go out first, then `writeBody` writes the exact length
+ * from reused buffers; onResponse hooks and request logging still run, onSend hooks do not see
+ * the body. Here, too, the download's failures are logged.
+ */
+import { Readable } from 'node:stream';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { writeBody, type DownloadAnswer } from '../download/index.js';
+
+export async function sendDownload(request: FastifyRequest, reply: FastifyReply, answer: DownloadAnswer): Promise<FastifyReply> {
+  switch (answer.kind) {
+    case 'error':
+      if (answer.status === 500) request.log.error({ ...answer.context, err: answer.cause }, 'stored file cannot be served');
+      reply.code(answer.status).headers(answer.headers);
+      return reply.type('application/json; charset=utf-8').send({ error: answer.message });
+    case 'headers':
+      reply.code(answer.status).headers(answer.headers);
+      // fastify keeps our Content-Length for HEAD only when the payload is a stream.
+      return reply.send(request.method === 'HEAD' ? Readable.from([]) : undefined);
+    case 'offload':
+      reply.code(200).headers(answer.headers).removeHeader('content-length');
+      return reply.send();
+    case 'body': {
+      reply.hijack();
+      const res = reply.raw;
+      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
+      for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+      res.writeHead(answer.status);
+      const result = await writeBody(res, answer.source, answer.length);
+      if (result.outcome === 'client-gone') request.log.info({ ...answer.context, sent: result.sent, length: answer.length }, 'download stopped: the client went away');
+      if (result.outcome === 'failed') request.log.error({ ...answer.context, err: result.err, sent: result.sent, length: answer.length }, 'download aborted');
+      return reply;
+    }
+  }
+}
