@@ -16,7 +16,7 @@ import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { createCRC32, createMD5, createSHA1, createSHA256, createSHA512, type IHasher } from 'hash-wasm';
-import type { Algorithm } from '../src/catalog/types.js';
+import type { Algorithm } from '../src/fixity/index.js';
 import { createHasher, type FixityPool } from '../src/fixity/index.js';
 import { median } from './stats.js';
 

@@ -28,7 +28,7 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync,
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Algorithm } from '../src/catalog/types.js';
+import type { Algorithm } from '../src/fixity/index.js';
 import { repoRoot, TestDaemon } from '../test/helpers/daemon.js';
 import { median, range } from './stats.js';
 

@@ -5,7 +5,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Catalog } from './catalog/catalog.js';
 import type { Problem } from './catalog/types.js';
-import type { IngestObserver } from './ingest/stages.js';
+import type { IngestObserver } from './ingest/deps.js';
 
 interface PoolStats {
   stats(): { bytesHashed: number; filesHashed: number; queued: number; running: number };

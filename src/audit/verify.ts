@@ -11,8 +11,8 @@
  */
 import { lstat, readdir } from 'node:fs/promises';
 import pLimit from 'p-limit';
-import { ALGORITHM_STRENGTH, type Algorithm, type FileRecord } from '../catalog/types.js';
-import { errorCode, kindOf, type EntryKind, type Tree } from '../fixity/types.js';
+import type { FileRecord } from '../catalog/types.js';
+import { ALGORITHM_STRENGTH, errorCode, kindOf, type Algorithm, type EntryKind, type Tree } from '../fixity/index.js';
 import { Storage } from '../storage/storage.js';
 
 /** What verifying needs from the fixity pool (FixityPool satisfies it). */
@@ -30,12 +30,12 @@ export interface PackageHasher {
   listTree?(absDir: string, opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal }): Promise<Tree>;
 }
 
-export interface HashResult {
+interface HashResult {
   size: number;
   digests: Partial<Record<Algorithm, string>>;
 }
 
-export type FindingCode =
+type FindingCode =
   /** The package folder is gone (or something other than a folder stands in its place). */
   | 'package-missing'
   /** The package folder exists but could not be listed. */
@@ -55,9 +55,6 @@ export type FindingCode =
   | 'file-extra'
   /** The catalog holds no digest for the file, so only its size was checked. */
   | 'digest-not-recorded';
-
-/** What an entry on disk is, for findings about things that are not regular files. */
-export type { EntryKind };
 
 export interface Finding {
   code: FindingCode;
@@ -97,7 +94,7 @@ const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED', 'ERR_FIXITY_W
 const isStop = (err: unknown, signal: AbortSignal | undefined): boolean => signal?.aborted === true || STOP_CODES.has(errorCode(err));
 
 /** The digests to verify for one file, strongest first. */
-export function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algorithm[] {
+function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algorithm[] {
   const recorded = ALGORITHM_STRENGTH.filter((a) => file.digests[a] !== undefined);
   return mode === 'all' ? recorded : recorded.slice(0, 1);
 }

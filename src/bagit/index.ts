@@ -16,6 +16,6 @@ export {
   type UnsafePathReason,
 } from './problems.js';
 export { decodeTagBytes, parseBagDeclaration, parseTagText, splitLines, tagValue, type TagEntry } from './tagfile.js';
-export { parseManifest, parseManifestFileName, DIGEST_LENGTH, type ManifestEntry } from './manifest.js';
+export { parseManifest, parseManifestFileName, type ManifestEntry } from './manifest.js';
 export { parseFetch, type FetchEntry } from './fetch.js';
 export { decodeBagPath, isPayloadPath, nonPortableNameReason, unsafePathReason } from './paths.js';

@@ -4,7 +4,7 @@
  * stay inside the bag and in the manifest's scope (payload or tag) before it becomes an entry;
  * lines that fail are reported, never used.
  */
-import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
+import { ALGORITHMS, DIGEST_LENGTH, type Algorithm } from '../fixity/index.js';
 import { decodeBagPath, isPayloadPath, unsafePathReason } from './paths.js';
 import type { BagProblemInit } from './problems.js';
 import { splitLines } from './tagfile.js';
@@ -18,16 +18,6 @@ export interface ManifestName {
   /** Set when the algorithm is one we can compute. */
   algorithm?: Algorithm;
 }
-
-/** Hex digits of each algorithm's digest. */
-export const DIGEST_LENGTH: Readonly<Record<Algorithm, number>> = {
-  md5: 32,
-  sha1: 40,
-  sha224: 56,
-  sha256: 64,
-  sha384: 96,
-  sha512: 128,
-};
 
 /** Recognise a manifest by its file name at the bag root; undefined for any other file. */
 export function parseManifestFileName(name: string): ManifestName | undefined {
@@ -67,9 +57,9 @@ export interface ManifestOptions {
 
 /**
  * Parse a manifest's text. Tolerated with a warning, as bagit-python and bagit-java do: md5sum's
- * `*` binary-mode marker before a path and a leading `./`. Blank lines are skipped; trailing
- * spaces and tabs after a path are dropped (sloppy writers add them; a name really ending in a
- * space is not portable anyway).
+ * `*` binary-mode marker before a path and a leading `./`. Blank lines are skipped. The path is
+ * everything after the whitespace that follows the digest, exactly: trailing spaces and tabs are
+ * part of it (a file may really be named so), with a warning, since sloppy writers add them.
  */
 export function parseManifest(text: string, opts: ManifestOptions): ParsedManifest {
   const entries = new Map<string, ManifestEntry>();
@@ -83,7 +73,7 @@ export function parseManifest(text: string, opts: ManifestOptions): ParsedManife
   splitLines(text).forEach((line, i) => {
     const lineNo = i + 1;
     if (line.trim() === '') return;
-    const m = /^[ \t]*([^ \t]+)[ \t]+(.*?)[ \t]*$/.exec(line);
+    const m = /^[ \t]*([^ \t]+)[ \t]+(.*)$/.exec(line);
     if (!m || m[2] === '') {
       problems.push({ code: 'manifest-line-malformed', path: fileName, line: lineNo, fault: 'no-path' });
       return;
@@ -94,6 +84,8 @@ export function parseManifest(text: string, opts: ManifestOptions): ParsedManife
       raw = raw.slice(1);
       if (binaryMarkers++ === 0) firstBinaryLine = lineNo;
     }
+    // In 1.0 a literal % is written %25; a bare one is taken literally, with a warning.
+    const barePercent = opts.decodePercent && /%(?!0A|0D|25)/i.test(raw);
     let path = decodeBagPath(raw, opts.decodePercent);
     if (path.startsWith('./')) {
       path = path.slice(2);
@@ -112,6 +104,8 @@ export function parseManifest(text: string, opts: ManifestOptions): ParsedManife
       problems.push({ code: 'tag-entry-inside-data', path, listedIn: fileName, line: lineNo });
       return;
     }
+    if (barePercent) problems.push({ code: 'manifest-path-percent', path, listedIn: fileName, line: lineNo });
+    if (/[ \t]$/.test(path)) problems.push({ code: 'path-ends-in-whitespace', path, listedIn: fileName, line: lineNo });
     const digestWellFormed = digest.length === DIGEST_LENGTH[opts.algorithm] && /^[0-9a-f]+$/.test(digest);
     if (!digestWellFormed) problems.push({ code: 'manifest-line-malformed', path: fileName, line: lineNo, fault: 'digest' });
 

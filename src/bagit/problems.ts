@@ -3,7 +3,8 @@
  * subject (which file, which manifest, expected vs found), and the one function that turns such a
  * value into a sentence for people. Nothing here reads the disk.
  */
-import type { Algorithm, Problem } from '../catalog/types.js';
+import type { Problem } from '../catalog/types.js';
+import type { Algorithm } from '../fixity/index.js';
 
 export type Severity = 'error' | 'warning';
 
@@ -76,6 +77,16 @@ export type BagProblemInit =
   | { code: 'case-collision'; path: string; other: string }
   | { code: 'normalization-collision'; path: string; other: string }
   | { code: 'non-portable-name'; path: string; reason: NonPortableReason }
+  | { code: 'not-a-file'; path: string; listedIn?: string }
+  | { code: 'tag-file-bom'; path: string }
+  | { code: 'payload-oxum-repeated'; path: string; count: number }
+  | { code: 'tag-manifest-incomplete'; path: string; listedIn: string }
+  | { code: 'tag-manifest-lists-tag-manifest'; path: string; listedIn: string; line: number }
+  | { code: 'path-ends-in-whitespace'; path: string; listedIn: string; line: number }
+  | { code: 'manifest-path-normalization'; path: string; listed: string; listedIn: string }
+  | { code: 'manifest-path-percent'; path: string; listedIn: string; line: number }
+  | { code: 'tag-line-no-space'; path: string; line: number }
+  | { code: 'path-beyond-path-max'; path: string }
   | { code: 'problems-omitted'; omittedCode: string; count: number };
 
 export type BagProblemCode = BagProblemInit['code'];
@@ -127,6 +138,16 @@ const DEFAULT_SEVERITY: Record<BagProblemCode, Severity> = {
   'case-collision': 'warning',
   'normalization-collision': 'warning',
   'non-portable-name': 'warning',
+  'not-a-file': 'error',
+  'tag-file-bom': 'warning',
+  'payload-oxum-repeated': 'error',
+  'tag-manifest-incomplete': 'warning',
+  'tag-manifest-lists-tag-manifest': 'error',
+  'path-ends-in-whitespace': 'warning',
+  'manifest-path-normalization': 'warning',
+  'manifest-path-percent': 'warning',
+  'tag-line-no-space': 'warning',
+  'path-beyond-path-max': 'error',
   // Takes the severity of the problems it stands for; the caller passes it.
   'problems-omitted': 'error',
 };
@@ -144,18 +165,22 @@ const SHOWN_PATH_LENGTH = 1024;
 
 /**
  * Show a path from a bag so that a person can read it: control characters (a newline in a file
- * name is legal) are escaped instead of breaking the line the path is printed on, and a path
- * longer than 1024 characters is cut, saying how long it was.
+ * name is legal) are escaped instead of breaking the line the path is printed on, a path that
+ * begins or ends in whitespace is quoted so the whitespace shows, and a path longer than 1024
+ * characters is cut, saying how long it was.
  */
 export function showPath(path: string): string {
-  const shown = path.length > SHOWN_PATH_LENGTH ? `${path.slice(0, SHOWN_PATH_LENGTH)}… (${path.length} characters)` : path;
+  const cut = path.length > SHOWN_PATH_LENGTH;
+  const head = cut ? path.slice(0, SHOWN_PATH_LENGTH) : path;
   // eslint-disable-next-line no-control-regex
-  return shown.replace(/[\u0000-\u001f\u007f]/g, (c) => {
+  const escaped = head.replace(/[\u0000-\u001f\u007f]/g, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\r') return '\\r';
     if (c === '\t') return '\\t';
     return `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`;
   });
+  const quoted = /^\s|\s$/u.test(path) ? `"${escaped}${cut ? '…' : ''}"` : `${escaped}${cut ? '…' : ''}`;
+  return cut ? `${quoted} (${path.length} characters)` : quoted;
 }
 
 /** Which Unicode form a name is in, so two names that print alike can be told apart. */
@@ -245,7 +270,7 @@ export function describeProblem(p: BagProblemInit): string {
       return `${p.listedIn} line ${p.line} names ${showPath(p.path)}, a payload file; tag manifests cover tag files only.`;
     case 'file-missing':
       return `${showPath(p.path)} is listed in ${p.listedIn.join(', ')} but is not in the bag${
-        p.similar === undefined ? '' : ` (the bag has ${showPath(p.similar)}, which differs only in letter case or Unicode normalization)`
+        p.similar === undefined ? '' : ` (the bag has ${showPath(p.similar)}, which differs only in letter case, Unicode normalization or trailing whitespace)`
       }.`;
     case 'file-not-in-manifest':
       return p.manifest === undefined
@@ -287,6 +312,28 @@ export function describeProblem(p: BagProblemInit): string {
       return `${showPath(p.path)} (${normalizationForm(p.path)}) and ${showPath(p.other)} (${normalizationForm(p.other)}) are the same name in different Unicode normalization forms; they would collide on macOS and confuse tools.`;
     case 'non-portable-name':
       return `${showPath(p.path)} ${NON_PORTABLE_REASON[p.reason]}.`;
+    case 'not-a-file':
+      return p.listedIn === undefined
+        ? `${showPath(p.path)} is a folder, where RFC 8493 requires a file.`
+        : `${showPath(p.path)} is listed in ${p.listedIn} but is a folder; manifests list files only.`;
+    case 'tag-file-bom':
+      return `${showPath(p.path)} starts with a byte-order mark; it was read without it, but tag files should not carry one (bagit.txt must not).`;
+    case 'payload-oxum-repeated':
+      return `${showPath(p.path)} gives Payload-Oxum ${p.count} times; it must be given once.`;
+    case 'tag-manifest-incomplete':
+      return `${showPath(p.path)} is not listed in ${p.listedIn}; a tag manifest should list every payload manifest, so that its digests are checked too.`;
+    case 'tag-manifest-lists-tag-manifest':
+      return `${p.listedIn} line ${p.line} lists ${showPath(p.path)}, a tag manifest; tag manifests must not list tag manifests.`;
+    case 'path-ends-in-whitespace':
+      return `${showPath(p.path)} (${p.listedIn} line ${p.line}) ends in whitespace, which is taken as part of the name; if it is not, the writer of the manifest added it.`;
+    case 'manifest-path-normalization':
+      return `${showPath(p.path)} is listed in ${p.listedIn} as ${showPath(p.listed)}, the same name in another Unicode normalization form (${normalizationForm(p.listed)}); it was matched to the file as it is named on disk.`;
+    case 'manifest-path-percent':
+      return `${showPath(p.path)} (${p.listedIn} line ${p.line}) has a "%" that is not one of the escapes %0A, %0D, %25; BagIt 1.0 writes a literal % as %25. It was taken literally.`;
+    case 'tag-line-no-space':
+      return `${showPath(p.path)} line ${p.line} has no space after the colon; BagIt 1.0 writes "Label: value".`;
+    case 'path-beyond-path-max':
+      return `${showPath(p.path)} is too long a path for this system to open (beyond PATH_MAX); nothing in or under it could be checked.`;
     case 'problems-omitted':
       return `${p.count} more ${p.omittedCode} problems were found; they are not listed one by one.`;
   }

@@ -2,7 +2,8 @@
  * The shapes the validator hands to its callers (the ingest worker, `preservd validate`), and the
  * one thing it needs from them: something that hashes a file.
  */
-import type { Algorithm, Problem } from '../catalog/types.js';
+import type { Problem } from '../catalog/types.js';
+import type { Algorithm } from '../fixity/index.js';
 
 /** One regular file of the bag, tag or payload, as read once during validation. */
 export interface BagFile {

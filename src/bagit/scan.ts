@@ -8,6 +8,7 @@ import { isUtf8 } from 'node:buffer';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Stats } from 'node:fs';
+import { errorCode } from '../fs/errors.js';
 import { nonPortableNameReason } from './paths.js';
 import type { BagProblemInit, SpecialFileKind } from './problems.js';
 
@@ -26,6 +27,13 @@ export interface BagScan {
   directories: string[];
   /** Each regular file's identity and last change as scanned, to notice a file changing later. */
   stamps: Map<string, string>;
+  /**
+   * Paths that could not be looked at or into (unreadable folders, paths beyond PATH_MAX), each
+   * reported once: what a manifest lists under them is not known to be missing.
+   */
+  unreachable: string[];
+  /** The bag folder itself could not be listed: nothing else is known about the bag. */
+  rootUnreadable?: string;
   problems: BagProblemInit[];
 }
 
@@ -42,9 +50,10 @@ function specialKind(st: Stats): SpecialFileKind {
   return 'unknown';
 }
 
-function errorCode(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' ? code : 'read error';
+/** The problem of a path that could not be looked at: too long for the system, or unreadable. */
+function unreachableProblem(path: string, err: unknown): BagProblemInit {
+  const code = errorCode(err);
+  return code === 'ENAMETOOLONG' ? { code: 'path-beyond-path-max', path } : { code: 'file-unreadable', path, detail: code };
 }
 
 /**
@@ -57,6 +66,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   const directories: string[] = [];
   const present = new Set<string>();
   const stamps = new Map<string, string>();
+  const unreachable: string[] = [];
   const problems: BagProblemInit[] = [];
   const pending: string[] = [''];
   // Files with more than one name, by inode: the names found in the bag and the link count.
@@ -70,7 +80,9 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       // Names as bytes: a name that is not UTF-8 would otherwise be silently mangled.
       names = await readdir(join(root, dir), { encoding: 'buffer' });
     } catch (err) {
-      problems.push({ code: 'file-unreadable', path: dir, detail: errorCode(err) });
+      if (dir === '') return { files, present, directories, stamps, unreachable, rootUnreadable: errorCode(err), problems };
+      unreachable.push(dir);
+      problems.push(unreachableProblem(dir, err));
       continue;
     }
     const decoded: string[] = [];
@@ -97,7 +109,8 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       const st = stats[i]!;
       present.add(rel);
       if (st instanceof Error) {
-        problems.push({ code: 'file-unreadable', path: rel, detail: errorCode(st) });
+        unreachable.push(rel);
+        problems.push(unreachableProblem(rel, st));
         return;
       }
       const portability = nonPortableNameReason(name);
@@ -127,7 +140,8 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   const byPath = (a: { path: string }, b: { path: string }): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   files.sort(byPath);
   directories.sort();
-  return { files, present, directories, stamps, problems };
+  unreachable.sort();
+  return { files, present, directories, stamps, unreachable, problems };
 }
 
 /** Files and folders that desktop systems leave behind (compared case-insensitively). */

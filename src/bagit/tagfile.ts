@@ -74,7 +74,7 @@ export function decodeTagBytes(bytes: Uint8Array, encoding: string): DecodeResul
 }
 
 /** True when the encoding name is one `decodeTagBytes` can read. */
-export function isSupportedEncoding(encoding: string): boolean {
+function isSupportedEncoding(encoding: string): boolean {
   const probe = decodeTagBytes(new Uint8Array(0), encoding);
   return probe.ok || probe.fault !== 'unsupported';
 }
@@ -83,11 +83,13 @@ export function isSupportedEncoding(encoding: string): boolean {
  * Read `Label: value` entries, lenient as RFC 8493 §2.2.2 and the 0.97 suite allow: whitespace
  * around the colon is trimmed, labels may repeat (kept in order, as written), blank lines are
  * skipped, and a line starting with whitespace continues the previous value (joined with one
- * space). Lines that are none of these are returned as malformed.
+ * space). Lines that are none of these are returned as malformed; lines whose colon is not
+ * followed by whitespace are listed too (BagIt 1.0 writes `Label: value`).
  */
-export function parseTagText(text: string): { entries: TagEntry[]; malformedLines: number[] } {
+export function parseTagText(text: string): { entries: TagEntry[]; malformedLines: number[]; noSpaceLines: number[] } {
   const entries: TagEntry[] = [];
   const malformedLines: number[] = [];
+  const noSpaceLines: number[] = [];
   const lines = splitLines(text);
   for (let i = 0; i < lines.length; i++) {
     const line = lines[i]!;
@@ -105,9 +107,11 @@ export function parseTagText(text: string): { entries: TagEntry[]; malformedLine
       malformedLines.push(lineNo);
       continue;
     }
-    entries.push({ label, value: line.slice(colon + 1).trim(), line: lineNo });
+    const rest = line.slice(colon + 1);
+    if (rest !== '' && !/^[ \t]/.test(rest)) noSpaceLines.push(lineNo);
+    entries.push({ label, value: rest.trim(), line: lineNo });
   }
-  return { entries, malformedLines };
+  return { entries, malformedLines, noSpaceLines };
 }
 
 /** The first value of a label, compared case-insensitively (labels are case-insensitive in use). */

@@ -6,7 +6,8 @@
  */
 import { lstat, readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
+import { ALGORITHMS, type Algorithm } from '../fixity/index.js';
+import { errorCode } from '../fs/errors.js';
 import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
 import { parseManifest, parseManifestFileName, type ManifestEntry, type ManifestKind } from './manifest.js';
 import { isPayloadPath } from './paths.js';
@@ -25,6 +26,8 @@ interface VersionRules {
   everyPayloadManifest: boolean;
   /** 0.93 to 0.95 called bag-info.txt package-info.txt. */
   packageInfo: boolean;
+  /** 1.0 writes `Label: value`, one space after the colon; a line without it is a warning. */
+  spaceAfterColon: boolean;
 }
 
 /**
@@ -40,6 +43,7 @@ function rulesFor(version: string | undefined): VersionRules {
     duplicateSeverity: atLeast10 ? 'error' : 'warning',
     everyPayloadManifest: atLeast10,
     packageInfo: compareVersions(effective, '0.96') < 0,
+    spaceAfterColon: atLeast10,
   };
 }
 
@@ -48,15 +52,31 @@ interface LoadedManifest {
   kind: ManifestKind;
   algorithm: Algorithm;
   entries: Map<string, ManifestEntry>;
+  /** The files on disk its entries name: the entry's path, or the file it matched by normalization. */
+  covered: Set<string>;
+}
+
+/**
+ * Whether a tag file in UTF-8 starts with a byte-order mark. (In UTF-16 the mark says which byte
+ * order the file uses, and belongs there.)
+ */
+function hasUtf8ByteOrderMark(bytes: Uint8Array, encoding: string): boolean {
+  return /^utf-?8$/i.test(encoding) && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+}
+
+/** Root tag files the RFC names; each must be a file, never a folder. */
+function isNamedTagFile(name: string): boolean {
+  return ['bagit.txt', 'bag-info.txt', 'package-info.txt', FETCH_FILE].includes(name) || parseManifestFileName(name) !== undefined;
 }
 
 type HashResult = Awaited<ReturnType<FileHasher['hashFile']>>;
 
 const DEFAULT_CONCURRENCY = 32;
 
-function errorCode(err: unknown): string {
-  const code = (err as NodeJS.ErrnoException | undefined)?.code;
-  return typeof code === 'string' ? code : err instanceof Error ? err.message : 'read error';
+/** The error code of a failed read, or its message when it has none (a hasher's own error). */
+function readFailure(err: unknown): string {
+  const code = errorCode(err);
+  return code !== 'EUNKNOWN' ? code : err instanceof Error ? err.message : 'read error';
 }
 
 /** Severity order for the report: errors first, then warnings, each in the order found. */
@@ -68,7 +88,7 @@ function errorsFirst(problems: BagProblem[]): BagProblem[] {
  * Problems of one code listed one by one; beyond, one `problems-omitted` says how many more. A
  * hostile manifest of a million bogus lines would otherwise become a million-line queue item.
  */
-export const PROBLEMS_PER_CODE = 1000;
+const PROBLEMS_PER_CODE = 1000;
 
 function limitPerCode(problems: BagProblem[]): BagProblem[] {
   const seen = new Map<string, { count: number; severity: Severity }>();
@@ -112,7 +132,7 @@ async function hashFiles(
         results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, { crc32: true, priority: 'ingest', signal }));
       } catch (err) {
         signal?.throwIfAborted();
-        failures.set(file.path, errorCode(err));
+        failures.set(file.path, readFailure(err));
       }
     }
   };
@@ -141,15 +161,24 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   }
 
   const scan = await scanBag(dir, signal);
+  if (scan.rootUnreadable !== undefined) {
+    // Nothing else is known: no follow-on "bagit.txt missing".
+    add({ code: 'bag-unreadable', detail: scan.rootUnreadable });
+    return emptyReport(found);
+  }
   scan.problems.forEach((p) => add(p));
   const fileByPath = new Map(scan.files.map((f) => [f.path, f]));
+  const directorySet = new Set(scan.directories);
+  for (const name of scan.directories) if (!name.includes('/') && isNamedTagFile(name)) add({ code: 'not-a-file', path: name });
+  /** Under a path the scan could not look into: whether it is there is unknown, and was reported. */
+  const unreachable = (path: string): boolean => scan.unreachable.some((u) => path === u || path.startsWith(`${u}/`));
 
   /** Read a root tag file we are about to parse; only regular files, never through a link. */
   const readBytes = async (path: string): Promise<Buffer | undefined> => {
     try {
       return await readFile(join(dir, path));
     } catch (err) {
-      add({ code: 'file-unreadable', path, detail: errorCode(err) });
+      add({ code: 'file-unreadable', path, detail: readFailure(err) });
       return undefined;
     }
   };
@@ -181,6 +210,8 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
       add({ code: 'tag-file-undecodable', path, encoding: readableEncoding });
       return undefined;
     }
+    // The decoder may drop a byte-order mark itself: look at the bytes.
+    if (hasUtf8ByteOrderMark(bytes, readableEncoding)) add({ code: 'tag-file-bom', path });
     return decoded.text.startsWith('\ufeff') ? decoded.text.slice(1) : decoded.text;
   };
 
@@ -197,8 +228,11 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     if (text !== undefined) {
       const parsed = parseTagText(text);
       parsed.malformedLines.forEach((line) => add({ code: 'tag-file-malformed', path: bagInfoName, line }));
+      if (rules.spaceAfterColon) parsed.noSpaceLines.forEach((line) => add({ code: 'tag-line-no-space', path: bagInfoName, line }));
       bagInfo = parsed.entries.map((e) => [e.label, e.value]);
       oxum = tagValue(parsed.entries, 'Payload-Oxum');
+      const oxums = parsed.entries.filter((e) => e.label.toLowerCase() === 'payload-oxum').length;
+      if (oxums > 1) add({ code: 'payload-oxum-repeated', path: bagInfoName, count: oxums });
     }
   }
 
@@ -218,10 +252,21 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     if (text === undefined) continue;
     const parsed = parseManifest(text, { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent });
     parsed.problems.forEach((p) => add(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
-    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries: parsed.entries });
+    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries: parsed.entries, covered: new Set() });
   }
   const payloadManifests = manifests.filter((m) => m.kind === 'payload');
   if (payloadManifests.length === 0) add({ code: 'manifest-missing' });
+  // RFC 8493 §2.2.1: a tag manifest must not list tag manifests, and should list the payload manifests.
+  for (const tagManifest of manifests.filter((m) => m.kind === 'tag')) {
+    for (const entry of tagManifest.entries.values()) {
+      if (!entry.path.includes('/') && parseManifestFileName(entry.path)?.kind === 'tag') {
+        add({ code: 'tag-manifest-lists-tag-manifest', path: entry.path, listedIn: tagManifest.fileName, line: entry.line });
+      }
+    }
+    for (const m of payloadManifests) {
+      if (!tagManifest.entries.has(m.fileName)) add({ code: 'tag-manifest-incomplete', path: m.fileName, listedIn: tagManifest.fileName });
+    }
+  }
 
   let fetchEntries: FetchEntry[] = [];
   if (fileByPath.has(FETCH_FILE)) {
@@ -247,37 +292,55 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     if (stampsNow[i] !== scan.stamps.get(f.path)) add({ code: 'file-changed', path: f.path });
   });
 
-  // Each manifest entry: present and matching.
+  // Each manifest entry: present and matching. A name in another Unicode normalization than the
+  // file's matches it (RFC 8493 §2.4 asks validators to tolerate this), with a warning.
+  const filesByNfc = new Map<string, string[]>();
+  for (const f of scan.files) {
+    const key = f.path.normalize('NFC');
+    filesByNfc.set(key, [...(filesByNfc.get(key) ?? []), f.path]);
+  }
   const missing = new Map<string, string[]>();
   for (const manifest of manifests) {
     for (const entry of manifest.entries.values()) {
-      if (!fileByPath.has(entry.path)) {
-        // A path that exists as a link, device or folder was reported as such already, and a
-        // path fetch.txt lists is reported as a fetch hole.
-        if (scan.present.has(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
-        const listedIn = missing.get(entry.path);
-        if (listedIn === undefined) missing.set(entry.path, [manifest.fileName]);
-        else listedIn.push(manifest.fileName);
-        continue;
+      let onDisk: string | undefined = fileByPath.has(entry.path) ? entry.path : undefined;
+      if (onDisk === undefined) {
+        if (directorySet.has(entry.path)) {
+          add({ code: 'not-a-file', path: entry.path, listedIn: manifest.fileName });
+          continue;
+        }
+        // A path that exists as a link or device was reported as such already, one under a folder
+        // that could not be read was reported with it, and one fetch.txt lists is a fetch hole.
+        if (scan.present.has(entry.path) || unreachable(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
+        const twins = filesByNfc.get(entry.path.normalize('NFC')) ?? [];
+        if (twins.length === 1 && !manifest.entries.has(twins[0]!)) {
+          onDisk = twins[0]!;
+          add({ code: 'manifest-path-normalization', path: onDisk, listed: entry.path, listedIn: manifest.fileName });
+        } else {
+          const listedIn = missing.get(entry.path);
+          if (listedIn === undefined) missing.set(entry.path, [manifest.fileName]);
+          else listedIn.push(manifest.fileName);
+          continue;
+        }
       }
-      const hashed = results.get(entry.path);
+      manifest.covered.add(onDisk);
+      const hashed = results.get(onDisk);
       if (hashed === undefined || !entry.digestWellFormed) continue;
       const actual = hashed.digests[manifest.algorithm];
       if (actual === undefined) {
-        add({ code: 'file-unreadable', path: entry.path, detail: `the hasher returned no ${manifest.algorithm} digest` });
+        add({ code: 'file-unreadable', path: onDisk, detail: `the hasher returned no ${manifest.algorithm} digest` });
         continue;
       }
       for (const expected of [entry.digest, ...entry.conflictingDigests]) {
         if (actual.toLowerCase() !== expected) {
-          add({ code: 'manifest-mismatch', path: entry.path, algorithm: manifest.algorithm, expected, actual: actual.toLowerCase(), listedIn: manifest.fileName });
+          add({ code: 'manifest-mismatch', path: onDisk, algorithm: manifest.algorithm, expected, actual: actual.toLowerCase(), listedIn: manifest.fileName });
         }
       }
     }
   }
   if (missing.size > 0) {
-    // A listed name that is absent but present under another case or normalization is the
-    // commonest cause on Linux; say so in the problem.
-    const similarKey = (p: string): string => p.normalize('NFC').toLowerCase();
+    // A listed name that is absent but present under another case, or with whitespace a sloppy
+    // writer added, is the commonest cause on Linux; say so in the problem.
+    const similarKey = (p: string): string => p.normalize('NFC').toLowerCase().trimEnd();
     const bySimilarKey = new Map(scan.files.map((f) => [similarKey(f.path), f.path]));
     for (const [path, listedIn] of [...missing].sort(([a], [b]) => (a < b ? -1 : 1))) {
       const similar = bySimilarKey.get(similarKey(path));
@@ -289,7 +352,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const payload = scan.files.filter((f) => isPayloadPath(f.path));
   if (payloadManifests.length > 0) {
     for (const file of payload) {
-      const lacking = payloadManifests.filter((m) => !m.entries.has(file.path));
+      const lacking = payloadManifests.filter((m) => !m.covered.has(file.path));
       if (lacking.length === payloadManifests.length) add({ code: 'file-not-in-manifest', path: file.path });
       else if (rules.everyPayloadManifest) {
         for (const m of lacking) add({ code: 'file-not-in-manifest', path: file.path, algorithm: m.algorithm, manifest: m.fileName });
@@ -306,7 +369,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
 
   const sizeOf = (f: ScannedFile): number => results.get(f.path)?.size ?? f.size;
   const payloadBytes = payload.reduce((sum, f) => sum + sizeOf(f), 0);
-  if (oxum !== undefined && bagInfoName !== undefined) {
+  // With part of the payload out of reach its size is unknown, and that was reported already.
+  const payloadKnown = !scan.unreachable.some((u) => isPayloadPath(u));
+  if (oxum !== undefined && bagInfoName !== undefined && payloadKnown) {
     const actual = `${payloadBytes}.${payload.length}`;
     const m = /^(\d+)\.(\d+)$/.exec(oxum);
     if (!m) add({ code: 'payload-oxum-malformed', path: bagInfoName, value: oxum });
@@ -316,7 +381,8 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   }
 
   // Name checks over everything the bag has or claims to have.
-  const listed = manifests.flatMap((m) => [...m.entries.keys()]);
+  // (A name matched to a file by normalization is that file's; it is no second name.)
+  const listed = manifests.flatMap((m) => [...m.entries.keys()]).filter((p) => fileByPath.has(p) || missing.has(p));
   findSystemFiles(new Set([...scan.files.map((f) => f.path), ...scan.directories, ...listed])).forEach((p) => add(p));
   findNameCollisions(new Set([...scan.files.map((f) => f.path), ...listed])).forEach((p) => add(p));
 

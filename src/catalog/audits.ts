@@ -5,7 +5,7 @@
  * twice.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Catalog } from './catalog.js';
+import type { Transactor } from './transaction.js';
 import type { Audit, PreservationEvent } from './types.js';
 
 export type StartResult = { created: Audit } | { existing: Audit };
@@ -14,7 +14,7 @@ export class AuditStore {
   private readonly audits: Database<Audit, number>;
   private readonly todo: Database<number, [number, string]>;
 
-  constructor(root: RootDatabase, private readonly catalog: Catalog, private readonly nextId: () => number) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number) {
     this.audits = root.openDB({ name: 'audits' });
     this.todo = root.openDB({ name: 'auditTodo' });
   }

@@ -10,22 +10,18 @@ import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { AuditStore } from './audits.js';
 import { CheckpointStore } from './checkpoints.js';
+import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
 import { PackageStore } from './packages.js';
 import { QueueStore } from './queue.js';
+import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
 
 /** Bumped whenever the stored shapes change; `migrate()` brings older catalogs forward. */
 export const SCHEMA_VERSION = 1;
 
-export class CatalogError extends Error {
-  constructor(message: string) {
-    super(message);
-    this.name = 'CatalogError';
-  }
-}
 
-export class Catalog {
+export class Catalog implements Transactor {
   readonly users: UserStore;
   readonly packages: PackageStore;
   readonly queue: QueueStore;

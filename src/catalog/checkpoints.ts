@@ -9,14 +9,14 @@
  * its ingest (DONE or FAILED), so none outlives the ingest it belongs to.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Catalog } from './catalog.js';
-import { MAX_PATH_BYTES } from './packages.js';
+import { MAX_PATH_BYTES } from './keys.js';
+import type { Transactor } from './transaction.js';
 import type { HashCheckpoint } from './types.js';
 
 export class CheckpointStore {
   private readonly checkpoints: Database<Buffer, [string, string]>;
 
-  constructor(root: RootDatabase, private readonly catalog: Catalog) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor) {
     this.checkpoints = root.openDB({ name: 'hashCheckpoints', encoding: 'binary' });
   }
 

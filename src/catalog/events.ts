@@ -1,6 +1,6 @@
 /** PREMIS-style events per package, in date order, optionally linked to an audit. */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Catalog } from './catalog.js';
+import type { Transactor } from './transaction.js';
 import type { PreservationEvent } from './types.js';
 
 export class EventStore {
@@ -8,7 +8,7 @@ export class EventStore {
   private readonly byPackage: Database<null, [string, number]>;
   private readonly byAudit: Database<null, [number, number]>;
 
-  constructor(root: RootDatabase, private readonly catalog: Catalog, private readonly nextId: () => number) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number) {
     this.events = root.openDB({ name: 'events' });
     this.byPackage = root.openDB({ name: 'eventsByPackage' });
     this.byAudit = root.openDB({ name: 'eventsByAudit' });

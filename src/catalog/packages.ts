@@ -3,7 +3,8 @@
  * listed oldest first through an order index; files are keyed `[bag_id, path]`.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Catalog } from './catalog.js';
+import { fitsKey } from './keys.js';
+import type { Transactor } from './transaction.js';
 import type { FileRecord, Package } from './types.js';
 
 export type CreateResult = { created: Package } | { existing: Package };
@@ -12,20 +13,6 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 export function isUuid(s: string): boolean {
   return UUID.test(s);
-}
-
-/**
- * The longest id or file path (UTF-8 bytes) the catalog can hold: its keys are LMDB keys, at
- * most 1,978 bytes with the bag_id beside the path. Ingest refuses longer paths (`path-too-long`).
- */
-export const MAX_PATH_BYTES = 1900;
-
-/**
- * LMDB refuses longer keys (and throws): a lookup by a longer string, a hostile id in a URL,
- * finds nothing rather than failing.
- */
-function tooLongForKey(s: string): boolean {
-  return Buffer.byteLength(s, 'utf8') > MAX_PATH_BYTES;
 }
 
 export class PackageStore {
@@ -37,7 +24,7 @@ export class PackageStore {
   /** bag_id → the total size of its files, kept by putFiles (storedBytes without reading every record). */
   private readonly fileBytes: Database<number, string>;
 
-  constructor(root: RootDatabase, private readonly catalog: Catalog, private readonly nextSeq: () => number) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextSeq: () => number) {
     this.packages = root.openDB({ name: 'packages' });
     this.byExternalId = root.openDB({ name: 'packagesByExternalId' });
     this.order = root.openDB({ name: 'packageOrder' });
@@ -52,7 +39,7 @@ export class PackageStore {
 
   /** By bag_id first, then by external_id (chipmunk accepts either in paths). */
   find(idOrExternalId: string): Package | undefined {
-    if (tooLongForKey(idOrExternalId)) return undefined;
+    if (!fitsKey(idOrExternalId)) return undefined;
     if (isUuid(idOrExternalId)) {
       const byId = this.get(idOrExternalId);
       if (byId !== undefined) return byId;
@@ -148,7 +135,7 @@ export class PackageStore {
   }
 
   file(bagId: string, path: string): FileRecord | undefined {
-    if (tooLongForKey(path)) return undefined;
+    if (!fitsKey(path)) return undefined;
     return this.files.get([bagId, path]);
   }
 

@@ -3,7 +3,7 @@
  * attempt for the same package; a FAILED one does not (API.md).
  */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Catalog } from './catalog.js';
+import type { Transactor } from './transaction.js';
 import type { IngestStage, Problem, QueueItem } from './types.js';
 
 export type EnqueueResult = { created: QueueItem } | { existing: QueueItem };
@@ -12,7 +12,7 @@ export class QueueStore {
   private readonly items: Database<QueueItem, number>;
   private readonly byPackage: Database<null, [string, number]>;
 
-  constructor(root: RootDatabase, private readonly catalog: Catalog, private readonly nextId: () => number) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number) {
     this.items = root.openDB({ name: 'queue' });
     this.byPackage = root.openDB({ name: 'queueByPackage' });
   }

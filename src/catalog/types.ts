@@ -3,12 +3,7 @@
  * dates) are made from these in `http/`; nothing here knows about HTTP.
  */
 
-/** Digest algorithms a BagIt manifest may use (RFC 8493 §2.4), lower-case as in file names. */
-export type Algorithm = 'md5' | 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha512';
-export const ALGORITHMS: readonly Algorithm[] = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
-
-/** Strongest first: the order audits pick "the strongest recorded digest" by. */
-export const ALGORITHM_STRENGTH: readonly Algorithm[] = ['sha512', 'sha384', 'sha256', 'sha224', 'sha1', 'md5'];
+import type { Algorithm } from '../fixity/index.js';
 
 export interface User {
   name: string;
@@ -51,7 +46,7 @@ export interface FileRecord {
   digests: Partial<Record<Algorithm, string>>;
 }
 
-export type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
+type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
 
 /**
  * Where an ingest is. Each stage is safe to run again after a crash; start-up resumes a PENDING
@@ -82,8 +77,8 @@ export interface QueueItem {
   updatedAt: number;
 }
 
-export type EventType = 'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'deletion';
-export type Outcome = 'success' | 'failure';
+type EventType = 'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'deletion';
+type Outcome = 'success' | 'failure';
 
 export interface PreservationEvent {
   id: number;

@@ -4,7 +4,8 @@
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { Database, RootDatabase } from 'lmdb';
-import { CatalogError, type Catalog } from './catalog.js';
+import { CatalogError } from './errors.js';
+import type { Transactor } from './transaction.js';
 import type { Token, User } from './types.js';
 
 const USER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
@@ -18,7 +19,7 @@ export class UserStore {
   /** Keyed by the token's digest. */
   private readonly tokens: Database<Token, string>;
 
-  constructor(root: RootDatabase, private readonly catalog: Catalog) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor) {
     this.users = root.openDB({ name: 'users' });
     this.tokens = root.openDB({ name: 'tokens' });
   }

@@ -27,7 +27,7 @@ export interface DaemonResponse {
 const REQUEST_TIMEOUT_MS = 15_000;
 
 /** `http://host:port`, with a wildcard listen address turned into loopback. */
-export function daemonBaseUrl(config: Pick<Config, 'http'>): string {
+function daemonBaseUrl(config: Pick<Config, 'http'>): string {
   let host = config.http.host;
   if (host === '0.0.0.0' || host === '') host = '127.0.0.1';
   if (host === '::') host = '::1';
@@ -36,7 +36,7 @@ export function daemonBaseUrl(config: Pick<Config, 'http'>): string {
 }
 
 /** The admin token, or a DaemonError saying where it was looked for. */
-export function adminToken(config: Pick<Config, 'dataDir'>, env: NodeJS.ProcessEnv): string {
+function adminToken(config: Pick<Config, 'dataDir'>, env: NodeJS.ProcessEnv): string {
   const fromEnv = env.PRESERVD_TOKEN?.trim();
   if (fromEnv) return fromEnv;
   const file = join(config.dataDir, 'admin.token');

@@ -128,6 +128,12 @@ export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher
   } finally {
     await ownPool?.close();
   }
+  const unreadable = problems.find((p) => p.code === 'bag-unreadable');
+  if (unreadable !== undefined) {
+    // Nothing could be checked: "could not run", not "invalid".
+    io.stderr.write(`preservd validate: ${unreadable.message}\n`);
+    return 2;
+  }
   const errors = problems.filter((p) => p.severity !== 'warning').length;
   const warnings = problems.length - errors;
   const valid = errors === 0;

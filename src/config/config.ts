@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export interface ContentTypeConfig {
+interface ContentTypeConfig {
   /** A chipmunk bag-info profile (JSON), absolute or relative to the config file. */
   profile?: string;
   /** An argument vector run without a shell; `{external_id}` and `{bag}` are replaced. */
@@ -91,7 +91,7 @@ export class ConfigError extends Error {
 }
 
 /** The package's own folder (two levels above dist/src/config or src/config). */
-export const packageRoot = (() => {
+const packageRoot = (() => {
   let dir = dirname(fileURLToPath(import.meta.url));
   for (let i = 0; i < 4; i++) {
     try {
@@ -193,7 +193,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
 }
 
 /** Every problem with a merged configuration, each naming its key. */
-export function checkConfig(c: Config): string[] {
+function checkConfig(c: Config): string[] {
   const p: string[] = [];
   const str = (v: unknown, key: string) => {
     if (typeof v !== 'string' || v === '') p.push(`${key}: must be a non-empty string`);

@@ -3,7 +3,7 @@
  * hasher's saved state. JSON inside, so a stuck run can be inspected; opaque to callers.
  */
 import type { BigIntStats } from 'node:fs';
-import type { Algorithm } from '../catalog/types.js';
+import type { Algorithm } from './algorithms.js';
 
 const FORMAT = 'preservd-fixity-checkpoint/1';
 

@@ -18,14 +18,14 @@ import {
   createSHA512,
   type IHasher,
 } from 'hash-wasm';
-import type { Algorithm } from '../catalog/types.js';
+import type { Algorithm } from './algorithms.js';
 
 export interface DigestResult {
   crc32?: string;
   digests: Partial<Record<Algorithm, string>>;
 }
 
-export function crc32Hex(value: number): string {
+function crc32Hex(value: number): string {
   return (value >>> 0).toString(16).padStart(8, '0');
 }
 

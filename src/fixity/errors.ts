@@ -7,7 +7,7 @@
 export const NOT_REGULAR_FILE = 'ERR_NOT_REGULAR_FILE';
 export const POOL_CLOSED = 'ERR_FIXITY_POOL_CLOSED';
 export const WORKER_FAILED = 'ERR_FIXITY_WORKER_FAILED';
-export const ABORTED = 'ABORT_ERR';
+const ABORTED = 'ABORT_ERR';
 
 export class FixityError extends Error {
   readonly code: string;

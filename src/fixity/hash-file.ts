@@ -4,7 +4,7 @@
  * it once in large chunks into the caller's reused buffer and feed every digest from each chunk.
  */
 import { closeSync, constants, fstatSync, openSync, readSync, type BigIntStats, type Stats } from 'node:fs';
-import type { Algorithm } from '../catalog/types.js';
+import type { Algorithm } from './algorithms.js';
 import { checkpointFits, decodeCheckpoint, encodeCheckpoint, fileIdentity } from './checkpoint.js';
 import { NativeDigester, ResumableDigester, type WasmHasherSet } from './digesters.js';
 import { FixityError, NOT_REGULAR_FILE } from './errors.js';

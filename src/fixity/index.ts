@@ -7,13 +7,13 @@
  * refused, never followed or blocked on (this concerns the file itself: O_NOFOLLOW does not
  * look at the directories on the way, which the caller vouches for).
  *
- * It knows nothing of bags, manifests or the catalog; it depends on nothing of preservd except
- * the Algorithm type.
+ * It knows nothing of bags, manifests or the catalog, and depends on nothing of preservd's.
  */
+export { ALGORITHMS, ALGORITHM_STRENGTH, DIGEST_LENGTH, type Algorithm } from './algorithms.js';
 export { FixityPool, createHasher } from './pool.js';
+export { errorCode, kindOf } from './types.js';
 export { AbortError, FixityError, NOT_REGULAR_FILE, POOL_CLOSED, WORKER_FAILED } from './errors.js';
 export type {
-  Algorithm,
   EntryKind,
   FileDigests,
   FixityPoolOptions,

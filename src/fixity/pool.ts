@@ -16,7 +16,7 @@
 import { availableParallelism } from 'node:os';
 import { isAbsolute } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { ALGORITHMS, type Algorithm } from '../catalog/types.js';
+import { ALGORITHMS, type Algorithm } from './algorithms.js';
 import { AbortSignals } from './abort-signals.js';
 import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
 import { JobQueue } from './job-queue.js';

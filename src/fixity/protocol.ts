@@ -2,7 +2,7 @@
  * The messages between the pool (main thread) and its workers, and the layout of the shared
  * memory they also use. Internal to src/fixity.
  */
-import type { Algorithm } from '../catalog/types.js';
+import type { Algorithm } from './algorithms.js';
 import type { SerializedError } from './errors.js';
 import type { Tree } from './types.js';
 

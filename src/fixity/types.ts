@@ -1,8 +1,6 @@
 /** The shapes callers of the fixity pool see. */
 import type { Stats } from 'node:fs';
-import type { Algorithm } from '../catalog/types.js';
-
-export type { Algorithm };
+import type { Algorithm } from './algorithms.js';
 
 export interface FileDigests {
   /** Bytes actually read, which is what the digests cover. */
@@ -92,11 +90,7 @@ export function kindOf(entry: Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolic
   return 'unknown';
 }
 
-/** The `code` of a system error (ENOENT, EACCES, ...), or EUNKNOWN. */
-export function errorCode(err: unknown): string {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : 'EUNKNOWN';
-}
+export { errorCode } from '../fs/errors.js';
 
 /**
  * A folder tree as FixityPool.listTree found it, links not followed. `root`: the folder itself,

@@ -21,7 +21,7 @@ declare module 'fastify' {
 export const WWW_AUTHENTICATE = 'Bearer realm="preservd"';
 
 /** The token in an Authorization header value, or undefined if there is none. */
-export function tokenFromHeader(header: string | undefined): string | undefined {
+function tokenFromHeader(header: string | undefined): string | undefined {
   if (header === undefined) return undefined;
   const value = header.trim();
   const scheme = /^(Bearer|Token)(?::|\s+|$)/i.exec(value);

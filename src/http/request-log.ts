@@ -9,7 +9,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 /** Query parameters whose values are credentials. */
 const SECRET_PARAMS = /^(token|access_token|api_key|apikey|key|secret|password|auth|authorization)$/i;
 
-export const REDACTED = '[Redacted]';
+const REDACTED = '[Redacted]';
 
 /** The URL with the value of every credential-like query parameter replaced. */
 export function redactUrl(url: string): string {
@@ -34,7 +34,7 @@ export function redactUrl(url: string): string {
 }
 
 /** The route template a request matched, or `unmatched` (never the raw URL). */
-export function routeOf(request: FastifyRequest): string {
+function routeOf(request: FastifyRequest): string {
   return request.routeOptions?.url ?? 'unmatched';
 }
 

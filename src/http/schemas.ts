@@ -5,7 +5,7 @@
  */
 const date = { type: 'string', format: 'date-time' } as const;
 
-export const errorSchema = {
+const errorSchema = {
   $id: 'Error',
   type: 'object',
   required: ['error'],
@@ -15,7 +15,7 @@ export const errorSchema = {
   },
 } as const;
 
-export const packageSchema = {
+const packageSchema = {
   $id: 'Package',
   type: 'object',
   // No `required` list: the serializer would move required fields first and break the
@@ -46,7 +46,7 @@ export const packageSchema = {
   },
 } as const;
 
-export const problemSchema = {
+const problemSchema = {
   $id: 'Problem',
   type: 'object',
   required: ['code', 'message'],
@@ -58,7 +58,7 @@ export const problemSchema = {
   },
 } as const;
 
-export const queueItemSchema = {
+const queueItemSchema = {
   $id: 'QueueItem',
   type: 'object',
   // No `required` list, for the same reason as Package.
@@ -93,7 +93,7 @@ const queueStatusItem = {
   },
 } as const;
 
-export const queueStatusSchema = {
+const queueStatusSchema = {
   $id: 'QueueStatus',
   type: 'object',
   required: ['done', 'pending', 'failed'],
@@ -130,14 +130,14 @@ const auditCommon = {
   updated_at: date,
 } as const;
 
-export const auditSummarySchema = {
+const auditSummarySchema = {
   $id: 'AuditSummary',
   type: 'object',
   required: ['id', 'user', 'successes', 'failures', 'packages', 'created_at', 'updated_at'],
   properties: { ...auditCommon, successes: { type: 'integer' }, failures: { type: 'integer' } },
 } as const;
 
-export const auditEventSchema = {
+const auditEventSchema = {
   $id: 'AuditEvent',
   type: 'object',
   properties: {
@@ -147,7 +147,7 @@ export const auditEventSchema = {
   },
 } as const;
 
-export const auditSchema = {
+const auditSchema = {
   $id: 'Audit',
   type: 'object',
   description: 'One audit, with its successes and failures as fixity check events (bag_id and external_id added).',

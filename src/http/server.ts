@@ -18,7 +18,7 @@ import { queueRoutes } from './routes/queue.js';
 import { requestRoutes } from './routes/requests.js';
 import { errors, sharedSchemas } from './schemas.js';
 
-export const API_VERSION = '1.0.0';
+const API_VERSION = '1.0.0';
 
 /** One registered route: method and URL template as fastify knows them. */
 export interface RouteEntry {

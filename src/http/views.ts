@@ -4,7 +4,7 @@
  */
 import type { Audit, Package, PreservationEvent, Problem, QueueItem, User } from '../catalog/types.js';
 
-export const rfc3339 = (ms: number) => new Date(ms).toISOString();
+const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
 export interface UploadProgress {
   files: number;
@@ -44,7 +44,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
   return view;
 }
 
-export function problemView(p: Problem): Record<string, unknown> {
+function problemView(p: Problem): Record<string, unknown> {
   const v: Record<string, unknown> = { code: p.code, message: p.message };
   if (p.path !== undefined) v.path = p.path;
   if (p.severity !== undefined) v.severity = p.severity;

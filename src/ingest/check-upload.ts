@@ -6,7 +6,7 @@
  * It reads the bag and runs the validator; it moves nothing and records nothing.
  */
 import { validateBag, type BagReport, type FileHasher } from '../bagit/index.js';
-import { MAX_PATH_BYTES } from '../catalog/packages.js';
+import { MAX_PATH_BYTES } from '../catalog/keys.js';
 import type { Problem } from '../catalog/types.js';
 import { checkChipmunk, type ContentTypeRules, type ExpectedRequest } from './chipmunk.js';
 

@@ -12,7 +12,7 @@ import { lstat } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
 import type { FileHasher } from '../bagit/index.js';
 import type { CheckpointStore } from '../catalog/checkpoints.js';
-import type { Algorithm } from '../catalog/types.js';
+import type { Algorithm } from '../fixity/index.js';
 import { failpoint } from '../failpoints.js';
 import type { FileDigests, HashOptions, ResumeStore } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
@@ -28,7 +28,7 @@ const MiB = 1024 * 1024;
  * A checkpoint every quarter of the threshold, at most every 256 MiB: at most that much is read
  * again after a crash, and a checkpoint (one catalog commit, ~1 ms) costs nothing beside it.
  */
-export function checkpointInterval(resumeAboveBytes: number): number {
+function checkpointInterval(resumeAboveBytes: number): number {
   return Math.min(256 * MiB, Math.max(MiB, Math.floor(resumeAboveBytes / 4)));
 }
 

@@ -25,8 +25,8 @@ export interface ExpectedRequest {
   contentType: string;
 }
 
-export const CHIPMUNK_INFO = 'chipmunk-info.txt';
-export const DEFAULT_VALIDATOR_TIMEOUT_MS = 10 * 60 * 1000;
+const CHIPMUNK_INFO = 'chipmunk-info.txt';
+const DEFAULT_VALIDATOR_TIMEOUT_MS = 10 * 60 * 1000;
 /** Stderr kept in a problem: enough to see what went wrong, not a log file in the catalog. */
 export const VALIDATOR_OUTPUT_LIMIT = 2000;
 
@@ -34,7 +34,7 @@ const IDENTITY_TAGS = ['External-Identifier', 'Bag-ID', 'Chipmunk-Content-Type']
 const METADATA_TAGS = ['Metadata-URL', 'Metadata-Type', 'Metadata-Tagfile'] as const;
 type IdentityTag = (typeof IDENTITY_TAGS)[number];
 
-export type ChipmunkProblemInit =
+type ChipmunkProblemInit =
   | { code: 'chipmunk-info-mismatch'; path: typeof CHIPMUNK_INFO; tag: IdentityTag; expected: string; actual?: string; fileMissing: boolean }
   | { code: 'chipmunk-metadata-incomplete'; path: typeof CHIPMUNK_INFO; present: string[]; missing: string[] }
   | { code: 'chipmunk-metadata-tagfile-missing'; path: string; inPayload: boolean }
@@ -46,10 +46,10 @@ export type ChipmunkProblemInit =
   | { code: 'validator-timeout'; contentType: string; timeoutMs: number }
   | { code: 'validator-unavailable'; contentType: string; command: string; detail: string };
 
-export type ChipmunkProblem = ChipmunkProblemInit & { severity: 'error'; message: string } & Problem;
+type ChipmunkProblem = ChipmunkProblemInit & { severity: 'error'; message: string } & Problem;
 
 /** The one place a chipmunk problem becomes a sentence. */
-export function describeChipmunkProblem(p: ChipmunkProblemInit): string {
+function describeChipmunkProblem(p: ChipmunkProblemInit): string {
   switch (p.code) {
     case 'chipmunk-info-mismatch':
       if (p.fileMissing) return `${CHIPMUNK_INFO} is missing, so ${p.tag} cannot match the request's "${p.expected}".`;

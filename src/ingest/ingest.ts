@@ -4,27 +4,12 @@
  * so after a crash start-up resumes every PENDING item where it was; nothing stays PENDING.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { Catalog } from '../catalog/catalog.js';
 import type { QueueItem } from '../catalog/types.js';
-import type { Config } from '../config/config.js';
-import type { Storage } from '../storage/storage.js';
-import type { ResumableHasher } from './checkpointed-hasher.js';
-import type { LandingZone } from './landing.js';
-import type { LandingWatcher } from './watcher.js';
-import { IngestStages, type IngestObserver } from './stages.js';
-import type { Logger } from '../logger.js';
+import type { IngestDeps } from './deps.js';
+import { IngestStages } from './stages.js';
 
-export interface IngestDeps {
-  catalog: Catalog;
-  storage: Storage;
-  /** The fixity pool; huge files are hashed resumably through it (checkpointed-hasher.ts). */
-  hasher: ResumableHasher;
-  landing: LandingZone;
-  watcher: LandingWatcher;
-  config: Config;
-  logger: Logger;
-  observer?: IngestObserver;
-}
+export type { IngestDeps } from './deps.js';
+
 
 export class IngestWorker {
   private readonly running = new Map<number, Promise<void>>();

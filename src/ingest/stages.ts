@@ -21,12 +21,7 @@ import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkUpload } from './check-upload.js';
 import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
-import type { IngestDeps } from './ingest.js';
-
-/** Hooks for metrics. */
-export interface IngestObserver {
-  finished(outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: Problem[]): void;
-}
+import type { IngestDeps } from './deps.js';
 
 /** A problem that ends an ingest before or outside validation. */
 class IngestFailure extends Error {

@@ -21,7 +21,7 @@ import { isErrno } from '../fs/errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 
 /** rsync's temp file for `name` while it is being received: `.name.XXXXXX`. */
-export const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;
+const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;
 
 export function isRsyncTempFile(name: string): boolean {
   return RSYNC_TEMP_FILE.test(name);

@@ -43,7 +43,7 @@ export function spawnIsolated(command: string, args: readonly string[], options:
 }
 
 /** The path of an executable `command` (with a slash: itself), or undefined. */
-export function findExecutable(command: string, path = process.env.PATH ?? ''): string | undefined {
+function findExecutable(command: string, path = process.env.PATH ?? ''): string | undefined {
   const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((dir) => join(dir, command));
   for (const candidate of candidates) {
     try {

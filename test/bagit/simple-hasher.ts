@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { crc32 } from 'node:zlib';
-import type { Algorithm } from '../../src/catalog/types.js';
+import type { Algorithm } from '../../src/fixity/index.js';
 import type { FileHasher } from '../../src/bagit/index.js';
 
 export class SimpleHasher implements FileHasher {

@@ -9,7 +9,7 @@ import { appendFileSync, readFileSync, rmSync, symlinkSync, unlinkSync, writeFil
 import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { validateBag, type BagReport } from '../../src/bagit/index.js';
-import type { Algorithm } from '../../src/catalog/types.js';
+import type { Algorithm } from '../../src/fixity/index.js';
 import { makeBag, writeManifests } from '../helpers/make-bag.js';
 import { SimpleHasher } from './simple-hasher.js';
 

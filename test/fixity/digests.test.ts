@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
-import { ALGORITHMS, type Algorithm } from '../../src/catalog/types.js';
+import { ALGORITHMS, type Algorithm } from '../../src/fixity/index.js';
 import type { FileHasher } from '../../src/bagit/index.js';
 import { createHasher, FixityPool } from '../../src/fixity/index.js';
 import { MiB, scratch } from './files.js';

@@ -2,7 +2,7 @@ import t from 'tap';
 import { createHash } from 'node:crypto';
 import { readFileSync, utimesSync } from 'node:fs';
 import { crc32 } from 'node:zlib';
-import { ALGORITHMS, type Algorithm } from '../../src/catalog/types.js';
+import { ALGORITHMS, type Algorithm } from '../../src/fixity/index.js';
 import { createHasher, type ResumeStore } from '../../src/fixity/index.js';
 import { MiB, scratch } from './files.js';
 

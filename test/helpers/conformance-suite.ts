@@ -22,9 +22,9 @@ export function repoRoot(): string {
   }
 }
 
-export const SUITE_ROOT = resolve(repoRoot(), 'test/fixtures/bagit-conformance-suite');
+const SUITE_ROOT = resolve(repoRoot(), 'test/fixtures/bagit-conformance-suite');
 
-export type SuiteCategory = 'valid' | 'invalid' | 'warning' | 'linux-only' | 'windows-only';
+type SuiteCategory = 'valid' | 'invalid' | 'warning' | 'linux-only' | 'windows-only';
 
 export interface SuiteCase {
   /** `v0.97/invalid/bom-in-bagit.txt` */

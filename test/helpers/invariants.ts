@@ -24,7 +24,7 @@ import { Catalog } from '../../src/catalog/catalog.js';
 import { landingLayout } from '../../src/ingest/landing.js';
 import { Storage } from '../../src/storage/storage.js';
 
-export type ViolationCode =
+type ViolationCode =
   | 'stored-folder-missing'
   | 'stored-file-missing'
   | 'stored-file-extra'
@@ -74,7 +74,7 @@ async function filesUnder(dir: string, rel = ''): Promise<string[]> {
 const listOrEmpty = (dir: string): Promise<string[]> => readdir(dir).catch(() => [] as string[]);
 
 /** Every broken invariant of the stopped daemon's data directory; [] when all hold. */
-export async function findViolations(dataDir: string): Promise<Violation[]> {
+async function findViolations(dataDir: string): Promise<Violation[]> {
   const violations: Violation[] = [];
   const storage = new Storage(dataDir);
   const layout = landingLayout(dataDir);

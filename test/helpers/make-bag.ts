@@ -12,9 +12,9 @@
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
-import type { Algorithm } from '../../src/catalog/types.js';
+import type { Algorithm } from '../../src/fixity/index.js';
 
-export interface ChipmunkInfoOptions {
+interface ChipmunkInfoOptions {
   externalId: string;
   bagId: string;
   contentType: string;

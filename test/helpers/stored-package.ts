@@ -11,7 +11,8 @@ import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { lstat, readdir, readFile } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { Catalog } from '../../src/catalog/catalog.js';
-import type { Algorithm, FileRecord, Package } from '../../src/catalog/types.js';
+import type { FileRecord, Package } from '../../src/catalog/types.js';
+import type { Algorithm } from '../../src/fixity/index.js';
 import { Storage } from '../../src/storage/storage.js';
 import { makeBag } from './make-bag.js';
 
@@ -50,7 +51,7 @@ async function listFiles(root: string, rel = ''): Promise<string[]> {
 }
 
 /** The record ingest would write for a file of the bag at `dir`. */
-export async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[]): Promise<FileRecord> {
+async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[]): Promise<FileRecord> {
   const bytes = await readFile(Storage.resolveInside(dir, path));
   const digests: Partial<Record<Algorithm, string>> = {};
   for (const a of new Set<Algorithm>([...algorithms, 'sha256'])) digests[a] = createHash(a).update(bytes).digest('hex');

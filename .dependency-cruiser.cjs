@@ -1,0 +1,42 @@
+/**
+ * The import rules of docs/architecture.md, checked by dependency-cruiser (`npm run lint:imports`,
+ * run by test/architecture/imports.test.ts): no cycles; the libraries (bagit, fixity, fs) use
+ * nothing of the daemon's; download knows no web framework; from outside a module with an
+ * index.ts, only its index.ts is imported.
+ */
+const LIBRARIES = '^src/(bagit|fixity|fs)/';
+const DAEMON = '^src/(audit|catalog|commands|config|download|http|ingest|process|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
+
+module.exports = {
+  forbidden: [
+    { name: 'no-cycles', severity: 'error', comment: 'No import cycles, type-only ones included.', from: { path: '^src/' }, to: { circular: true } },
+    {
+      name: 'libraries-know-no-daemon',
+      severity: 'error',
+      comment: 'bagit/, fixity/ and fs/ are libraries another project could lift out: they import only each other (bagit → fixity → fs) and node.',
+      from: { path: LIBRARIES },
+      to: { path: DAEMON },
+    },
+    { name: 'fixity-knows-no-bagit', severity: 'error', from: { path: '^src/fixity/' }, to: { path: '^src/bagit/' } },
+    { name: 'fs-is-a-leaf', severity: 'error', from: { path: '^src/fs/' }, to: { path: '^src/(?!fs/)' } },
+    {
+      name: 'download-knows-no-framework',
+      severity: 'error',
+      comment: 'download/ answers with values; http/send-download.ts is the fastify glue.',
+      from: { path: '^src/download/' },
+      to: { dependencyTypes: ['npm', 'npm-dev', 'npm-peer'], path: 'node_modules/(fastify|@fastify)/' },
+    },
+    {
+      name: 'through-the-index',
+      severity: 'error',
+      comment: 'A module with an index.ts is used through it, never by reaching into its files.',
+      from: { path: '^src/(.+)/[^/]+$' },
+      to: { path: '^src/(bagit|fixity|download|ingest/rsync)/[^/]+$', pathNot: ['/index\\.ts$', '^src/$1/'] },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    tsPreCompilationDeps: true,
+    enhancedResolveOptions: { extensions: ['.ts', '.js'] },
+  },
+};

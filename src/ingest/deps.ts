@@ -1,0 +1,26 @@
+/** What the ingest works with: the catalog, the disk, the hashing pool, the landing zone, and how to report. */
+import type { Catalog } from '../catalog/catalog.js';
+import type { Problem } from '../catalog/types.js';
+import type { Config } from '../config/config.js';
+import type { Logger } from '../logger.js';
+import type { Storage } from '../storage/storage.js';
+import type { ResumableHasher } from './checkpointed-hasher.js';
+import type { LandingZone } from './landing.js';
+import type { LandingWatcher } from './watcher.js';
+
+/** Hooks for metrics. */
+export interface IngestObserver {
+  finished(outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: Problem[]): void;
+}
+
+export interface IngestDeps {
+  catalog: Catalog;
+  storage: Storage;
+  /** The fixity pool; huge files are hashed resumably through it (checkpointed-hasher.ts). */
+  hasher: ResumableHasher;
+  landing: LandingZone;
+  watcher: LandingWatcher;
+  config: Config;
+  logger: Logger;
+  observer?: IngestObserver;
+}
