@@ -4,7 +4,7 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Catalog } from './catalog/catalog.js';
-import type { Problem } from './catalog/types.js';
+import type { StoredProblem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/deps.js';
 
 interface PoolStats {
@@ -115,7 +115,7 @@ export class Metrics {
 
   ingestObserver(): IngestObserver {
     return {
-      finished: (outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: Problem[]) => {
+      finished: (outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: StoredProblem[]) => {
         this.ingestSeconds.observe({ outcome }, seconds);
         if (outcome === 'DONE') this.ingestBytes.inc(bytes);
         for (const p of problems) this.failures.inc({ code: p.code });

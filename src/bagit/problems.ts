@@ -3,7 +3,6 @@
  * subject (which file, which manifest, expected vs found), and the one function that turns such a
  * value into a sentence for people. Nothing here reads the disk.
  */
-import type { Problem } from '../catalog/types.js';
 import type { Algorithm } from '../fixity/index.js';
 
 export type Severity = 'error' | 'warning';
@@ -63,7 +62,7 @@ export type BagProblemInit =
   | { code: 'file-not-in-manifest'; path: string; algorithm?: Algorithm; manifest?: string }
   | { code: 'manifest-mismatch'; path: string; algorithm: Algorithm; expected: string; actual: string; listedIn: string }
   | { code: 'file-unreadable'; path: string; detail: string }
-  | { code: 'file-changed'; path: string }
+  | { code: 'file-changed-during-validation'; path: string }
   | { code: 'payload-oxum-malformed'; path: string; value: string }
   | { code: 'payload-oxum-mismatch'; path: string; expected: string; actual: string }
   | { code: 'fetch-line-malformed'; path: string; line: number; fault: 'fields' | 'url' | 'length' }
@@ -92,7 +91,17 @@ export type BagProblemInit =
 export type BagProblemCode = BagProblemInit['code'];
 
 /** A problem as reported: the typed value, its severity and its sentence. */
-export type BagProblem = BagProblemInit & { severity: Severity; message: string } & Problem;
+export type BagProblem = BagProblemInit & ProblemFields;
+
+/** What every bag problem can be read by, whatever its code (the catalog keeps these fields). */
+interface ProblemFields {
+  severity: Severity;
+  message: string;
+  path?: string;
+  algorithm?: Algorithm;
+  expected?: string;
+  actual?: string;
+}
 
 /**
  * Severity of each code when nothing else decides. `manifest-duplicate` is the one code whose
@@ -124,7 +133,7 @@ const DEFAULT_SEVERITY: Record<BagProblemCode, Severity> = {
   'file-not-in-manifest': 'error',
   'manifest-mismatch': 'error',
   'file-unreadable': 'error',
-  'file-changed': 'error',
+  'file-changed-during-validation': 'error',
   'payload-oxum-malformed': 'error',
   'payload-oxum-mismatch': 'error',
   'fetch-line-malformed': 'error',
@@ -280,7 +289,7 @@ export function describeProblem(p: BagProblemInit): string {
       return `${showPath(p.path)} has ${p.algorithm} ${p.actual}, but ${p.listedIn} expects ${p.expected}.`;
     case 'file-unreadable':
       return `${showPath(p.path)} could not be read (${p.detail}).`;
-    case 'file-changed':
+    case 'file-changed-during-validation':
       return `${showPath(p.path)} changed while it was being validated; upload it again once nothing writes to it.`;
     case 'payload-oxum-malformed':
       return `${showPath(p.path)} gives Payload-Oxum "${p.value}", which is not "<octets>.<files>".`;

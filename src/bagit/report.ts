@@ -2,8 +2,8 @@
  * The shapes the validator hands to its callers (the ingest worker, `preservd validate`), and the
  * one thing it needs from them: something that hashes a file.
  */
-import type { Problem } from '../catalog/types.js';
 import type { Algorithm } from '../fixity/index.js';
+import type { BagProblem } from './problems.js';
 
 /** One regular file of the bag, tag or payload, as read once during validation. */
 export interface BagFile {
@@ -26,7 +26,7 @@ export interface BagReport {
   /** Payload manifest algorithms present, in the order of ALGORITHMS. */
   algorithms: Algorithm[];
   /** Every problem found, errors and warnings; validation never stops at the first. */
-  problems: Problem[];
+  problems: BagProblem[];
   /** Every regular file in the bag (tag and payload) that could be read, sorted by path. */
   files: BagFile[];
   payloadBytes: number;

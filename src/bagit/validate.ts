@@ -289,7 +289,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const hashedFiles = scan.files.filter((f) => results.has(f.path));
   const stampsNow = await Promise.all(hashedFiles.map((f) => lstat(join(dir, f.path)).then(fileStamp, () => 'gone')));
   hashedFiles.forEach((f, i) => {
-    if (stampsNow[i] !== scan.stamps.get(f.path)) add({ code: 'file-changed', path: f.path });
+    if (stampsNow[i] !== scan.stamps.get(f.path)) add({ code: 'file-changed-during-validation', path: f.path });
   });
 
   // Each manifest entry: present and matching. A name in another Unicode normalization than the

@@ -4,7 +4,7 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { Transactor } from './transaction.js';
-import type { IngestStage, Problem, QueueItem } from './types.js';
+import type { IngestStage, StoredProblem, QueueItem } from './types.js';
 
 export type EnqueueResult = { created: QueueItem } | { existing: QueueItem };
 
@@ -48,7 +48,7 @@ export class QueueStore {
     return this.update(id, { stage });
   }
 
-  finish(id: number, outcome: { status: 'DONE' } | { status: 'FAILED'; errors: Problem[] }): QueueItem {
+  finish(id: number, outcome: { status: 'DONE' } | { status: 'FAILED'; errors: StoredProblem[] }): QueueItem {
     return this.update(id, { ...outcome, stage: 'finished' });
   }
 

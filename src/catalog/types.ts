@@ -55,14 +55,29 @@ type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
 export type IngestStage = 'waiting' | 'staged' | 'validated' | 'stored' | 'finished';
 
 /** A problem found in a bag or a stored package: a typed value, turned into a sentence late. */
-export interface Problem {
+/**
+ * A problem as the catalog keeps it (in a FAILED queue item, for the depositor): whatever module
+ * found it (bagit, the chipmunk checks, the ingest), its code, severity and sentence, and the
+ * file it concerns. Each module's own typed problems are assignable to it.
+ */
+export interface StoredProblem {
   code: string;
   message: string;
+  severity: 'error' | 'warning';
   path?: string;
-  severity?: 'error' | 'warning';
   algorithm?: Algorithm;
   expected?: string;
   actual?: string;
+}
+
+/** The errors among problems (the rest are warnings). */
+export function errorsOf<P extends { severity: 'error' | 'warning' }>(problems: readonly P[]): P[] {
+  return problems.filter((p) => p.severity === 'error');
+}
+
+/** The warnings among problems. */
+export function warningsOf<P extends { severity: 'error' | 'warning' }>(problems: readonly P[]): P[] {
+  return problems.filter((p) => p.severity === 'warning');
 }
 
 export interface QueueItem {
@@ -72,7 +87,7 @@ export interface QueueItem {
   stage: IngestStage;
   /** The user who completed the request: the executor of the ingest's events. */
   user: string;
-  errors?: Problem[];
+  errors?: StoredProblem[];
   createdAt: number;
   updatedAt: number;
 }

@@ -9,7 +9,7 @@
  */
 import { stat } from 'node:fs/promises';
 import { showPath, type BagReport, type FileHasher } from '../bagit/index.js';
-import type { Problem } from '../catalog/types.js';
+import { errorsOf, type StoredProblem } from '../catalog/types.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createHasher } from '../fixity/index.js';
 import { checkUpload } from '../ingest/check-upload.js';
@@ -78,7 +78,7 @@ function contentTypeRules(contentType: string, env: NodeJS.ProcessEnv): { rules:
 }
 
 /** `error  <code>  <path>  <sentence>`; continuation lines of a long sentence are indented. */
-export function formatProblem(p: Problem): string {
+export function formatProblem(p: StoredProblem): string {
   const sentence = p.message.replace(/\n/g, '\n    ');
   return `${p.severity ?? 'error'}  ${p.code}  ${p.path === undefined ? '-' : showPath(p.path)}  ${sentence}`;
 }
@@ -120,11 +120,10 @@ export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher
 
   const ownPool = deps.hasher === undefined ? createHasher() : undefined;
   const hasher = deps.hasher ?? ownPool!;
-  let problems: Problem[];
+  let problems: StoredProblem[];
   let report: BagReport;
   try {
-    report = await checkUpload(args.dir, { hasher, ...(args.request === undefined ? {} : { request: args.request }), ...(rules === undefined ? {} : { rules }) });
-    problems = report.problems;
+    ({ report, problems } = await checkUpload(args.dir, { hasher, ...(args.request === undefined ? {} : { request: args.request }), ...(rules === undefined ? {} : { rules }) }));
   } finally {
     await ownPool?.close();
   }
@@ -134,7 +133,7 @@ export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher
     io.stderr.write(`preservd validate: ${unreadable.message}\n`);
     return 2;
   }
-  const errors = problems.filter((p) => p.severity !== 'warning').length;
+  const errors = errorsOf(problems).length;
   const warnings = problems.length - errors;
   const valid = errors === 0;
 

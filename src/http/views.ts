@@ -2,7 +2,7 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
-import type { Audit, Package, PreservationEvent, Problem, QueueItem, User } from '../catalog/types.js';
+import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type StoredProblem, type User } from '../catalog/types.js';
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
@@ -44,7 +44,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
   return view;
 }
 
-function problemView(p: Problem): Record<string, unknown> {
+function problemView(p: StoredProblem): Record<string, unknown> {
   const v: Record<string, unknown> = { code: p.code, message: p.message };
   if (p.path !== undefined) v.path = p.path;
   if (p.severity !== undefined) v.severity = p.severity;
@@ -55,7 +55,7 @@ export function queueItemView(item: QueueItem): Record<string, unknown> {
   const view: Record<string, unknown> = { id: item.id, status: item.status, request: `/v1/requests/${item.bagId}` };
   if (item.status === 'DONE') view.package = `/v1/packages/${item.bagId}`;
   if (item.status === 'FAILED') {
-    const errors = (item.errors ?? []).filter((p) => p.severity !== 'warning');
+    const errors = errorsOf(item.errors ?? []);
     view.error = errors.map((p) => p.message).join('\n\n');
     view.errors = errors.map(problemView);
   }
@@ -72,7 +72,7 @@ export function queueStatusItemView(item: QueueItem, pkg: Package): Record<strin
     request: `/v1/requests/${item.bagId}`,
     package: { bag_id: pkg.bagId, external_id: pkg.externalId, content_type: pkg.contentType },
   };
-  if (item.status === 'FAILED') view.error = (item.errors ?? []).filter((p) => p.severity !== 'warning').map((p) => p.message).join('\n\n');
+  if (item.status === 'FAILED') view.error = errorsOf(item.errors ?? []).map((p) => p.message).join('\n\n');
   view.created_at = new Date(item.createdAt).toISOString();
   view.updated_at = new Date(item.updatedAt).toISOString();
   return view;

@@ -7,7 +7,7 @@
  */
 import { validateBag, type BagReport, type FileHasher } from '../bagit/index.js';
 import { MAX_PATH_BYTES } from '../catalog/keys.js';
-import type { Problem } from '../catalog/types.js';
+import { errorsOf, type StoredProblem } from '../catalog/types.js';
 import { checkChipmunk, type ContentTypeRules, type ExpectedRequest } from './chipmunk.js';
 
 export interface UploadCheckOptions {
@@ -19,19 +19,28 @@ export interface UploadCheckOptions {
   signal?: AbortSignal;
 }
 
-/** The validation report, its problems followed by those of the later checks. */
-export async function checkUpload(dir: string, options: UploadCheckOptions): Promise<BagReport> {
+/** The verdict: the validation report, and every problem (the report's, then the later checks'). */
+export interface UploadVerdict {
+  report: BagReport;
+  problems: StoredProblem[];
+  /** No problem is an error. */
+  valid: boolean;
+}
+
+export async function checkUpload(dir: string, options: UploadCheckOptions): Promise<UploadVerdict> {
   const { hasher, request, rules, signal } = options;
   const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], ...(signal === undefined ? {} : { signal }) });
-  const later: Problem[] = [];
-  if (report.files.length === 0) return report; // nothing there: BagIt's problems say enough
-  if (request !== undefined) later.push(...(await checkChipmunk(dir, report, request, rules, signal === undefined ? {} : { signal })));
-  later.push(...pathsTooLong(report));
-  return { ...report, problems: [...report.problems, ...later] };
+  const problems: StoredProblem[] = [...report.problems];
+  // With nothing there, BagIt's problems say enough.
+  if (report.files.length > 0) {
+    if (request !== undefined) problems.push(...(await checkChipmunk(dir, report, request, rules, signal === undefined ? {} : { signal })));
+    problems.push(...pathsTooLong(report));
+  }
+  return { report, problems, valid: errorsOf(problems).length === 0 };
 }
 
 /** The repository's own limit, beyond BagIt's: a path the catalog cannot key (MAX_PATH_BYTES). */
-function pathsTooLong(report: BagReport): Problem[] {
+function pathsTooLong(report: BagReport): StoredProblem[] {
   return report.files
     .filter((f) => Buffer.byteLength(f.path) > MAX_PATH_BYTES)
     .map((f) => ({

@@ -8,7 +8,7 @@
 import { readFile } from 'node:fs/promises';
 import { basename, join, resolve } from 'node:path';
 import { decodeTagBytes, isPayloadPath, makeProblem, parseTagText, tagValue, unsafePathReason, type BagProblemInit, type BagReport } from '../bagit/index.js';
-import type { Problem } from '../catalog/types.js';
+import type { StoredProblem } from '../catalog/types.js';
 import { spawnIsolated } from '../process/spawn.js';
 
 export interface ContentTypeRules {
@@ -46,7 +46,7 @@ type ChipmunkProblemInit =
   | { code: 'validator-timeout'; contentType: string; timeoutMs: number }
   | { code: 'validator-unavailable'; contentType: string; command: string; detail: string };
 
-type ChipmunkProblem = ChipmunkProblemInit & { severity: 'error'; message: string } & Problem;
+type ChipmunkProblem = ChipmunkProblemInit & { severity: 'error'; message: string } & StoredProblem;
 
 /** The one place a chipmunk problem becomes a sentence. */
 function describeChipmunkProblem(p: ChipmunkProblemInit): string {
@@ -93,7 +93,7 @@ function errorCode(err: unknown): string {
 // chipmunk-info.txt
 
 /** Read chipmunk-info.txt in the bag's tag-file encoding; undefined when the bag has none. */
-async function readChipmunkInfo(bagDir: string, report: BagReport, problems: Problem[]): Promise<Map<string, string> | undefined> {
+async function readChipmunkInfo(bagDir: string, report: BagReport, problems: StoredProblem[]): Promise<Map<string, string> | undefined> {
   if (!report.files.some((f) => f.path === CHIPMUNK_INFO)) return undefined;
   let bytes: Buffer;
   try {
@@ -118,8 +118,8 @@ async function readChipmunkInfo(bagDir: string, report: BagReport, problems: Pro
   return tags;
 }
 
-function checkChipmunkInfo(tags: Map<string, string> | undefined, expected: ExpectedRequest, report: BagReport): Problem[] {
-  const problems: Problem[] = [];
+function checkChipmunkInfo(tags: Map<string, string> | undefined, expected: ExpectedRequest, report: BagReport): StoredProblem[] {
+  const problems: StoredProblem[] = [];
   const wanted: Record<IdentityTag, string> = {
     'External-Identifier': expected.externalId,
     'Bag-ID': expected.bagId,
@@ -197,8 +197,8 @@ export function parseProfile(json: unknown): ProfileRule[] | { error: string } {
  * list entry with a trailing space (chipmunk's "Not Yet Known ") means what it says. An empty
  * value counts as present. Every occurrence of a repeated tag must be allowed.
  */
-export function checkProfile(rules: readonly ProfileRule[], bagInfo: ReadonlyArray<[string, string]>): Problem[] {
-  const problems: Problem[] = [];
+export function checkProfile(rules: readonly ProfileRule[], bagInfo: ReadonlyArray<[string, string]>): StoredProblem[] {
+  const problems: StoredProblem[] = [];
   for (const rule of rules) {
     const values = bagInfo.filter(([label]) => label.toLowerCase() === rule.tag.toLowerCase()).map(([, v]) => v);
     if (values.length === 0) {
@@ -215,7 +215,7 @@ export function checkProfile(rules: readonly ProfileRule[], bagInfo: ReadonlyArr
   return problems;
 }
 
-async function checkAgainstProfile(profilePath: string, contentType: string, report: BagReport): Promise<Problem[]> {
+async function checkAgainstProfile(profilePath: string, contentType: string, report: BagReport): Promise<StoredProblem[]> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(resolve(profilePath), 'utf8'));
@@ -271,7 +271,7 @@ export async function runValidator(
   contentType: string,
   timeoutMs: number,
   signal?: AbortSignal,
-): Promise<Problem | undefined> {
+): Promise<StoredProblem | undefined> {
   signal?.throwIfAborted();
   if (argv.length === 0 || argv[0] === '') {
     return chipmunkProblem({ code: 'validator-unavailable', contentType, command: '(empty)', detail: 'no command configured' });
@@ -281,7 +281,7 @@ export async function runValidator(
   const command = args[0]!;
   const shownCommand = basename(command);
 
-  return new Promise<Problem | undefined>((resolvePromise, reject) => {
+  return new Promise<StoredProblem | undefined>((resolvePromise, reject) => {
     const child = spawnIsolated(command, args.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: validatorEnv() });
     const stderr = new BoundedOutput(64 * 1024);
     const stdout = new BoundedOutput(64 * 1024);
@@ -356,8 +356,8 @@ export async function checkChipmunk(
   expected: ExpectedRequest,
   rules: ContentTypeRules | undefined,
   opts?: { signal?: AbortSignal },
-): Promise<Problem[]> {
-  const problems: Problem[] = [];
+): Promise<StoredProblem[]> {
+  const problems: StoredProblem[] = [];
   const tags = await readChipmunkInfo(bagDir, report, problems);
   problems.push(...checkChipmunkInfo(tags, expected, report));
   if (rules?.profile !== undefined) problems.push(...(await checkAgainstProfile(rules.profile, expected.contentType, report)));

@@ -1,6 +1,6 @@
 /** What the ingest works with: the catalog, the disk, the hashing pool, the landing zone, and how to report. */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Problem } from '../catalog/types.js';
+import type { StoredProblem } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
@@ -10,7 +10,7 @@ import type { LandingWatcher } from './watcher.js';
 
 /** Hooks for metrics. */
 export interface IngestObserver {
-  finished(outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: Problem[]): void;
+  finished(outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: StoredProblem[]): void;
 }
 
 export interface IngestDeps {

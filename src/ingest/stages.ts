@@ -13,19 +13,19 @@
  */
 import { rename } from 'node:fs/promises';
 import type { BagReport } from '../bagit/index.js';
-import type { FileRecord, Package, Problem, QueueItem } from '../catalog/types.js';
+import { errorsOf, warningsOf, type FileRecord, type Package, type QueueItem, type StoredProblem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { exists } from '../fs/exists.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
-import { checkUpload } from './check-upload.js';
+import { checkUpload, type UploadVerdict } from './check-upload.js';
 import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './deps.js';
 
 /** A problem that ends an ingest before or outside validation. */
 class IngestFailure extends Error {
-  constructor(readonly problem: Problem) {
+  constructor(readonly problem: StoredProblem) {
     super(problem.message);
   }
 }
@@ -42,7 +42,7 @@ export class IngestStages {
     const started = Date.now();
     const pkg = catalog.packages.get(item.bagId);
     if (pkg === undefined) {
-      catalog.queue.finish(item.id, { status: 'FAILED', errors: [{ code: 'package-missing', message: `no request ${item.bagId} in the catalog`, severity: 'error' }] });
+      catalog.queue.finish(item.id, { status: 'FAILED', errors: [{ code: 'request-missing', message: `no request ${item.bagId} in the catalog`, severity: 'error' }] });
       return;
     }
     if (pkg.stored && item.stage !== 'validated') {
@@ -61,16 +61,16 @@ export class IngestStages {
       }
       if (stage === 'staged') {
         await this.stage(pkg); // again after a crash: the bag may be back in landing/
-        const report = await this.validate(pkg);
-        const errors = report.problems.filter((p) => p.severity !== 'warning');
+        const { report, problems } = await this.validate(pkg);
+        const errors = errorsOf(problems);
         if (errors.length > 0) {
           await returnUpload(this.deps.storage, this.deps.landing, pkg);
           failpoint('ingest:after-return');
-          this.fail(item, pkg, report.problems, started, true, report);
+          this.fail(item, pkg, problems, started, true, report);
           return;
         }
         failpoint('ingest:after-validate');
-        this.recordIntent(item, pkg, report);
+        this.recordIntent(item, pkg, report, problems);
         failpoint('ingest:after-intent');
         stage = 'validated';
       }
@@ -143,26 +143,25 @@ export class IngestStages {
     await rename(upload, staged);
   }
 
-  private async validate(pkg: Package): Promise<BagReport> {
+  private async validate(pkg: Package): Promise<UploadVerdict> {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
     const hasher = new CheckpointedHasher(this.deps.hasher, catalog.checkpoints, { bagId: pkg.bagId, dir }, config.ingest.resumeAboveBytes, logger);
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
-    const report = await checkUpload(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
-    if (report.files.length === 0) {
+    const verdict = await checkUpload(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
+    if (verdict.report.files.length === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
-      report.problems.splice(0, report.problems.length);
-      report.problems.push({ code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' });
-      return report;
+      const empty: StoredProblem = { code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' };
+      return { ...verdict, problems: [empty], valid: false };
     }
-    return report;
+    return verdict;
   }
 
   /** The intent: the files about to be stored and the successful validation, before the move. */
-  private recordIntent(item: QueueItem, pkg: Package, report: BagReport): void {
+  private recordIntent(item: QueueItem, pkg: Package, report: BagReport, problems: StoredProblem[]): void {
     const { catalog } = this.deps;
     const files: FileRecord[] = report.files.map((f) => ({ path: f.path, size: f.size, crc32: f.crc32, digests: f.digests }));
-    const warnings = report.problems.filter((p) => p.severity === 'warning');
+    const warnings = warningsOf(problems);
     catalog.transaction(() => {
       catalog.packages.putFiles(pkg.bagId, files);
       catalog.events.add({
@@ -207,9 +206,9 @@ export class IngestStages {
     this.deps.observer?.finished('DONE', seconds, bytes, []);
   }
 
-  private fail(item: QueueItem, pkg: Package, problems: Problem[], started: number, events: boolean, report?: BagReport): void {
+  private fail(item: QueueItem, pkg: Package, problems: StoredProblem[], started: number, events: boolean, report?: BagReport): void {
     const { catalog, logger } = this.deps;
-    const errors = problems.filter((p) => p.severity !== 'warning');
+    const errors = errorsOf(problems);
     const detail = errors.map((p) => p.message).join('\n');
     catalog.transaction(() => {
       if (events) {

@@ -4,7 +4,7 @@
  */
 import t from 'tap';
 import { validateBag, type BagReport } from '../../src/bagit/index.js';
-import type { Problem } from '../../src/catalog/types.js';
+import type { StoredProblem } from '../../src/catalog/types.js';
 import { suiteCases } from '../helpers/conformance-suite.js';
 import { SimpleHasher } from './simple-hasher.js';
 
@@ -19,9 +19,9 @@ interface Expectation {
 /** A tap subtest, as the callback of `t.test(cb)` receives it. */
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
 
-const only = (report: BagReport, code: string): Problem[] => report.problems.filter((p) => p.code === code);
+const only = (report: BagReport, code: string): StoredProblem[] => report.problems.filter((p) => p.code === code);
 const reasons = (report: BagReport): string[] =>
-  only(report, 'unsafe-path').map((p) => `${(p as Problem & { listedIn: string }).listedIn}:${(p as Problem & { reason: string }).reason}`);
+  only(report, 'unsafe-path').map((p) => `${(p as StoredProblem & { listedIn: string }).listedIn}:${(p as StoredProblem & { reason: string }).reason}`);
 
 const VALID: Expectation = { valid: true, codes: [] };
 

@@ -85,7 +85,7 @@ t.test('queue: PENDING or DONE blocks a new attempt, FAILED does not', async (t)
   const id = 'created' in first ? first.created.id : 0;
   const again = catalog.queue.enqueue(p.bagId, 'alice');
   t.ok('existing' in again && again.existing.id === id, 'PENDING blocks');
-  catalog.queue.finish(id, { status: 'FAILED', errors: [{ code: 'x', message: 'y' }] });
+  catalog.queue.finish(id, { status: 'FAILED', errors: [{ code: 'x', message: 'y', severity: 'error' }] });
   const retry = catalog.queue.enqueue(p.bagId, 'alice');
   t.ok('created' in retry, 'FAILED does not block');
   const retryId = 'created' in retry ? retry.created.id : 0;

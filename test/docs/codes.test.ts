@@ -3,7 +3,7 @@
  * code, audit finding, event type, HTTP error status and configuration key the source can
  * produce is documented, and nothing documented has disappeared from the source.
  *
- * Problem codes come from the typed list where one exists (`BAG_PROBLEM_CODES`); the others are
+ * StoredProblem codes come from the typed list where one exists (`BAG_PROBLEM_CODES`); the others are
  * string literals in problem constructions (`code: '...'`) found by reading src/.
  */
 import { readdirSync, readFileSync } from 'node:fs';

@@ -279,7 +279,7 @@ t.test('hostile bags', async (t) => {
     }
     await fd.close();
     t.equal(await exited, 1, stdout);
-    t.match(stdout, /^error {2}file-changed {2}data\/big\.bin {2}data\/big\.bin changed while it was being validated/m);
+    t.match(stdout, /^error {2}file-changed-during-validation {2}data\/big\.bin {2}data\/big\.bin changed while it was being validated/m);
     t.match(stdout, /^invalid /m);
   });
 

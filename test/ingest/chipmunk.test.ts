@@ -6,7 +6,7 @@ import t from 'tap';
 import { chmodSync, existsSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { validateBag } from '../../src/bagit/index.js';
-import type { Problem } from '../../src/catalog/types.js';
+import type { StoredProblem } from '../../src/catalog/types.js';
 import { checkChipmunk, checkProfile, parseProfile, runValidator, VALIDATOR_OUTPUT_LIMIT, type ContentTypeRules, type ExpectedRequest } from '../../src/ingest/chipmunk.js';
 import { SimpleHasher } from '../bagit/simple-hasher.js';
 import { repoRoot } from '../helpers/conformance-suite.js';
@@ -21,7 +21,7 @@ async function check(
   bag: Partial<MakeBagOptions> = {},
   rules?: ContentTypeRules,
   expected: ExpectedRequest = REQUEST,
-): Promise<Problem[]> {
+): Promise<StoredProblem[]> {
   await makeBag(dir, {
     files: { samplefile: 'Hello Bag!\n' },
     chipmunkInfo: { externalId: REQUEST.externalId, bagId: REQUEST.bagId, contentType: REQUEST.contentType },
@@ -31,7 +31,7 @@ async function check(
   return checkChipmunk(dir, report, expected, rules);
 }
 
-const codes = (ps: Problem[]): string[] => ps.map((p) => p.code);
+const codes = (ps: StoredProblem[]): string[] => ps.map((p) => p.code);
 
 t.test('a bag whose chipmunk-info.txt matches the request, without metadata tags, passes', async (t) => {
   t.same(await check(t.testdir()), []);
@@ -60,7 +60,7 @@ t.test('without chipmunk-info.txt every identity tag is a mismatch', async (t) =
   const report = await validateBag(dir, { hasher: new SimpleHasher() });
   const problems = await checkChipmunk(dir, report, REQUEST, undefined);
   t.same(
-    problems.map((p) => [p.code, (p as Problem & { tag: string }).tag, (p as Problem & { fileMissing: boolean }).fileMissing]),
+    problems.map((p) => [p.code, (p as StoredProblem & { tag: string }).tag, (p as StoredProblem & { fileMissing: boolean }).fileMissing]),
     [
       ['chipmunk-info-mismatch', 'External-Identifier', true],
       ['chipmunk-info-mismatch', 'Bag-ID', true],
@@ -186,7 +186,7 @@ t.test('a validator that cannot be found is a clear problem', async (t) => {
 t.test('validator output is truncated and the bag path hidden', async (t) => {
   const dir = t.testdir();
   const problems = await check(dir, {}, { validator: ['sh', '-c', 'echo "bad file in $1/data" >&2; head -c 100000 /dev/zero | tr "\\0" x >&2; exit 1', 'sh', '{bag}'] });
-  const output = (problems[0] as Problem & { output: string }).output;
+  const output = (problems[0] as StoredProblem & { output: string }).output;
   t.ok(output.startsWith('bad file in <bag>/data'), output.slice(0, 40));
   t.notOk(output.includes(dir));
   t.ok(output.length <= VALIDATOR_OUTPUT_LIMIT + 20, `bounded (${output.length})`);

@@ -1,0 +1,33 @@
+/**
+ * The architecture's rules, checked by maintained tools rather than by reading source with
+ * regular expressions: dependency-cruiser with `.dependency-cruiser.cjs` (no import cycles,
+ * libraries that know no daemon, download without fastify, modules used through their index,
+ * see docs/architecture.md) and knip with `knip.json` (no unused files, exports or dependencies).
+ * Both read the TypeScript sources, so a violation fails here before it is compiled into dist/.
+ */
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import t from 'tap';
+import { repoRoot } from '../helpers/daemon.js';
+
+const bin = (name: string) => join(repoRoot, 'node_modules', '.bin', name);
+// tap's coverage hook must not follow the tools into their own processes.
+const env = { ...process.env, NODE_OPTIONS: '' };
+
+t.test('dependency-cruiser finds no violation of the import rules', async (t) => {
+  const run = spawnSync(bin('depcruise'), ['src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+  t.equal(run.status, 0, run.stderr);
+  const result = JSON.parse(run.stdout) as { summary: { violations: Array<{ rule: { name: string }; from: string; to: string }>; totalCruised: number } };
+  t.ok(result.summary.totalCruised > 50, `it read the sources (${result.summary.totalCruised} modules)`);
+  t.same(
+    result.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`),
+    [],
+  );
+});
+
+t.test('knip finds no unused file, export or dependency', async (t) => {
+  const run = spawnSync(bin('knip'), ['--reporter', 'json'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const report = JSON.parse(run.stdout || '{"issues":null}') as { issues: unknown[] | null };
+  t.same(report.issues, [], run.stderr);
+  t.equal(run.status, 0);
+});
