@@ -41,7 +41,7 @@ export interface FileHasher {
     absPath: string,
     algorithms: Algorithm[],
     /** `signal` lets an abort stop a file mid-read; a hasher may ignore it. */
-    opts?: { crc32?: boolean; priority?: 'ingest' | 'audit'; signal?: AbortSignal },
+    opts?: { crc32?: boolean; priority?: 'ingest' | 'audit'; signal?: AbortSignal | undefined },
   ): Promise<{ size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> }>;
 }
 
@@ -49,7 +49,7 @@ export interface ValidateOptions {
   hasher: FileHasher;
   /** Digests to compute for every file beyond those the manifests use, e.g. ['sha256']. */
   alsoDigest?: Algorithm[];
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   /** hashFile calls in flight at once; the hasher bounds the real work. Default 32. */
   concurrency?: number;
 }

@@ -63,7 +63,7 @@ export class QueueStore {
   }
 
   /** Every item, oldest first, optionally only those of some packages. */
-  *list(filter: { bagIds?: Set<string>; status?: QueueItem['status'] } = {}): Generator<QueueItem> {
+  *list(filter: { bagIds?: Set<string> | undefined; status?: QueueItem['status'] } = {}): Generator<QueueItem> {
     for (const { value } of this.items.getRange()) {
       if (filter.bagIds !== undefined && !filter.bagIds.has(value.bagId)) continue;
       if (filter.status !== undefined && value.status !== filter.status) continue;

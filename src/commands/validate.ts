@@ -123,7 +123,7 @@ export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher
   let problems: StoredProblem[];
   let report: BagReport;
   try {
-    ({ report, problems } = await checkUpload(args.dir, { hasher, ...(args.request === undefined ? {} : { request: args.request }), ...(rules === undefined ? {} : { rules }) }));
+    ({ report, problems } = await checkUpload(args.dir, { hasher, request: args.request, rules }));
   } finally {
     await ownPool?.close();
   }

@@ -124,7 +124,7 @@ function ifRangeHolds(header: string, etag: string | undefined, lastModified: st
  * (and any Range) itself while we keep the validators and digests. A body answer holds the open
  * file: send it (which closes it) or close its source.
  */
-export async function answerFile(file: StoredFile, request: FileRequest, opts: { offload?: Offload } = {}): Promise<DownloadAnswer> {
+export async function answerFile(file: StoredFile, request: FileRequest, opts: { offload?: Offload | undefined } = {}): Promise<DownloadAnswer> {
   const { record } = file;
   const context = { file: file.absPath, path: record.path };
   let opened: { handle: FileHandle; mtime: Date };

@@ -16,9 +16,9 @@ export interface UploadProgress {
 export interface PackageViewOptions {
   viewer: User;
   uploadLink: string;
-  storageLocation?: string;
-  files?: string[];
-  upload?: UploadProgress;
+  storageLocation?: string | undefined;
+  files?: string[] | undefined;
+  upload?: UploadProgress | undefined;
 }
 
 export function packageView(pkg: Package, o: PackageViewOptions): Record<string, unknown> {

@@ -13,10 +13,10 @@ import { checkChipmunk, type ContentTypeRules, type ExpectedRequest } from './ch
 export interface UploadCheckOptions {
   hasher: FileHasher;
   /** The request the bag must match; without it only BagIt and the repository's limits apply. */
-  request?: ExpectedRequest;
+  request?: ExpectedRequest | undefined;
   /** The request's content type's rules (from the configuration). */
-  rules?: ContentTypeRules;
-  signal?: AbortSignal;
+  rules?: ContentTypeRules | undefined;
+  signal?: AbortSignal | undefined;
 }
 
 /** The verdict: the validation report, and every problem (the report's, then the later checks'). */
@@ -29,11 +29,11 @@ export interface UploadVerdict {
 
 export async function checkUpload(dir: string, options: UploadCheckOptions): Promise<UploadVerdict> {
   const { hasher, request, rules, signal } = options;
-  const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], ...(signal === undefined ? {} : { signal }) });
+  const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal });
   const problems: StoredProblem[] = [...report.problems];
   // With nothing there, BagIt's problems say enough.
   if (report.files.length > 0) {
-    if (request !== undefined) problems.push(...(await checkChipmunk(dir, report, request, rules, signal === undefined ? {} : { signal })));
+    if (request !== undefined) problems.push(...(await checkChipmunk(dir, report, request, rules, { signal })));
     problems.push(...pathsTooLong(report));
   }
   return { report, problems, valid: errorsOf(problems).length === 0 };

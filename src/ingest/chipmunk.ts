@@ -355,7 +355,7 @@ export async function checkChipmunk(
   report: BagReport,
   expected: ExpectedRequest,
   rules: ContentTypeRules | undefined,
-  opts?: { signal?: AbortSignal },
+  opts?: { signal?: AbortSignal | undefined },
 ): Promise<StoredProblem[]> {
   const problems: StoredProblem[] = [];
   const tags = await readChipmunkInfo(bagDir, report, problems);

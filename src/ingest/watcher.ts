@@ -141,8 +141,8 @@ interface Tracked {
   lastEventAt: number;
   lastScanAt: number;
   lastScanDurationMs: number;
-  timer?: NodeJS.Timeout;
-  scanning?: Promise<void>;
+  timer?: NodeJS.Timeout | undefined;
+  scanning?: Promise<void> | undefined;
   rescan: boolean;
 }
 

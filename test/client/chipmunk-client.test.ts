@@ -53,7 +53,7 @@ class ChipmunkClient {
   private async send(method: string, url: URL, body?: URLSearchParams): Promise<any> {
     const headers = this.headers();
     if (body !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
-    const res = await fetch(url, { method, headers, body: body?.toString(), redirect: 'manual' });
+    const res = await fetch(url, { method, headers, body: body?.toString() ?? null, redirect: 'manual' });
     const text = await res.text();
     this.log.push({ method, path: url.pathname + url.search, status: res.status, location: res.headers.get('location') });
     if (res.status === 201 || res.status === 303) {

@@ -39,7 +39,7 @@ export interface HttpResult {
 }
 
 export interface RequestOptions {
-  token?: string | null;
+  token?: string | null | undefined;
   json?: unknown;
   form?: Record<string, string>;
   body?: string | Uint8Array;
@@ -143,7 +143,7 @@ export class TestDaemon {
       body = new URLSearchParams(options.form).toString();
       headers['content-type'] ??= 'application/x-www-form-urlencoded';
     }
-    const res = await fetch(`${this.url}${path}`, { method, headers, body: body as BodyInit | undefined, redirect: 'manual' });
+    const res = await fetch(`${this.url}${path}`, { method, headers, body: (body as BodyInit | undefined) ?? null, redirect: 'manual' });
     const text = await res.text();
     let json: unknown;
     try {

@@ -106,8 +106,9 @@ t.test('the request log', async (t) => {
       t.type(line.req?.route ?? line.res?.route, 'string', `${line.msg} ${line.reqId} has the route`);
     }
     for (const [i, request] of sent.entries()) {
-      t.equal(incoming[i].req!.route, request.route, `${request.what}: incoming line names ${request.route}`);
-      const end = done.find((l) => l.reqId === incoming[i].reqId);
+      const line = incoming[i];
+      t.equal(line?.req?.route, request.route, `${request.what}: incoming line names ${request.route}`);
+      const end = done.find((l) => l.reqId === line?.reqId);
       t.equal(end?.res?.route, request.route, `${request.what}: completed line names the route`);
       t.equal(end?.res?.statusCode, request.status, `${request.what}: completed line has the status`);
     }

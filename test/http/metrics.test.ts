@@ -23,13 +23,13 @@ function parseMetrics(text: string): { samples: Sample[]; types: Map<string, str
   const types = new Map<string, string>();
   for (const line of text.split('\n')) {
     const type = /^# TYPE (\S+) (\S+)$/.exec(line);
-    if (type !== null) types.set(type[1], type[2]);
+    if (type !== null) types.set(type[1]!, type[2]!);
     if (line === '' || line.startsWith('#')) continue;
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (m === null) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]] = l[2];
-    samples.push({ name: m[1], labels, value: Number(m[3]) });
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    samples.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return { samples, types };
 }

@@ -119,7 +119,7 @@ t.test(`load: ${CLIENTS} clients for ${LOAD_SECONDS} s`, async (t) => {
     const headers: Record<string, string> = { authorization: `Bearer ${user.token}` };
     if (json !== undefined) headers['content-type'] = 'application/json';
     const started = performance.now();
-    const res = await fetch(`${d.url}${path}`, { method, headers, body: json === undefined ? undefined : JSON.stringify(json), redirect: 'manual' });
+    const res = await fetch(`${d.url}${path}`, { method, headers, body: json === undefined ? null : JSON.stringify(json), redirect: 'manual' });
     const bytes = Buffer.from(await res.arrayBuffer());
     const ms = performance.now() - started;
     rec.requests++;

@@ -26,7 +26,7 @@ interface CreateFields {
   bagId: string;
   contentType: string;
   externalId: string;
-  user?: string;
+  user?: string | undefined;
 }
 
 /** Checks a create body field by field; every problem is reported at once (422). */

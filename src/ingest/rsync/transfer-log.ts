@@ -41,7 +41,7 @@ export class TransferLog {
   private sweepAgain = false;
   private started = false;
 
-  constructor(dir: string, options: { pollMs?: number; retryMs?: number; logger?: Logger } = {}) {
+  constructor(dir: string, options: { pollMs?: number | undefined; retryMs?: number | undefined; logger?: Logger | undefined } = {}) {
     this.dir = dir;
     this.pollMs = options.pollMs ?? 2_000;
     this.retryMs = options.retryMs ?? 30_000;
