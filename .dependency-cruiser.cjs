@@ -31,7 +31,7 @@ module.exports = {
       severity: 'error',
       comment: 'A module with an index.ts is used through it, never by reaching into its files.',
       from: { path: '^src/(.+)/[^/]+$' },
-      to: { path: '^src/(bagit|fixity|download|ingest/rsync)/[^/]+$', pathNot: ['/index\\.ts$', '^src/$1/'] },
+      to: { path: '^src/(bagit|fixity|download|ingest/rsync|ingest/chipmunk)/[^/]+$', pathNot: ['/index\\.ts$', '^src/$1/'] },
     },
   ],
   options: {

@@ -150,7 +150,7 @@ const DEFAULT_SEVERITY: Record<BagProblemCode, Severity> = {
   'not-a-file': 'error',
   'tag-file-bom': 'warning',
   'payload-oxum-repeated': 'error',
-  'tag-manifest-incomplete': 'warning',
+  'tag-manifest-incomplete': 'error',
   'tag-manifest-lists-tag-manifest': 'error',
   'path-ends-in-whitespace': 'warning',
   'manifest-path-normalization': 'warning',

@@ -28,6 +28,8 @@ interface VersionRules {
   packageInfo: boolean;
   /** 1.0 writes `Label: value`, one space after the colon; a line without it is a warning. */
   spaceAfterColon: boolean;
+  /** RFC 8493 §2.2.1's MUSTs for tag manifests (list every payload manifest, no tag manifest): errors from 1.0. */
+  tagManifestRules: Severity;
 }
 
 /**
@@ -44,6 +46,7 @@ function rulesFor(version: string | undefined): VersionRules {
     everyPayloadManifest: atLeast10,
     packageInfo: compareVersions(effective, '0.96') < 0,
     spaceAfterColon: atLeast10,
+    tagManifestRules: atLeast10 ? 'error' : 'warning',
   };
 }
 
@@ -260,11 +263,11 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   for (const tagManifest of manifests.filter((m) => m.kind === 'tag')) {
     for (const entry of tagManifest.entries.values()) {
       if (!entry.path.includes('/') && parseManifestFileName(entry.path)?.kind === 'tag') {
-        add({ code: 'tag-manifest-lists-tag-manifest', path: entry.path, listedIn: tagManifest.fileName, line: entry.line });
+        add({ code: 'tag-manifest-lists-tag-manifest', path: entry.path, listedIn: tagManifest.fileName, line: entry.line }, rules.tagManifestRules);
       }
     }
     for (const m of payloadManifests) {
-      if (!tagManifest.entries.has(m.fileName)) add({ code: 'tag-manifest-incomplete', path: m.fileName, listedIn: tagManifest.fileName });
+      if (!tagManifest.entries.has(m.fileName)) add({ code: 'tag-manifest-incomplete', path: m.fileName, listedIn: tagManifest.fileName }, rules.tagManifestRules);
     }
   }
 
@@ -312,7 +315,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
         // that could not be read was reported with it, and one fetch.txt lists is a fetch hole.
         if (scan.present.has(entry.path) || unreachable(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
         const twins = filesByNfc.get(entry.path.normalize('NFC')) ?? [];
-        if (twins.length === 1 && !manifest.entries.has(twins[0]!)) {
+        if (twins.length === 1) {
           onDisk = twins[0]!;
           add({ code: 'manifest-path-normalization', path: onDisk, listed: entry.path, listedIn: manifest.fileName });
         } else {

@@ -13,7 +13,7 @@ import { errorsOf, type StoredProblem } from '../catalog/types.js';
 import { ConfigError, loadConfig } from '../config/config.js';
 import { createHasher } from '../fixity/index.js';
 import { checkUpload } from '../ingest/check-upload.js';
-import type { ContentTypeRules, ExpectedRequest } from '../ingest/chipmunk.js';
+import type { ContentTypeRules, ExpectedRequest } from '../ingest/chipmunk/index.js';
 
 export interface ValidateIO {
   stdout: NodeJS.WritableStream;

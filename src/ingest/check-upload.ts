@@ -8,7 +8,8 @@
 import { validateBag, type BagReport, type FileHasher } from '../bagit/index.js';
 import { MAX_PATH_BYTES } from '../catalog/keys.js';
 import { errorsOf, type StoredProblem } from '../catalog/types.js';
-import { checkChipmunk, type ContentTypeRules, type ExpectedRequest } from './chipmunk.js';
+import { checkChipmunk, type ContentTypeRules, type ExpectedRequest } from './chipmunk/index.js';
+import { ingestProblem } from './problems.js';
 
 export interface UploadCheckOptions {
   hasher: FileHasher;
@@ -43,10 +44,5 @@ export async function checkUpload(dir: string, options: UploadCheckOptions): Pro
 function pathsTooLong(report: BagReport): StoredProblem[] {
   return report.files
     .filter((f) => Buffer.byteLength(f.path) > MAX_PATH_BYTES)
-    .map((f) => ({
-      code: 'path-too-long',
-      path: f.path,
-      message: `${f.path.slice(0, 80)}… is ${Buffer.byteLength(f.path)} bytes long; this repository stores paths of at most ${MAX_PATH_BYTES} bytes (UTF-8): shorten it.`,
-      severity: 'error' as const,
-    }));
+    .map((f) => ingestProblem({ code: 'path-too-long', path: f.path, bytes: Buffer.byteLength(f.path) }));
 }

@@ -19,6 +19,7 @@ import { exists } from '../fs/exists.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkUpload, type UploadVerdict } from './check-upload.js';
+import { ingestProblem } from './problems.js';
 import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './deps.js';
@@ -42,11 +43,11 @@ export class IngestStages {
     const started = Date.now();
     const pkg = catalog.packages.get(item.bagId);
     if (pkg === undefined) {
-      catalog.queue.finish(item.id, { status: 'FAILED', errors: [{ code: 'request-missing', message: `no request ${item.bagId} in the catalog`, severity: 'error' }] });
+      catalog.queue.finish(item.id, { status: 'FAILED', errors: [ingestProblem({ code: 'request-missing', bagId: item.bagId })] });
       return;
     }
     if (pkg.stored && item.stage !== 'validated') {
-      this.fail(item, pkg, [{ code: 'already-stored', message: `package ${pkg.bagId} is already stored`, severity: 'error' }], started, false);
+      this.fail(item, pkg, [ingestProblem({ code: 'already-stored', bagId: pkg.bagId })], started, false);
       return;
     }
     logger.info({ queueItem: item.id, bagId: pkg.bagId, stage: item.stage }, 'ingest started');
@@ -92,13 +93,12 @@ export class IngestStages {
         // The operator's problem, but the depositor must know why and that nothing is lost.
         logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
         await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
-        const message = `the repository ran out of disk space while ingesting ${pkg.bagId}; nothing was stored and the upload is kept: complete the request again later`;
-        this.fail(item, pkg, [{ code: 'disk-full', message, severity: 'error' }], started, true);
+        this.fail(item, pkg, [ingestProblem({ code: 'disk-full', bagId: pkg.bagId })], started, true);
         return;
       }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
       await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
-      this.fail(item, pkg, [{ code: 'internal-error', message: 'the ingest failed because of a server error; the operator can find it in the log', severity: 'error' }], started, true);
+      this.fail(item, pkg, [ingestProblem({ code: 'internal-error' })], started, true);
     }
   }
 
@@ -139,7 +139,7 @@ export class IngestStages {
     await landing.close(pkg.capability);
     const upload = landing.path(pkg.capability);
     if (!(await exists(upload)))
-      throw new IngestFailure({ code: 'upload-missing', message: `nothing was uploaded for ${pkg.bagId}: rsync the bag to its upload_link, then complete again`, severity: 'error' });
+      throw new IngestFailure(ingestProblem({ code: 'upload-missing', bagId: pkg.bagId }));
     await rename(upload, staged);
   }
 
@@ -151,7 +151,7 @@ export class IngestStages {
     const verdict = await checkUpload(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
     if (verdict.report.files.length === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
-      const empty: StoredProblem = { code: 'upload-empty', message: `the upload of ${pkg.bagId} is empty: rsync the bag's contents to its upload_link`, severity: 'error' };
+      const empty = ingestProblem({ code: 'upload-empty', bagId: pkg.bagId });
       return { ...verdict, problems: [empty], valid: false };
     }
     return verdict;

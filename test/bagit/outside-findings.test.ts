@@ -50,7 +50,7 @@ t.test('byte-order marks, a repeated Payload-Oxum and tag manifests that break t
   const omits = await makeBag(t.testdir(), { files: { 'a.txt': 'a\n' }, algorithms: ['md5'], tagAlgorithms: ['md5'] });
   const tagManifest = join(omits, 'tagmanifest-md5.txt');
   writeFileSync(tagManifest, readFileSync(tagManifest, 'utf8').split('\n').filter((l) => !l.endsWith('  manifest-md5.txt')).join('\n'));
-  t.same(triples(await validate(omits)), [['warning', 'tag-manifest-incomplete', 'manifest-md5.txt']], 'a tag manifest that omits a payload manifest');
+  t.same(triples(await validate(omits)), [['error', 'tag-manifest-incomplete', 'manifest-md5.txt']], 'a tag manifest that omits a payload manifest');
 
   const lists = await makeBag(t.testdir(), { files: { 'a.txt': 'a\n' }, algorithms: ['md5'], tagAlgorithms: ['md5', 'sha256'] });
   appendFileSync(join(lists, 'tagmanifest-md5.txt'), `${md5(readFileSync(join(lists, 'tagmanifest-sha256.txt')))}  tagmanifest-sha256.txt\n`);

@@ -7,7 +7,7 @@ import { chmodSync, existsSync, readFileSync, symlinkSync, writeFileSync } from 
 import { join } from 'node:path';
 import { validateBag } from '../../src/bagit/index.js';
 import type { StoredProblem } from '../../src/catalog/types.js';
-import { checkChipmunk, checkProfile, parseProfile, runValidator, VALIDATOR_OUTPUT_LIMIT, type ContentTypeRules, type ExpectedRequest } from '../../src/ingest/chipmunk.js';
+import { checkChipmunk, checkProfile, parseProfile, runValidator, VALIDATOR_OUTPUT_LIMIT, type ContentTypeRules, type ExpectedRequest } from '../../src/ingest/chipmunk/index.js';
 import { SimpleHasher } from '../bagit/simple-hasher.js';
 import { repoRoot } from '../helpers/conformance-suite.js';
 import { makeBag, type MakeBagOptions } from '../helpers/make-bag.js';
