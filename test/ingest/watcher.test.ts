@@ -122,21 +122,23 @@ t.test('waitForQuiet waits while files keep being written, then resolves', async
   await mkdir(join(landing, cap), { recursive: true });
   const watcher = await startWatcher(t, landing);
 
+  // The invariant, whatever the machine's load: it resolves only after quietMs without a write.
+  // (On a loaded machine the writer itself may pause longer than quietMs; that is quiet too.)
   let lastWrite = Date.now();
-  let writing = true;
+  let writes = 0;
   const writer = (async () => {
     for (let i = 0; i < 15; i++) {
       await writeFile(join(landing, cap, `f${i}`), Buffer.alloc(1000, i));
       lastWrite = Date.now();
+      writes += 1;
       await sleep(100);
     }
-    writing = false;
   })();
   const quietMs = 400;
   await watcher.waitForQuiet(cap, { quietMs, activeTransfers: async () => 0 });
   const resolvedAt = Date.now();
-  t.notOk(writing, 'not while the writer is still writing');
-  t.ok(resolvedAt - lastWrite >= quietMs - 20, `resolved ${resolvedAt - lastWrite} ms after the last write`);
+  const writesBefore = writes;
+  t.ok(resolvedAt - lastWrite >= quietMs - 20, `resolved ${resolvedAt - lastWrite} ms after the last write (${writesBefore} of 15 written)`);
   await writer;
   t.equal(watcher.progress(cap)?.files, 15);
 });
