@@ -1,7 +1,8 @@
 /**
  * A fixity pool worker. Jobs arrive in batches and wait in a small local queue (the pool sends a
  * few ahead so the worker never idles on a message round trip, and takes them back when another
- * worker runs dry). Each job runs synchronously to the end: one file, one reused buffer.
+ * worker runs dry). Each job (one file, a batch of files, or a folder listing) runs synchronously
+ * to the end, reading into one reused buffer.
  *
  * Between chunks the worker polls its port (receiveMessageOnPort) when the pool has rung its
  * mailbox counter, so a running job can be cancelled, can wait for its checkpoint to be saved,
