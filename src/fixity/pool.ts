@@ -1,44 +1,40 @@
 /**
- * FixityPool: the main-thread half of the hashing pool. Jobs wait in two FIFO queues, ingest
- * before audit, and go to the least-loaded worker, up to PREFETCH per worker: a small file
- * hashes faster than a message crosses threads, so a worker must have the next jobs at hand.
- * When a worker runs dry while others still hold jobs they have not started, those are taken
- * back and shared out again (all of them from a worker on a long file, which then gets no more
- * until it finishes it; half from one working through small files). Ingest jobs have their own
- * budget per worker: a worker runs them before its waiting audit jobs, and inside a running
- * one, between two of its chunks. The pool holds no file contents: a queued job is a path and
- * a promise.
+ * FixityPool: the main-thread half of the hashing pool, and its public API. It checks what
+ * callers ask for, starts the worker threads (one replaces a worker that dies, none if they
+ * cannot start at all), posts the jobs the scheduler hands out and settles each job's promise
+ * from its worker's answer, on abort, or when the pool closes. It holds no file contents: a
+ * queued job is a path and a promise.
  *
  * Besides single files it takes batches (hashFiles: many files, one message each way) and folder
  * listings (listTree), so a caller with many small files spares its own thread the per-file work.
- * It does not compare digests or know what a bag is.
+ * Which worker runs what is scheduler.ts; checkpoints of resumable jobs are resume-relay.ts. It
+ * does not compare digests or know what a bag is.
  */
 import { availableParallelism } from 'node:os';
-import { isAbsolute } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { ALGORITHMS, type Algorithm } from './algorithms.js';
 import { AbortSignals } from './abort-signals.js';
 import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
-import { JobQueue } from './job-queue.js';
+import { checkAbsolute, checkAlgorithms, checkPriority, invalidArgument, jobMessage, type FileJob, type Job, type WorkerSlot } from './jobs.js';
 import {
   CONTROL_INTS,
   MAIL,
   SHARED_BYTES,
   SHARED_INTS,
-  type FromWorker,
   type BatchFile,
+  type FromWorker,
   type JobMessage,
   type JobOutcome,
   type ToWorker,
   type WorkerData,
 } from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
-import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Priority, ResumeStore, Tree } from './types.js';
+import { ResumeRelay } from './resume-relay.js';
+import { Scheduler } from './scheduler.js';
+import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Priority, Tree } from './types.js';
 
-const MiB = 1024 * 1024;
-const DEFAULT_READ_SIZE = MiB;
+const DEFAULT_READ_SIZE = 1024 * 1024;
 const MIN_READ_SIZE = 64 * 1024;
-const DEFAULT_CHECKPOINT_BYTES = 256 * MiB;
 /**
  * A worker's garbage is short-lived (messages, digests) and its read buffers live outside the
  * heap: a small young generation keeps each worker's memory flat instead of letting V8 grow it
@@ -46,50 +42,9 @@ const DEFAULT_CHECKPOINT_BYTES = 256 * MiB;
  */
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
 const WORKER_URL = new URL('./worker.js', import.meta.url);
-/**
- * Jobs per worker, running and waiting in its local queue. A 4 KiB file hashes in ~10–20 µs; a
- * round trip between threads took 50–500 µs on our shared 2-core host. With one job in flight
- * a worker did ~12k small files/s, with 16 ~45k, with 64 ~50–55k (noisy, shared host).
- */
-const PREFETCH = 64;
 
-interface Job {
-  id: number;
-  /** For a batch, its first file's (for error messages). */
-  path: string;
-  algorithms: Algorithm[];
-  crc32: boolean;
-  priority: Priority;
-  resume?: ResumeStore;
-  signal?: AbortSignal;
-  /** A batch job (hashFiles): many files, one message each way. */
-  batch?: BatchFile[];
-  /** A listing job (listTree). */
-  list?: true;
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- FileDigests, or a batch's results
-  resolve: (value: any) => void;
-  reject: (err: unknown) => void;
-  settled: boolean;
-  /** The worker it was handed to; unset while queued. */
-  slot?: WorkerSlot;
-  /** Whether the job message went out (a resumable job first waits for its checkpoint to load). */
-  posted: boolean;
-}
-
-interface WorkerSlot {
-  worker: Worker;
-  control: Int32Array;
-  /** Jobs handed over that the worker has not answered for yet, settled (aborted) or not. */
-  jobs: Map<number, Job>;
-  ingestJobs: number;
-  /** A giveBack is on its way to this worker. */
-  askedBack: boolean;
-  /** It said, giving jobs back, that it is on a long file: no new jobs until it finishes one. */
-  onLongJob: boolean;
-  /** The worker said it loaded; one that exits before that cannot start at all. */
-  ready: boolean;
-  error?: unknown;
-}
+/** The fields every new job starts with, whatever its kind. */
+type NewJob = Pick<Job, 'id' | 'path' | 'priority' | 'reject' | 'settled' | 'posted' | 'signal'>;
 
 /**
  * The process's Node options, less those that make no sense for (and break) a worker module:
@@ -106,24 +61,6 @@ function workerExecArgv(): string[] {
   return args;
 }
 
-function invalidArgument(message: string): FixityError {
-  return new FixityError('ERR_INVALID_ARG_VALUE', message);
-}
-
-function checkPriority(priority: Priority | undefined): Priority {
-  const p = priority ?? 'ingest';
-  if (p !== 'ingest' && p !== 'audit') throw invalidArgument(`unknown priority ${JSON.stringify(p)}`);
-  return p;
-}
-
-function checkAlgorithms(algorithms: readonly Algorithm[]): Algorithm[] {
-  if (!Array.isArray(algorithms)) throw invalidArgument('algorithms must be an array');
-  for (const a of algorithms) {
-    if (!ALGORITHMS.includes(a)) throw invalidArgument(`unknown digest algorithm ${JSON.stringify(a)}`);
-  }
-  return [...new Set(algorithms)];
-}
-
 export class FixityPool {
   private readonly readSize: number;
   /** Whether an ingest job may run nested in an audit job: a second open file on that worker. */
@@ -132,12 +69,18 @@ export class FixityPool {
   private readonly sharedCells = new BigInt64Array(this.shared);
   private readonly rateLimit = new AuditRateLimit(this.shared);
   private readonly slots: WorkerSlot[] = [];
-  private readonly ingestQueue = new JobQueue<Job>();
-  private readonly auditQueue = new JobQueue<Job>();
+  private readonly scheduler: Scheduler;
+  private readonly relay = new ResumeRelay({
+    post: (slot, message) => this.post(slot, message),
+    fail: (job, err) => this.fail(job, err),
+    loadFailed: (slot, job, err) => {
+      this.scheduler.release(slot, job);
+      this.fail(job, err);
+      this.dispatch();
+    },
+  });
   private readonly signals = new AbortSignals<Job>((job, reason) => this.abort(job, reason));
   private nextId = 1;
-  private queued = 0;
-  private outstanding = 0;
   private filesHashed = 0;
   private referenced = true;
   private closed = false;
@@ -156,6 +99,7 @@ export class FixityPool {
     // A worker holds one file open, two while an ingest job runs inside an audit job.
     workers = Math.min(workers, Math.floor(maxOpenFiles));
     this.preemption = maxOpenFiles >= 2 * workers;
+    this.scheduler = new Scheduler(this.slots, this.preemption);
     this.rateLimit.setRate(opts.auditRateLimitBytesPerSec ?? 0);
     for (let i = 0; i < workers; i++) this.slots.push(this.spawn());
     this.updateReference();
@@ -164,7 +108,7 @@ export class FixityPool {
   hashFile(absPath: string, algorithms: Algorithm[], opts: HashOptions = {}): Promise<FileDigests> {
     return new Promise<FileDigests>((resolve, reject) => {
       this.checkOpen(absPath);
-      if (typeof absPath !== 'string' || !isAbsolute(absPath)) throw invalidArgument(`not an absolute path: ${absPath}`);
+      checkAbsolute(absPath);
       const unique = checkAlgorithms(algorithms);
       const priority = checkPriority(opts.priority);
       const everyBytes = opts.resume?.everyBytes;
@@ -172,19 +116,13 @@ export class FixityPool {
         throw invalidArgument(`resume.everyBytes must be a positive integer, got ${everyBytes}`);
       }
       if (opts.signal?.aborted) throw new AbortError(absPath, opts.signal.reason);
-
       this.enqueue({
-        id: this.nextId++,
-        path: absPath,
+        ...this.newJob(absPath, priority, reject, opts.signal),
+        kind: 'file',
         algorithms: unique,
         crc32: opts.crc32 === true,
-        priority,
         resolve,
-        reject,
-        settled: false,
-        posted: false,
         ...(opts.resume ? { resume: opts.resume } : {}),
-        ...(opts.signal ? { signal: opts.signal } : {}),
       });
     });
   }
@@ -206,24 +144,18 @@ export class FixityPool {
       this.checkOpen(files[0]?.path);
       if (!Array.isArray(files)) throw invalidArgument('files must be an array');
       const batch: BatchFile[] = files.map(({ path, algorithms }) => {
-        if (typeof path !== 'string' || !isAbsolute(path)) throw invalidArgument(`not an absolute path: ${path}`);
+        checkAbsolute(path);
         return [path, checkAlgorithms(algorithms)];
       });
       const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(batch[0]?.[0] ?? '', opts.signal.reason);
       if (batch.length === 0) return resolve([]);
       this.enqueue({
-        id: this.nextId++,
-        path: batch[0]![0],
-        algorithms: [],
+        ...this.newJob(batch[0]![0], priority, reject, opts.signal),
+        kind: 'batch',
+        files: batch,
         crc32: opts.crc32 === true,
-        priority,
-        batch,
         resolve,
-        reject,
-        settled: false,
-        posted: false,
-        ...(opts.signal ? { signal: opts.signal } : {}),
       });
     });
   }
@@ -237,36 +169,11 @@ export class FixityPool {
   listTree(absDir: string, opts: Pick<HashOptions, 'priority' | 'signal'> = {}): Promise<Tree> {
     return new Promise<Tree>((resolve, reject) => {
       this.checkOpen(absDir);
-      if (typeof absDir !== 'string' || !isAbsolute(absDir)) throw invalidArgument(`not an absolute path: ${absDir}`);
+      checkAbsolute(absDir);
       const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(absDir, opts.signal.reason);
-      this.enqueue({
-        id: this.nextId++,
-        path: absDir,
-        algorithms: [],
-        crc32: false,
-        priority,
-        list: true,
-        resolve,
-        reject,
-        settled: false,
-        posted: false,
-        ...(opts.signal ? { signal: opts.signal } : {}),
-      });
+      this.enqueue({ ...this.newJob(absDir, priority, reject, opts.signal), kind: 'list', resolve });
     });
-  }
-
-  /** Throws (in a job's promise executor, so the job rejects) when the pool takes no more jobs. */
-  private checkOpen(path: string | undefined): void {
-    if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path });
-    if (this.broken) throw this.broken;
-  }
-
-  private enqueue(job: Job): void {
-    if (job.signal) this.signals.watch(job.signal, job);
-    (job.priority === 'ingest' ? this.ingestQueue : this.auditQueue).push(job);
-    this.queued++;
-    this.dispatch();
   }
 
   /** 0 = unlimited. Takes effect at once, also for audit jobs already running. */
@@ -279,8 +186,8 @@ export class FixityPool {
     return {
       bytesHashed: Number(Atomics.load(this.sharedCells, SHARED_BYTES)),
       filesHashed: this.filesHashed,
-      queued: this.queued,
-      running: this.outstanding,
+      queued: this.scheduler.queued,
+      running: this.scheduler.outstanding,
     };
   }
 
@@ -290,13 +197,28 @@ export class FixityPool {
     this.closed = true;
     const closedError = (job: Job): FixityError =>
       new FixityError(POOL_CLOSED, 'the fixity pool was closed before the file was hashed', { path: job.path });
-    for (const job of [...this.ingestQueue.takeAll(), ...this.auditQueue.takeAll()]) this.fail(job, closedError(job));
-    this.queued = 0;
+    for (const job of this.scheduler.takeAllQueued()) this.fail(job, closedError(job));
     for (const slot of this.slots) {
       for (const job of slot.jobs.values()) this.fail(job, closedError(job));
     }
     this.closing = Promise.all(this.slots.map((slot) => slot.worker.terminate())).then(() => undefined);
     return this.closing;
+  }
+
+  /** Throws (in a job's promise executor, so the job rejects) when the pool takes no more jobs. */
+  private checkOpen(path: string | undefined): void {
+    if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path });
+    if (this.broken) throw this.broken;
+  }
+
+  private newJob(path: string, priority: Priority, reject: (err: unknown) => void, signal: AbortSignal | undefined): NewJob {
+    return { id: this.nextId++, path, priority, reject, settled: false, posted: false, ...(signal ? { signal } : {}) };
+  }
+
+  private enqueue(job: Job): void {
+    if (job.signal) this.signals.watch(job.signal, job);
+    this.scheduler.enqueue(job);
+    this.dispatch();
   }
 
   private spawn(): WorkerSlot {
@@ -329,128 +251,23 @@ export class FixityPool {
     Atomics.notify(slot.control, MAIL);
   }
 
+  /** Posts the jobs the scheduler hands out (a resumable one once its checkpoint loaded). */
   private dispatch(): void {
     if (this.closed) return;
-    const batches = new Map<WorkerSlot, JobMessage[]>();
-    for (const [queue, priority] of [
-      [this.ingestQueue, 'ingest'],
-      [this.auditQueue, 'audit'],
-    ] as const) {
-      while (queue.length > 0) {
-        const slot = this.pickWorker(priority);
-        if (!slot) break;
-        const job = queue.shift()!;
-        if (job.settled) continue;
-        const message = this.assign(job, slot);
-        if (!message) continue;
-        const batch = batches.get(slot);
-        if (batch) batch.push(message);
-        else batches.set(slot, [message]);
+    for (const [slot, jobs] of this.scheduler.hand()) {
+      const messages: JobMessage[] = [];
+      for (const job of jobs) {
+        if (job.kind === 'file' && job.resume) {
+          this.relay.send(job, job.resume, slot);
+        } else {
+          job.posted = true;
+          messages.push(jobMessage(job));
+        }
       }
+      if (messages.length > 0) this.post(slot, { t: 'jobs', jobs: messages });
     }
-    for (const [slot, jobs] of batches) this.post(slot, { t: 'jobs', jobs });
-    if (this.queued === 0) this.rebalance();
+    for (const slot of this.scheduler.rebalance()) this.post(slot, { t: 'giveBack' });
     this.updateReference();
-  }
-
-  /**
-   * Audit: the least-loaded worker with room. Ingest: the same, except that when preemption is on
-   * ingest jobs have a budget of their own per worker (they run before, or inside, its audit jobs).
-   */
-  private pickWorker(priority: Priority): WorkerSlot | undefined {
-    let best: WorkerSlot | undefined;
-    let bestRank = Infinity;
-    for (const slot of this.slots) {
-      const load = slot.jobs.size;
-      if (load === 0) return slot;
-      let rank: number;
-      if (priority === 'ingest' && this.preemption) {
-        if (slot.ingestJobs >= PREFETCH) continue;
-        rank = (slot.onLongJob ? 2 * PREFETCH : 0) + slot.ingestJobs + load / (4 * PREFETCH);
-      } else {
-        if (load >= PREFETCH || slot.onLongJob) continue;
-        rank = load;
-      }
-      if (rank < bestRank) {
-        best = slot;
-        bestRank = rank;
-      }
-    }
-    return best;
-  }
-
-  /** Nothing is queued but a worker is idle: take back the jobs others have not started yet. */
-  private rebalance(): void {
-    if (!this.slots.some((slot) => slot.jobs.size === 0)) return;
-    for (const slot of this.slots) {
-      if (slot.jobs.size > 1 && !slot.askedBack) {
-        slot.askedBack = true;
-        this.post(slot, { t: 'giveBack' });
-      }
-    }
-  }
-
-  /** Jobs a worker handed back go to the front of their queues, in their old order. */
-  private takeBack(slot: WorkerSlot, ids: number[], onLongJob: boolean): void {
-    slot.askedBack = false;
-    slot.onLongJob = onLongJob;
-    for (let i = ids.length - 1; i >= 0; i--) {
-      const job = slot.jobs.get(ids[i]!);
-      if (!job) continue;
-      this.release(slot, job);
-      if (job.settled) continue;
-      delete job.slot;
-      job.posted = false;
-      (job.priority === 'ingest' ? this.ingestQueue : this.auditQueue).unshift(job);
-      this.queued++;
-    }
-    this.dispatch();
-  }
-
-  /** Hands the job to the worker; returns the message to post, unless it must wait for its checkpoint. */
-  private assign(job: Job, slot: WorkerSlot): JobMessage | undefined {
-    this.queued--;
-    this.outstanding++;
-    job.slot = slot;
-    slot.jobs.set(job.id, job);
-    if (job.priority === 'ingest') slot.ingestJobs++;
-    const message: JobMessage = {
-      id: job.id,
-      path: job.path,
-      algorithms: job.algorithms,
-      crc32: job.crc32,
-      audit: job.priority === 'audit',
-      ...(job.batch ? { batch: job.batch } : {}),
-      ...(job.list ? { list: true as const } : {}),
-    };
-    const store = job.resume;
-    if (!store) {
-      job.posted = true;
-      return message;
-    }
-    const everyBytes = store.everyBytes ?? DEFAULT_CHECKPOINT_BYTES;
-    store.load().then(
-      (checkpoint) => {
-        if (job.settled || slot.jobs.get(job.id) !== job) return;
-        job.posted = true;
-        const resume = checkpoint ? { checkpoint, everyBytes } : { everyBytes };
-        this.post(slot, { t: 'jobs', jobs: [{ ...message, resume }] });
-      },
-      (err: unknown) => {
-        if (slot.jobs.get(job.id) !== job) return;
-        this.release(slot, job);
-        this.fail(job, err);
-        this.dispatch();
-      },
-    );
-    return undefined;
-  }
-
-  /** The worker no longer holds the job. */
-  private release(slot: WorkerSlot, job: Job): void {
-    if (!slot.jobs.delete(job.id)) return;
-    this.outstanding--;
-    if (job.priority === 'ingest') slot.ingestJobs--;
   }
 
   private onMessage(slot: WorkerSlot, message: FromWorker): void {
@@ -464,16 +281,17 @@ export class FixityPool {
         break;
       case 'started': {
         const job = slot.jobs.get(message.id);
-        if (job && !job.settled) this.tellStarted(job, message.offset, message.refused);
+        if (job?.kind === 'file' && !job.settled) this.relay.started(job, message.offset, message.refused);
         break;
       }
       case 'checkpoint': {
         const job = slot.jobs.get(message.id);
-        if (job) this.saveCheckpoint(slot, job, message.state);
+        if (job?.kind === 'file') this.relay.save(slot, job, message.state);
         break;
       }
       case 'givenBack':
-        this.takeBack(slot, message.ids, message.onLongJob);
+        this.scheduler.takeBack(slot, message.ids, message.onLongJob);
+        this.dispatch();
         break;
     }
   }
@@ -481,63 +299,40 @@ export class FixityPool {
   private onOutcome(slot: WorkerSlot, outcome: JobOutcome): void {
     const job = slot.jobs.get(outcome.id);
     if (!job) return;
-    this.release(slot, job);
+    this.scheduler.release(slot, job);
     slot.onLongJob = false;
-    if (outcome.t === 'tree') {
+    if (outcome.t === 'fail') {
+      this.fail(job, deserializeError(outcome.error, job.path));
+    } else if (outcome.t === 'aborted') {
+      this.fail(job, new AbortError(job.path));
+    } else if (outcome.t === 'tree' && job.kind === 'list') {
       if (job.settled) return;
       this.settle(job);
       job.resolve(outcome.tree);
-    } else if (outcome.t === 'batch') {
-      const batch = job.batch!;
-      const results = outcome.results.map((r, i) => ('error' in r ? deserializeError(r.error, batch[i]![0]) : r));
+    } else if (outcome.t === 'batch' && job.kind === 'batch') {
+      const files = job.files;
+      const results = outcome.results.map((r, i) => ('error' in r ? deserializeError(r.error, files[i]![0]) : r));
       if (job.settled) return;
-      this.filesHashed += batch.length;
+      this.filesHashed += files.length;
       this.settle(job);
       job.resolve(results);
-    } else if (outcome.t === 'done') {
+    } else if (outcome.t === 'done' && job.kind === 'file') {
       const { size, crc32, digests } = outcome;
       this.succeed(job, crc32 === undefined ? { size, digests } : { size, crc32, digests });
-    } else if (outcome.t === 'fail') {
-      this.fail(job, deserializeError(outcome.error, job.path));
     } else {
-      this.fail(job, new AbortError(job.path));
+      const message = `a fixity worker answered a ${job.kind} job with '${outcome.t}'`;
+      this.fail(job, new FixityError(WORKER_FAILED, message, { path: job.path }));
     }
   }
 
-  /** The store's business (a log line, say); its failure must not touch the job. */
-  private tellStarted(job: Job, offset: number, refused: boolean): void {
-    try {
-      job.resume?.started?.({ offset, refused });
-    } catch {
-      // ignored: hashing goes on either way
-    }
-  }
-
-  private saveCheckpoint(slot: WorkerSlot, job: Job, state: Uint8Array): void {
+  private succeed(job: FileJob, digests: FileDigests): void {
     if (job.settled) return;
-    job.resume!.save(state).then(
-      () => {
-        if (!job.settled) this.post(slot, { t: 'saved', id: job.id });
-      },
-      (err: unknown) => {
-        if (job.settled) return;
-        this.fail(job, err);
-        this.post(slot, { t: 'cancel', id: job.id });
-      },
-    );
-  }
-
-  private succeed(job: Job, digests: FileDigests): void {
-    if (job.settled) return;
-    const finish = (): void => {
+    this.relay.clear(job, () => {
       if (job.settled) return;
       this.filesHashed++;
       this.settle(job);
       job.resolve(digests);
-    };
-    // A finished file's checkpoint must not let a later run skip re-reading it.
-    if (job.resume?.clear) job.resume.clear().then(finish, (err: unknown) => this.fail(job, err));
-    else finish();
+    });
   }
 
   private fail(job: Job, err: unknown): void {
@@ -554,10 +349,10 @@ export class FixityPool {
   private abort(job: Job, reason: unknown): void {
     if (job.settled) return;
     const slot = job.slot;
-    if (!slot) this.queued--; // still queued: dispatch skips settled jobs
+    if (!slot) this.scheduler.settledWhileQueued(); // dispatch skips settled jobs
     this.fail(job, new AbortError(job.path, reason));
     if (slot && job.posted) this.post(slot, { t: 'cancel', id: job.id }); // released when the worker answers
-    else if (slot) this.release(slot, job); // its checkpoint is still loading
+    else if (slot) this.scheduler.release(slot, job); // its checkpoint is still loading
     this.dispatch();
   }
 
@@ -566,7 +361,7 @@ export class FixityPool {
     if (this.closed || index < 0) return;
     const cause = slot.error;
     for (const job of slot.jobs.values()) {
-      this.release(slot, job);
+      this.scheduler.release(slot, job);
       this.fail(job, new FixityError(WORKER_FAILED, `a fixity worker stopped while hashing ${job.path}`, { path: job.path, cause }));
     }
     if (!slot.ready) {
@@ -574,8 +369,7 @@ export class FixityPool {
       this.slots.splice(index, 1);
       if (this.slots.length === 0) {
         this.broken = new FixityError(WORKER_FAILED, 'fixity workers cannot start', { cause });
-        for (const job of [...this.ingestQueue.takeAll(), ...this.auditQueue.takeAll()]) this.fail(job, this.broken);
-        this.queued = 0;
+        for (const job of this.scheduler.takeAllQueued()) this.fail(job, this.broken);
       }
     } else {
       this.slots[index] = this.spawn();
@@ -585,7 +379,7 @@ export class FixityPool {
 
   /** Idle workers must not keep the process alive; busy ones must. */
   private updateReference(): void {
-    const busy = this.queued > 0 || this.outstanding > 0;
+    const busy = this.scheduler.queued > 0 || this.scheduler.outstanding > 0;
     if (busy === this.referenced) return;
     this.referenced = busy;
     for (const slot of this.slots) {

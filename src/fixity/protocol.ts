@@ -6,22 +6,39 @@ import type { Algorithm } from './algorithms.js';
 import type { SerializedError } from './errors.js';
 import type { Tree } from './types.js';
 
-export interface JobMessage {
+/** A job as the worker gets it: which kind of work, and what it needs for that kind only. */
+export type JobMessage = FileJobMessage | BatchJobMessage | ListJobMessage;
+
+interface JobMessageBase {
   id: number;
+  /** Audit jobs are throttled and may be preempted by ingest jobs. */
+  audit: boolean;
+}
+
+/** One file (FixityPool.hashFile). */
+export interface FileJobMessage extends JobMessageBase {
+  kind: 'file';
   path: string;
   algorithms: Algorithm[];
   crc32: boolean;
-  /** Audit jobs are throttled and may be preempted by ingest jobs. */
-  audit: boolean;
   /** Present for a resumable job; `checkpoint` is what the store loaded, if anything. */
   resume?: { checkpoint?: Uint8Array; everyBytes: number };
-  /**
-   * A batch: these files, one after the other, instead of `path` (which is then the first of
-   * them, for messages). One message and one outcome for many files; never resumable.
-   */
-  batch?: BatchFile[];
-  /** A listing job (FixityPool.listTree): `path` is the folder to walk; nothing is hashed. */
-  list?: true;
+}
+
+/**
+ * A batch (FixityPool.hashFiles): these files, one after the other. One message and one
+ * outcome for many files; never resumable.
+ */
+interface BatchJobMessage extends JobMessageBase {
+  kind: 'batch';
+  files: BatchFile[];
+  crc32: boolean;
+}
+
+/** A listing (FixityPool.listTree): `path` is the folder to walk; nothing is hashed. */
+export interface ListJobMessage extends JobMessageBase {
+  kind: 'list';
+  path: string;
 }
 
 /** One file of a batch: its path and the algorithms wanted for it. */

@@ -1,7 +1,8 @@
 /**
  * A fixity pool worker. Jobs arrive in batches and wait in a small local queue (the pool sends a
  * few ahead so the worker never idles on a message round trip, and takes them back when another
- * worker runs dry). Each job runs synchronously to the end: one file, one reused buffer.
+ * worker runs dry). Each job (one file, a batch of files, or a folder listing) runs synchronously
+ * to the end, reading into one reused buffer.
  *
  * Between chunks the worker polls its port (receiveMessageOnPort) when the pool has rung its
  * mailbox counter, so a running job can be cancelled, can wait for its checkpoint to be saved,
@@ -22,6 +23,7 @@ import {
   type FromWorker,
   type JobMessage,
   type JobOutcome,
+  type ListJobMessage,
   type ToWorker,
   type WorkerData,
 } from './protocol.js';
@@ -157,7 +159,7 @@ function waitUntilSaved(job: JobMessage, depth: number): void {
 }
 
 /** Lists a folder tree without following links; stops between folders when cancelled. */
-function listTree(job: JobMessage): Tree {
+function listTree(job: ListJobMessage): Tree {
   let root: Stats;
   try {
     root = lstatSync(job.path);
@@ -213,14 +215,14 @@ function run(job: JobMessage, depth: number): void {
     },
   };
   try {
-    if (job.list) {
+    if (job.kind === 'list') {
       report({ t: 'tree', id: job.id, tree: listTree(job) });
       return;
     }
     const buffer = (buffers[depth] ??= Buffer.allocUnsafe(data.readSize));
-    if (job.batch) {
+    if (job.kind === 'batch') {
       const results: BatchResult[] = [];
-      for (const [path, algorithms] of job.batch) {
+      for (const [path, algorithms] of job.files) {
         try {
           results.push(hashFileNative(path, algorithms, job.crc32, buffer, hooks));
         } catch (err) {
@@ -273,7 +275,7 @@ async function drain(): Promise<void> {
       pump();
       const job = ingestQueue.shift() ?? auditQueue.shift();
       if (!job) break;
-      if ((job.audit || job.resume) && !wasmSets && !(await prepareWasm(job))) continue;
+      if ((job.audit || (job.kind === 'file' && job.resume)) && !wasmSets && !(await prepareWasm(job))) continue;
       run(job, 0);
     }
   } finally {
