@@ -1,33 +1,33 @@
 /**
  * Verifying one stored package against the catalog: every recorded file (tag files and payload
  * alike) is read again and its size and digests compared; files on disk the catalog does not
- * know are found by walking the folder without following links. Every problem is a typed
- * `Finding`, gathered into a list; `describeFinding` turns one into a sentence for people.
+ * know are found in the package folder's listing, made without following links. Every problem is
+ * a typed `Finding`, gathered into a list; `describeFinding` turns one into a sentence for people.
  *
- * It never writes, never throws for what it finds on disk (a missing or unreadable folder is a
- * finding like any other) and never decides what to do about a finding: the runner records it.
- * It rejects only when the check itself could not be done: an abort (the caller's signal), or
- * a closed or broken hasher.
+ * The hasher (the fixity pool) lists the folder and reads the files in its workers; this module
+ * only compares, and looks at a file itself (one lstat) only when a recorded file is no longer a
+ * regular file. It never writes, never throws for what it finds on disk (a missing or unreadable
+ * folder is a finding like any other) and never decides what to do about a finding: the runner
+ * records it. It rejects only when the check itself could not be done: an abort (the caller's
+ * signal), or a closed or broken hasher.
  */
-import { lstat, readdir } from 'node:fs/promises';
-import pLimit from 'p-limit';
+import { lstat } from 'node:fs/promises';
 import type { FileRecord } from '../catalog/types.js';
 import { ALGORITHM_STRENGTH, errorCode, kindOf, type Algorithm, type EntryKind, type Tree } from '../fixity/index.js';
 import { Storage } from '../storage/storage.js';
 
 /** What verifying needs from the fixity pool (FixityPool satisfies it). */
 export interface PackageHasher {
-  hashFile(absPath: string, algorithms: Algorithm[], opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal }): Promise<HashResult>;
   /**
-   * Optional: many files as one job, each file's entry its result or its error (FixityPool's
-   * hashFiles). Used when present; it spares the main thread most of the per-file work.
+   * Many files as one job, each file's entry its result or its error (FixityPool's hashFiles):
+   * it spares the main thread most of the per-file work.
    */
-  hashFiles?(
+  hashFiles(
     files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
     opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal },
   ): Promise<Array<HashResult | Error>>;
-  /** Optional, used with hashFiles: the package folder listed by the hasher (FixityPool's listTree). */
-  listTree?(absDir: string, opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal }): Promise<Tree>;
+  /** The package folder listed by the hasher, links not followed (FixityPool's listTree). */
+  listTree(absDir: string, opts: { priority?: 'ingest' | 'audit'; signal?: AbortSignal }): Promise<Tree>;
 }
 
 interface HashResult {
@@ -79,8 +79,6 @@ export interface VerifyOptions {
    * read): the moment a caller can start on the next package without the workers going idle.
    */
   onSubmitted?: () => void;
-  /** Files handed to the hasher at once for this package; default 32. */
-  filesInFlight?: number;
 }
 
 /**
@@ -102,72 +100,25 @@ function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algori
 /**
  * Checks the package folder `dir` against its recorded `files`. Findings come back sorted:
  * package-level first, then by path.
+ *
+ * The folder is listed by a pool worker and the files hashed in batches, listing and hashing
+ * queued at once: the main thread only compares. Hashing results are dropped when the folder
+ * turns out to be missing or unlistable (one finding for the package, not one per file).
  */
 export async function verifyPackage(dir: string, files: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
   const { signal } = opts;
   signal?.throwIfAborted();
-
-  if (hasher.listTree !== undefined && hasher.hashFiles !== undefined) return verifyInWorkers(dir, files, hasher as Required<PackageHasher>, opts);
-
-  const root = await lstat(dir).catch((err: unknown) => err as NodeJS.ErrnoException);
-  if (root instanceof Error) {
-    const code = errorCode(root);
-    if (code === 'ENOENT' || code === 'ENOTDIR') return [{ code: 'package-missing' }];
-    return [{ code: 'package-unreadable', reason: code }];
-  }
-  if (!root.isDirectory()) return [{ code: 'package-missing', kind: kindOf(root) }];
-
-  // Listing first: an unlistable folder is one finding, not one per file.
-  const walked = await walk(files, signal, async (rel) =>
-    (await readdir(rel === '' ? dir : `${dir}/${rel}`, { withFileTypes: true })).map((entry): [string, EntryKind] => [entry.name, kindOf(entry)]),
-  );
-  if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
-
-  const findings: Finding[] = [...walked.findings];
-  // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
-  const order = [...files].sort((a, b) => b.size - a.size);
-  if (hasher.hashFiles !== undefined) {
-    await checkInBatches(dir, order, hasher.hashFiles.bind(hasher), opts, findings);
-  } else {
-    const limit = pLimit(opts.filesInFlight ?? 32);
-    let handedOver = 0;
-    const submitted = () => {
-      if (++handedOver === order.length) opts.onSubmitted?.();
-    };
-    if (order.length === 0) opts.onSubmitted?.();
-    const checks = order.map((file) => limit(async () => {
-      const found = await checkFile(dir, file, hasher, opts, submitted);
-      if (found !== undefined) findings.push(found);
-    }));
-    const settled = await Promise.allSettled(checks);
-    signal?.throwIfAborted();
-    for (const result of settled) if (result.status === 'rejected') throw result.reason;
-  }
-  return findings.sort(byPackageThenPath);
-}
-
-/**
- * The same with the folder listed by a pool worker and the files hashed in batches, listing and
- * hashing queued at once: the main thread only compares. Hashing results are dropped when the
- * folder turns out to be missing or unlistable (as above, one finding for the package).
- */
-async function verifyInWorkers(dir: string, files: readonly FileRecord[], hasher: Required<PackageHasher>, opts: VerifyOptions): Promise<Finding[]> {
-  const { signal } = opts;
   const listing = hasher.listTree(dir, { priority: 'audit', ...(signal ? { signal } : {}) });
   const hashed: Finding[] = [];
+  // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
   const order = [...files].sort((a, b) => b.size - a.size);
-  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, order, hasher.hashFiles.bind(hasher), opts, hashed)]);
+  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, order, hasher, opts, hashed)]);
   signal?.throwIfAborted();
   if (tree.status === 'rejected') throw tree.reason;
   const { root, dirs } = tree.value;
   if ('code' in root) return root.code === 'ENOENT' || root.code === 'ENOTDIR' ? [{ code: 'package-missing' }] : [{ code: 'package-unreadable', reason: root.code }];
   if ('kind' in root) return [{ code: 'package-missing', kind: root.kind }];
-  const listed = new Map(dirs);
-  const walked = await walk(files, signal, async (rel) => {
-    const entries = listed.get(rel);
-    if (typeof entries === 'string') throw Object.assign(new Error(`cannot list ${rel || 'the package folder'}: ${entries}`), { code: entries });
-    return entries ?? [];
-  });
+  const walked = walk(files, new Map(dirs));
   if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
   if (hashing.status === 'rejected') throw hashing.reason;
   return [...walked.findings, ...hashed].sort(byPackageThenPath);
@@ -182,13 +133,7 @@ const BATCH_FILES = 256;
  * promise or closure of its own, which is most of what an audit of small files costs the main
  * thread.
  */
-async function checkInBatches(
-  dir: string,
-  order: readonly FileRecord[],
-  hashFiles: NonNullable<PackageHasher['hashFiles']>,
-  opts: VerifyOptions,
-  findings: Finding[],
-): Promise<void> {
+async function checkInBatches(dir: string, order: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
   const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
   const batches: Array<Promise<void>> = [];
   let records: FileRecord[] = [];
@@ -201,11 +146,13 @@ async function checkInBatches(
     items = [];
     bytes = 0;
     batches.push(
-      hashFiles(batchItems, hashOpts).then(async (results) => {
+      hasher.hashFiles(batchItems, hashOpts).then(async (results) => {
         for (let i = 0; i < results.length; i++) {
-          let found = judge(batchRecords[i]!, batchItems[i]!.path, batchItems[i]!.algorithms, results[i]!, opts);
-          if (found instanceof Promise) found = await found;
-          if (found !== undefined) findings.push(found);
+          const file = batchRecords[i]!;
+          const { path: absPath, algorithms } = batchItems[i]!;
+          const found = judge(file, algorithms, results[i]!, opts);
+          if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, absPath));
+          else if (found !== undefined) findings.push(found);
         }
       }),
     );
@@ -230,45 +177,21 @@ async function checkInBatches(
   for (const result of settled) if (result.status === 'rejected') throw result.reason;
 }
 
-async function checkFile(dir: string, file: FileRecord, hasher: PackageHasher, opts: VerifyOptions, submitted: () => void): Promise<Finding | undefined> {
-  opts.signal?.throwIfAborted();
-  const path = file.path;
-  let absPath: string;
-  try {
-    absPath = Storage.resolveInside(dir, path);
-  } catch {
-    submitted();
-    return { code: 'file-unreadable', path, reason: 'unsafe path in the catalog' };
-  }
-  const algorithms = algorithmsToVerify(file, opts.algorithms);
-  let found: HashResult | Error;
-  try {
-    const hashing = hasher.hashFile(absPath, algorithms, { priority: 'audit', ...(opts.signal ? { signal: opts.signal } : {}) });
-    submitted();
-    found = await hashing;
-  } catch (err) {
-    found = err as Error;
-  }
-  return judge(file, absPath, algorithms, found, opts);
-}
+/** What `judge` returns when the file is no longer a regular file: its kind needs an lstat. */
+const NEEDS_LSTAT = Symbol('needs lstat');
 
 /**
- * What hashing one file found, as a finding (undefined: the file is intact); a promise only when
- * it must look at the file again (not a regular file any more). Throws a stop.
+ * What hashing one file found, as a finding (undefined: the file is intact), or NEEDS_LSTAT when
+ * the hasher refused it as not a regular file (a link, folder or special file now). Throws a stop.
  */
-function judge(file: FileRecord, absPath: string, algorithms: Algorithm[], found: HashResult | Error, opts: VerifyOptions): Finding | undefined | Promise<Finding> {
+function judge(file: FileRecord, algorithms: Algorithm[], found: HashResult | Error, opts: VerifyOptions): Finding | undefined | typeof NEEDS_LSTAT {
   const path = file.path;
   if (found instanceof Error || typeof found !== 'object' || found === null || !('digests' in found)) {
     const err: unknown = found;
     if (isStop(err, opts.signal)) throw err;
     const code = errorCode(err);
     if (code === 'ENOENT' || code === 'ENOTDIR') return { code: 'file-missing', path };
-    if (code === 'ELOOP' || code === 'EISDIR' || code === 'ERR_NOT_REGULAR_FILE') {
-      return lstat(absPath).then(
-        (entry): Finding => ({ code: 'file-not-regular', path, kind: kindOf(entry) }),
-        (): Finding => ({ code: 'file-not-regular', path, kind: 'unknown' }),
-      );
-    }
+    if (code === 'ELOOP' || code === 'EISDIR' || code === 'ERR_NOT_REGULAR_FILE') return NEEDS_LSTAT;
     return { code: 'file-unreadable', path, reason: code };
   }
   opts.onFileRead?.(file.size);
@@ -283,17 +206,22 @@ function judge(file: FileRecord, absPath: string, algorithms: Algorithm[], found
   return undefined;
 }
 
+/** The finding for a recorded file that is no longer a regular file, naming what it is now. */
+function notRegular(path: string, absPath: string): Promise<Finding> {
+  return lstat(absPath).then(
+    (entry): Finding => ({ code: 'file-not-regular', path, kind: kindOf(entry) }),
+    (): Finding => ({ code: 'file-not-regular', path, kind: 'unknown' }),
+  );
+}
+
 /**
- * Walks the package folder without following links and reports every entry the catalog does
- * not know. A folder the catalog does not imply is reported itself only when it holds no files
- * (empty folders that appeared); otherwise the files in it are. A subfolder that cannot be listed is reported as
+ * Goes through the package folder's listing (`listed`: bag-relative folder → its entries, or the
+ * error code of its readdir) and reports every entry the catalog does not know. A folder the
+ * catalog does not imply is reported itself only when it holds no files (empty folders that
+ * appeared); otherwise the files in it are. A subfolder that could not be listed is reported as
  * unreadable; the root folder failing to list makes the whole package unreadable.
  */
-async function walk(
-  files: readonly FileRecord[],
-  signal: AbortSignal | undefined,
-  list: (rel: string) => Promise<Array<[name: string, kind: EntryKind]>>,
-): Promise<{ findings: Finding[] } | { unreadable: string }> {
+function walk(files: readonly FileRecord[], listed: ReadonlyMap<string, Array<[name: string, kind: EntryKind]> | string>): { findings: Finding[] } | { unreadable: string } {
   const recorded = new Set(files.map((f) => f.path));
   const impliedDirs = new Set<string>();
   for (const { path } of files) {
@@ -301,39 +229,29 @@ async function walk(
   }
   const findings: Finding[] = [];
 
-  const visit = async (rel: string): Promise<void> => {
-    signal?.throwIfAborted();
-    let entries: Array<[string, EntryKind]>;
-    try {
-      entries = await list(rel);
-    } catch (err) {
-      if (rel === '') throw err;
-      findings.push({ code: 'file-unreadable', path: `${rel}/`, reason: errorCode(err) });
-      return;
-    }
+  const visit = (rel: string, entries: Array<[string, EntryKind]>): void => {
     for (const [name, kind] of entries) {
       const path = rel === '' ? name : `${rel}/${name}`;
       if (kind === 'directory') {
         const before = findings.length;
-        await visit(path);
+        const inside = listed.get(path) ?? [];
+        if (typeof inside === 'string') findings.push({ code: 'file-unreadable', path: `${path}/`, reason: inside });
+        else visit(path, inside);
         // A folder the catalog does not imply, holding no files: one finding for the topmost.
         const beneath = findings.slice(before);
         if (!impliedDirs.has(path) && !recorded.has(path) && beneath.every((f) => f.code === 'file-extra' && f.kind === 'directory')) {
           findings.splice(before, beneath.length, { code: 'file-extra', path: `${path}/`, kind: 'directory' });
         }
       } else if (!recorded.has(path)) {
-        // A recorded path that became a link or special file is reported by checkFile instead.
+        // A recorded path that became a link or special file is reported by judge instead.
         findings.push({ code: 'file-extra', path, kind });
       }
     }
   };
 
-  try {
-    await visit('');
-  } catch (err) {
-    if (isStop(err, signal)) throw err;
-    return { unreadable: errorCode(err) };
-  }
+  const root = listed.get('') ?? [];
+  if (typeof root === 'string') return { unreadable: root };
+  visit('', root);
   return { findings };
 }
 

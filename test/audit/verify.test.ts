@@ -9,7 +9,9 @@ import { join } from 'node:path';
 import t from 'tap';
 import { describeFinding, findingsDetail, verifyPackage, type Finding, type PackageHasher } from '../../src/audit/verify.js';
 import type { FileRecord } from '../../src/catalog/types.js';
+import { FixityPool } from '../../src/fixity/index.js';
 import { createStoredPackage } from '../helpers/stored-package.js';
+import { failFor } from './fixtures/fail-for.js';
 import { makeWorld } from './fixtures/world.js';
 
 const payload = () => ({
@@ -135,13 +137,10 @@ t.test('verifyPackage', async (t) => {
     t.teardown(() => chmod(target, 0o644).catch(() => undefined));
     let hasher: PackageHasher = w.pool;
     if (await readsDespiteChmod(target)) {
-      // Running as root: chmod 000 still reads. The real pool's EACCES cannot be provoked, so a
-      // hasher that fails this one file the way the pool does stands in for it.
-      t.comment('chmod 000 does not stop this user (root?): simulating EACCES from the pool for data/a.txt');
-      hasher = {
-        hashFile: (path, algorithms, opts) =>
-          path === target ? Promise.reject(Object.assign(new Error(`EACCES: permission denied, open '${path}'`), { code: 'EACCES' })) : w.pool.hashFile(path, algorithms, opts),
-      };
+      // Running as root: chmod 000 still reads. The real pool's EACCES cannot be provoked, so the
+      // real pool is wrapped to fail this one file the way it does.
+      t.comment('chmod 000 does not stop this user (root?): the pool fails data/a.txt with EACCES');
+      hasher = failFor(w.pool, target, 'EACCES');
     }
     const findings = await verify(p.dir, p.files, {}, hasher);
     t.same(findings, [{ code: 'file-unreadable', path: 'data/a.txt', reason: 'EACCES' }]);
@@ -158,11 +157,15 @@ t.test('verifyPackage', async (t) => {
     } catch {
       listable = false;
     }
-    if (listable) {
-      t.plan(0, 'chmod 000 does not stop this user from listing a folder (root): an unlistable folder cannot be provoked');
-      return;
-    }
-    t.same(await verify(p.dir, p.files), [{ code: 'package-unreadable', reason: 'EACCES' }]);
+    // Running as root, chmod 000 does not stop the listing: the real pool is wrapped to fail it.
+    if (listable) t.comment('chmod 000 does not stop this user from listing a folder (root): the pool fails the listing with EACCES');
+    const hasher = listable ? failFor(w.pool, p.dir, 'EACCES') : w.pool;
+    t.same(await verify(p.dir, p.files, {}, hasher), [{ code: 'package-unreadable', reason: 'EACCES' }]);
+  });
+
+  await t.test('an unlistable subfolder: one file-unreadable finding for it', async (t) => {
+    const p = await fresh();
+    t.same(await verify(p.dir, p.files, {}, failFor(w.pool, join(p.dir, 'data/nested'), 'EACCES')), [{ code: 'file-unreadable', path: 'data/nested/', reason: 'EACCES' }]);
   });
 
   await t.test("'all' checks every recorded digest, 'strongest' only the strongest", async (t) => {
@@ -184,15 +187,14 @@ t.test('verifyPackage', async (t) => {
     const p = await fresh();
     const ac = new AbortController();
     ac.abort(new Error('stop'));
-    await t.rejects(verify(p.dir, p.files, { signal: ac.signal }));
-    const slow: PackageHasher = {
-      hashFile: (_path, _algorithms, opts) =>
-        new Promise((_resolve, reject) => opts.signal?.addEventListener('abort', () => reject(Object.assign(new Error('aborted'), { code: 'ABORT_ERR' })))),
-    };
+    await t.rejects(verify(p.dir, p.files, { signal: ac.signal }), { message: 'stop' });
+    // A real pool reading audit jobs at 1 kB/s: the 300 kB file is still being read at the abort.
+    const slow = new FixityPool({ workers: 1, auditRateLimitBytesPerSec: 1000 });
+    t.teardown(() => slow.close());
     const ac2 = new AbortController();
     const pending = verify(p.dir, p.files, { signal: ac2.signal }, slow);
     setTimeout(() => ac2.abort(new Error('stop')), 20);
-    await t.rejects(pending);
+    await t.rejects(pending, { message: 'stop' });
   });
 
   await t.test('every finding code has a sentence without server paths', async (t) => {
