@@ -9,5 +9,5 @@ export type { DownloadAnswer } from './answer.js';
 export { READ_CHUNK, StoredFileError, writeBody, type BodyOutcome, type BodySource } from './body.js';
 export { answerFile, contentTypeFor, contentDisposition, digestField, parseRange } from './file.js';
 export type { FileRequest, Offload, RangeRequest, StoredFile } from './file.js';
-export { answerZip, planZip } from './zip.js';
-export type { ZipEntryPlan, ZipPlan, ZipSource } from './zip.js';
+export { answerZip, type ZipSource } from './zip.js';
+export { planZip, type ZipEntryPlan, type ZipPlan } from './zip-records.js';
