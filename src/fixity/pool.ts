@@ -14,16 +14,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { AbortSignals } from './abort-signals.js';
 import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
-import {
-  checkAbsolute,
-  checkAlgorithms,
-  checkPriority,
-  invalidArgument,
-  jobMessage,
-  type FileJob,
-  type Job,
-  type WorkerSlot,
-} from './jobs.js';
+import { checkAbsolute, checkAlgorithms, checkPriority, invalidArgument, jobMessage, type FileJob, type Job, type WorkerSlot } from './jobs.js';
 import {
   CONTROL_INTS,
   MAIL,
