@@ -10,9 +10,10 @@ import { ALGORITHMS, type Algorithm } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
 import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
 import { parseManifest, parseManifestFileName, type ManifestEntry, type ManifestKind } from './manifest.js';
+import { DEFAULT_CONCURRENCY, hashFiles, readFailure } from './hash-files.js';
 import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
-import type { BagFile, BagReport, FileHasher, ValidateOptions } from './report.js';
+import type { BagFile, BagReport, ValidateOptions } from './report.js';
 import { fileStamp, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
 import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
 
@@ -72,15 +73,6 @@ function isNamedTagFile(name: string): boolean {
   return ['bagit.txt', 'bag-info.txt', 'package-info.txt', FETCH_FILE].includes(name) || parseManifestFileName(name) !== undefined;
 }
 
-type HashResult = Awaited<ReturnType<FileHasher['hashFile']>>;
-
-const DEFAULT_CONCURRENCY = 32;
-
-/** The error code of a failed read, or its message when it has none (a hasher's own error). */
-function readFailure(err: unknown): string {
-  const code = errorCode(err);
-  return code !== 'EUNKNOWN' ? code : err instanceof Error ? err.message : 'read error';
-}
 
 /** Severity order for the report: errors first, then warnings, each in the order found. */
 function errorsFirst(problems: BagProblem[]): BagProblem[] {
@@ -109,38 +101,6 @@ function limitPerCode(problems: BagProblem[]): BagProblem[] {
 
 function emptyReport(problems: BagProblem[]): BagReport {
   return { valid: false, algorithms: [], problems, files: [], payloadBytes: 0, payloadFiles: 0, bagInfo: [] };
-}
-
-/**
- * Hash every file once with every algorithm, largest first so one huge file does not start last
- * and finish alone. At most `concurrency` calls are in flight; the hasher bounds the real work.
- */
-async function hashFiles(
-  root: string,
-  files: readonly ScannedFile[],
-  algorithms: Algorithm[],
-  hasher: FileHasher,
-  concurrency: number,
-  signal: AbortSignal | undefined,
-): Promise<{ results: Map<string, HashResult>; failures: Map<string, string> }> {
-  const queue = [...files].sort((a, b) => b.size - a.size);
-  const results = new Map<string, HashResult>();
-  const failures = new Map<string, string>();
-  let next = 0;
-  const runner = async (): Promise<void> => {
-    while (next < queue.length) {
-      signal?.throwIfAborted();
-      const file = queue[next++]!;
-      try {
-        results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, { crc32: true, priority: 'ingest', signal }));
-      } catch (err) {
-        signal?.throwIfAborted();
-        failures.set(file.path, readFailure(err));
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, queue.length)) }, runner));
-  return { results, failures };
 }
 
 export async function validateBag(bagDir: string, opts: ValidateOptions): Promise<BagReport> {

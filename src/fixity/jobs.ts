@@ -18,7 +18,7 @@ interface JobBase {
   /** The file or folder; for a batch, its first file's (for error messages). */
   path: string;
   priority: Priority;
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
   reject: (err: unknown) => void;
   settled: boolean;
   /** The worker it was handed to; unset while queued. */
@@ -32,7 +32,7 @@ export interface FileJob extends JobBase {
   kind: 'file';
   algorithms: Algorithm[];
   crc32: boolean;
-  resume?: ResumeStore;
+  resume?: ResumeStore | undefined;
   resolve: (digests: FileDigests) => void;
 }
 

@@ -12,7 +12,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { ALGORITHMS, type Algorithm } from './algorithms.js';
+import type { Algorithm } from './algorithms.js';
 import { AbortSignals } from './abort-signals.js';
 import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
 import { checkAbsolute, checkAlgorithms, checkPriority, invalidArgument, jobMessage, type FileJob, type Job, type WorkerSlot } from './jobs.js';
@@ -31,7 +31,7 @@ import {
 import { AuditRateLimit } from './rate-limit.js';
 import { ResumeRelay } from './resume-relay.js';
 import { Scheduler } from './scheduler.js';
-import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Priority, Tree } from './types.js';
+import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Tree } from './types.js';
 
 const DEFAULT_READ_SIZE = 1024 * 1024;
 const MIN_READ_SIZE = 64 * 1024;
@@ -42,9 +42,6 @@ const MIN_READ_SIZE = 64 * 1024;
  */
 const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
 const WORKER_URL = new URL('./worker.js', import.meta.url);
-
-/** The fields every new job starts with, whatever its kind. */
-type NewJob = Pick<Job, 'id' | 'path' | 'priority' | 'reject' | 'settled' | 'posted' | 'signal'>;
 
 /**
  * The process's Node options, less those that make no sense for (and break) a worker module:
@@ -116,14 +113,12 @@ export class FixityPool {
         throw invalidArgument(`resume.everyBytes must be a positive integer, got ${everyBytes}`);
       }
       if (opts.signal?.aborted) throw new AbortError(absPath, opts.signal.reason);
-      this.enqueue({
-        ...this.newJob(absPath, priority, reject, opts.signal),
-        kind: 'file',
-        algorithms: unique,
-        crc32: opts.crc32 === true,
-        resolve,
-        ...(opts.resume ? { resume: opts.resume } : {}),
-      });
+      const crc32 = opts.crc32 === true;
+      const { resume, signal } = opts;
+      // One literal, every field present (resume, signal even when undefined), no spread: this runs
+      // once per file, and V8 builds a spread-together object far more slowly.
+      this.enqueue({ kind: 'file', id: this.nextId++, path: absPath, algorithms: unique, crc32, priority, resume, signal,
+        resolve, reject, settled: false, posted: false });
     });
   }
 
@@ -150,13 +145,10 @@ export class FixityPool {
       const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(batch[0]?.[0] ?? '', opts.signal.reason);
       if (batch.length === 0) return resolve([]);
-      this.enqueue({
-        ...this.newJob(batch[0]![0], priority, reject, opts.signal),
-        kind: 'batch',
-        files: batch,
-        crc32: opts.crc32 === true,
-        resolve,
-      });
+      const crc32 = opts.crc32 === true;
+      const { signal } = opts;
+      this.enqueue({ kind: 'batch', id: this.nextId++, path: batch[0]![0], files: batch, crc32, priority, signal,
+        resolve, reject, settled: false, posted: false });
     });
   }
 
@@ -172,7 +164,8 @@ export class FixityPool {
       checkAbsolute(absDir);
       const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(absDir, opts.signal.reason);
-      this.enqueue({ ...this.newJob(absDir, priority, reject, opts.signal), kind: 'list', resolve });
+      const { signal } = opts;
+      this.enqueue({ kind: 'list', id: this.nextId++, path: absDir, priority, signal, resolve, reject, settled: false, posted: false });
     });
   }
 
@@ -209,10 +202,6 @@ export class FixityPool {
   private checkOpen(path: string | undefined): void {
     if (this.closed) throw new FixityError(POOL_CLOSED, 'the fixity pool is closed', { path });
     if (this.broken) throw this.broken;
-  }
-
-  private newJob(path: string, priority: Priority, reject: (err: unknown) => void, signal: AbortSignal | undefined): NewJob {
-    return { id: this.nextId++, path, priority, reject, settled: false, posted: false, ...(signal ? { signal } : {}) };
   }
 
   private enqueue(job: Job): void {

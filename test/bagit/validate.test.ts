@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { validateBag, type BagReport } from '../../src/bagit/index.js';
 import type { Algorithm } from '../../src/fixity/index.js';
-import { makeBag, writeManifests } from '../helpers/make-bag.js';
+import { makeBag } from '../helpers/make-bag.js';
 import { SimpleHasher } from './simple-hasher.js';
 
 const FILES = { 'a.txt': 'hello\n', 'sub/b.bin': Buffer.alloc(3000, 7), 'c.txt': '' };

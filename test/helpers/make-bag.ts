@@ -7,7 +7,7 @@
  *   const dir = await makeBag(t.testdir(), { files: { 'a.txt': 'hello\n' } });
  *
  * `files` keys are payload paths relative to `data/`; `extraTagFiles` keys are relative to the
- * bag root. After changing a bag by hand, `writeManifests(dir)` makes it consistent again.
+ * bag root.
  */
 import { createHash } from 'node:crypto';
 import { lstat, mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
@@ -89,7 +89,7 @@ async function put(root: string, rel: string, content: string | Buffer): Promise
   await writeFile(abs, content);
 }
 
-export interface ManifestOptions {
+interface ManifestOptions {
   algorithms?: Algorithm[];
   tagAlgorithms?: Algorithm[] | false;
   version?: string;
@@ -101,7 +101,7 @@ export interface ManifestOptions {
  * (Re)write every payload manifest and tag manifest of the bag at `dir` from what is on disk.
  * Existing manifests are replaced. Tag manifests list every tag file except tag manifests.
  */
-export async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<void> {
+async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<void> {
   const algorithms = opts.algorithms ?? ['md5', 'sha256'];
   const tagAlgorithms = opts.tagAlgorithms === undefined ? algorithms : opts.tagAlgorithms;
   const version = opts.version ?? '1.0';

@@ -16,8 +16,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdir, open, readFile, rm, stat } from 'node:fs/promises';
-import net from 'node:net';
+import { mkdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
