@@ -4,8 +4,10 @@
  * libraries that know no daemon, download without fastify, modules used through their index,
  * see docs/architecture.md) and knip with `knip.json` (no unused files, exports or dependencies).
  * Both read the TypeScript sources, so a violation fails here before it is compiled into dist/.
+ * Also: no file of src/ over 400 lines.
  */
 import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/daemon.js';
@@ -30,4 +32,14 @@ t.test('knip finds no unused file, export or dependency', async (t) => {
   const report = JSON.parse(run.stdout || '{"issues":null}') as { issues: unknown[] | null };
   t.same(report.issues, [], run.stderr);
   t.equal(run.status, 0);
+});
+
+t.test('no source file is over 400 lines: one job per file', async (t) => {
+  const files = readdirSync(join(repoRoot, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  t.ok(files.length > 50, `${files.length} files`);
+  const long = files
+    .map((f) => [f, readFileSync(join(repoRoot, 'src', f), 'utf8').split('\n').length - 1] as const)
+    .filter(([, lines]) => lines > 400)
+    .map(([f, lines]) => `${f}: ${lines} lines`);
+  t.same(long, []);
 });
