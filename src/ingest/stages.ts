@@ -24,12 +24,14 @@ import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './deps.js';
 
-/** A problem that ends an ingest before or outside validation. */
-class IngestFailure extends Error {
-  constructor(readonly problem: StoredProblem) {
-    super(problem.message);
-  }
-}
+/** What a step that may find the upload unusable returns: go on, or end with this problem. */
+type StepOutcome = { ok: true } | { ok: false; problem: StoredProblem };
+
+/**
+ * Which events a failed ingest records: none (the item was replayed or its request is gone),
+ * the ingestion's failure, or the validation's and the ingestion's.
+ */
+type FailureEvents = 'none' | 'ingestion' | 'validation-and-ingestion';
 
 export class IngestStages {
   constructor(
@@ -47,7 +49,7 @@ export class IngestStages {
       return;
     }
     if (pkg.stored && item.stage !== 'validated') {
-      this.fail(item, pkg, [ingestProblem({ code: 'already-stored', bagId: pkg.bagId })], started, false);
+      this.fail(item, pkg, [ingestProblem({ code: 'already-stored', bagId: pkg.bagId })], started, 'none');
       return;
     }
     logger.info({ queueItem: item.id, bagId: pkg.bagId, stage: item.stage }, 'ingest started');
@@ -56,18 +58,21 @@ export class IngestStages {
       if (stage === 'waiting') {
         await this.waitForQuiet(pkg);
         failpoint('ingest:before-stage');
-        await this.stage(pkg);
+        const staged = await this.stage(pkg);
+        if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
         failpoint('ingest:after-stage');
         stage = catalog.queue.advance(item.id, 'staged').stage;
       }
       if (stage === 'staged') {
-        await this.stage(pkg); // again after a crash: the bag may be back in landing/
+        // Again after a crash: the bag may be back in landing/.
+        const staged = await this.stage(pkg);
+        if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
         const { report, problems } = await this.validate(pkg);
         const errors = errorsOf(problems);
         if (errors.length > 0) {
           await returnUpload(this.deps.storage, this.deps.landing, pkg);
           failpoint('ingest:after-return');
-          this.fail(item, pkg, problems, started, true, report);
+          this.fail(item, pkg, problems, started, 'validation-and-ingestion');
           return;
         }
         failpoint('ingest:after-validate');
@@ -84,22 +89,25 @@ export class IngestStages {
       }
     } catch (err) {
       if (this.signal.aborted) throw err; // shutting down: park at the recorded stage
-      if (err instanceof IngestFailure) {
-        await returnUpload(this.deps.storage, this.deps.landing, pkg).catch(() => undefined);
-        this.fail(item, pkg, [err.problem], started, true);
-        return;
-      }
       if (this.deps.storage.isOutOfSpace(err)) {
         // The operator's problem, but the depositor must know why and that nothing is lost.
         logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
         await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
-        this.fail(item, pkg, [ingestProblem({ code: 'disk-full', bagId: pkg.bagId })], started, true);
+        this.fail(item, pkg, [ingestProblem({ code: 'disk-full', bagId: pkg.bagId })], started, 'ingestion');
         return;
       }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
       await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
-      this.fail(item, pkg, [ingestProblem({ code: 'internal-error' })], started, true);
+      this.fail(item, pkg, [ingestProblem({ code: 'internal-error' })], started, 'ingestion');
     }
+  }
+
+  /** Ends an ingest whose upload cannot be used: whatever there is goes back to the depositor. */
+  private async giveBack(item: QueueItem, pkg: Package, problem: StoredProblem, started: number): Promise<void> {
+    await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((err: unknown) =>
+      this.deps.logger.error({ err, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
+    );
+    this.fail(item, pkg, [problem], started, 'ingestion');
   }
 
   /** Closes the upload link, then waits until no rsync runs into it and nothing was written lately. */
@@ -132,15 +140,15 @@ export class IngestStages {
   }
 
   /** Moves the upload out of the uploader's reach into staging/ (a rename; done once). */
-  private async stage(pkg: Package): Promise<void> {
+  private async stage(pkg: Package): Promise<StepOutcome> {
     const { landing, storage } = this.deps;
     const staged = storage.stagingDir(pkg.bagId);
-    if (await exists(staged)) return;
+    if (await exists(staged)) return { ok: true };
     await landing.close(pkg.capability);
     const upload = landing.path(pkg.capability);
-    if (!(await exists(upload)))
-      throw new IngestFailure(ingestProblem({ code: 'upload-missing', bagId: pkg.bagId }));
+    if (!(await exists(upload))) return { ok: false, problem: ingestProblem({ code: 'upload-missing', bagId: pkg.bagId }) };
     await rename(upload, staged);
+    return { ok: true };
   }
 
   private async validate(pkg: Package): Promise<UploadVerdict> {
@@ -206,15 +214,13 @@ export class IngestStages {
     this.deps.observer?.finished('DONE', seconds, bytes, []);
   }
 
-  private fail(item: QueueItem, pkg: Package, problems: StoredProblem[], started: number, events: boolean, report?: BagReport): void {
+  private fail(item: QueueItem, pkg: Package, problems: StoredProblem[], started: number, events: FailureEvents): void {
     const { catalog, logger } = this.deps;
     const errors = errorsOf(problems);
     const detail = errors.map((p) => p.message).join('\n');
     catalog.transaction(() => {
-      if (events) {
-        if (report !== undefined) catalog.events.add({ bagId: pkg.bagId, type: 'validation', executor: item.user, outcome: 'failure', detail });
-        catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'failure', detail });
-      }
+      if (events === 'validation-and-ingestion') catalog.events.add({ bagId: pkg.bagId, type: 'validation', executor: item.user, outcome: 'failure', detail });
+      if (events !== 'none') catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'failure', detail });
       catalog.queue.finish(item.id, { status: 'FAILED', errors: problems });
       catalog.checkpoints.clearPackage(pkg.bagId);
     });
