@@ -141,6 +141,19 @@ t.test('ingest', async (t) => {
     t.same(item.errors.map((e: any) => e.code), ['upload-empty']);
   });
 
+  await t.test('the landing folder gone: upload-missing, and the link opens again', async (t) => {
+    const req = await newRequest(alice);
+    const capability = String(req.upload_link).split('/').filter(Boolean).pop()!;
+    rmSync(join(d.dataDir, 'landing', capability), { recursive: true });
+    const complete = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
+    const item = await d.waitForQueueItem(complete.json.id, alice);
+    t.equal(item.status, 'FAILED');
+    t.same(item.errors.map((e: any) => [e.code, e.path]), [['upload-missing', undefined]]);
+    t.ok(existsSync(join(d.dataDir, 'landing', capability)), 'an empty landing folder to upload into again');
+    const events = await d.request('GET', `/v1/packages/${req.bag_id}/events`, { token: alice });
+    t.same(events.json.map((e: any) => [e.type, e.outcome]), [['ingestion', 'failure']], 'the ingestion failure, and no validation');
+  });
+
   await t.test('profile violation and failing external validator', async (t) => {
     const digital = await newRequest(alice, 'digital');
     t.equal(rsyncUpload(await bagFor(digital, { bagInfo: { Baz: 'nope' } }), digital.upload_link).code, 0);
