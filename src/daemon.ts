@@ -18,6 +18,7 @@ import { IngestWorker } from './ingest/ingest.js';
 import { LandingZone } from './ingest/landing.js';
 import { reconcile } from './ingest/recovery.js';
 import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
+import { uploadLink } from './ingest/upload-link.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -116,11 +117,7 @@ export class Daemon {
   }
 
   uploadLink(pkg: Package): string {
-    const template = this.config.upload.linkTemplate;
-    if (this.rsync === undefined || (template !== undefined && !this.config.upload.rsync.enabled)) {
-      return (template ?? '{capability}').replaceAll('{capability}', pkg.capability).replaceAll('{bag_id}', pkg.bagId);
-    }
-    return this.rsync.uploadLink(pkg.capability, this.config.upload.rsync.advertisedHost);
+    return uploadLink(this.config.upload, pkg);
   }
 
   private httpContext(): HttpContext {

@@ -8,7 +8,7 @@ import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-interface ContentTypeConfig {
+export interface ContentTypeConfig {
   /** A chipmunk bag-info profile (JSON), absolute or relative to the config file. */
   profile?: string;
   /** An argument vector run without a shell; `{external_id}` and `{bag}` are replaced. */

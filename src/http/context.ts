@@ -6,7 +6,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { Audit, Package } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Storage } from '../storage/storage.js';
-import type { UploadProgress } from './views.js';
+import type { UploadProgress } from '../ingest/watcher.js';
 
 export interface HttpContext {
   config: Config;

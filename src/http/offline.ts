@@ -11,6 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import { Catalog } from '../catalog/catalog.js';
 import { defaults, type Config } from '../config/config.js';
 import { Metrics } from '../metrics.js';
+import { uploadLink } from '../ingest/upload-link.js';
 import { Storage } from '../storage/storage.js';
 import type { HttpContext } from './context.js';
 import { buildServer } from './server.js';
@@ -35,7 +36,7 @@ export async function offlineServer(config: Partial<Config> = {}, overrides: Par
     config: full,
     catalog,
     storage: new Storage(dataDir),
-    uploadLink: (pkg) => `rsync://${full.upload.rsync.host}:${full.upload.rsync.port}/${full.upload.rsync.module}/${pkg.capability}/`,
+    uploadLink: (pkg) => uploadLink(full.upload, pkg),
     openLanding: async () => offline('an upload'),
     uploadProgress: () => undefined,
     wakeIngest: () => undefined,

@@ -3,15 +3,9 @@
  * the documented order, `storage_location` for admins only.
  */
 import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type StoredProblem, type User } from '../catalog/types.js';
+import type { UploadProgress } from '../ingest/watcher.js';
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
-
-export interface UploadProgress {
-  files: number;
-  bytes: number;
-  lastWriteAt?: number;
-  tempFiles: number;
-}
 
 export interface PackageViewOptions {
   viewer: User;

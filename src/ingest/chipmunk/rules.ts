@@ -1,12 +1,8 @@
 /** What the chipmunk checks are given: the request the bag must match, and its content type's rules. */
+import type { ContentTypeConfig } from '../../config/config.js';
 
-export interface ContentTypeRules {
-  /** Path to a chipmunk bag-info profile JSON (relative paths resolve against the working directory). */
-  profile?: string | undefined;
-  /** Argument vector; placeholders `{external_id}` and `{bag}` (absolute bag directory). */
-  validator?: string[] | undefined;
-  timeoutMs?: number | undefined;
-}
+/** The content type's profile, external validator and its time limit, as configured. */
+export type ContentTypeRules = ContentTypeConfig;
 
 export interface ExpectedRequest {
   bagId: string;

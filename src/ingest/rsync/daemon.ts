@@ -21,12 +21,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
 import { spawnIsolated } from '../../process/spawn.js';
-import { assertCapability } from '../capability.js';
 import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
 import { LandingZone, landingLayout, type LandingLayout } from '../landing.js';
 import { installHooks, rsyncdConfig } from './config.js';
+import { rsyncLink } from '../upload-link.js';
 import { fileSize, logTail, rsyncGreets } from './probe.js';
 import { TransferLog, type TransferListener } from './transfer-log.js';
 import type { RestartInfo, RsyncDaemonEvents, RsyncDaemonOptions } from './options.js';
@@ -105,10 +105,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
 
   /** `rsync://HOST:PORT/MODULE/<capability>/`; HOST is `advertisedHost` or the listen address. */
   uploadLink(capability: string, advertisedHost?: string): string {
-    assertCapability(capability);
-    let host = advertisedHost ?? this.host;
-    if (host.includes(':') && !host.startsWith('[')) host = `[${host}]`; // IPv6 literal
-    return `rsync://${host}:${this.port}/${this.module}/${capability}/`;
+    return rsyncLink(advertisedHost ?? this.host, this.port, this.module, capability);
   }
 
   /** Calls `listener` for every ended transfer; returns a function that unsubscribes. */
