@@ -56,6 +56,20 @@ type FindingCode =
   /** The catalog holds no digest for the file, so only its size was checked. */
   | 'digest-not-recorded';
 
+/** Every finding an audit can report, with its severity: each one fails the package's check. */
+export const FINDING_CODES: Readonly<Record<FindingCode, 'error'>> = {
+  'package-missing': 'error',
+  'package-unreadable': 'error',
+  'package-not-in-catalog': 'error',
+  'file-missing': 'error',
+  'file-changed': 'error',
+  'size-changed': 'error',
+  'file-unreadable': 'error',
+  'file-not-regular': 'error',
+  'file-extra': 'error',
+  'digest-not-recorded': 'error',
+};
+
 export interface Finding {
   code: FindingCode;
   /** Relative to the bag root, as in the catalog; absent for findings about the whole package. */
