@@ -7,24 +7,15 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag } from '../helpers/make-bag.js';
+import { filesUnder } from '../helpers/walk.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'preservd-crash-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
-
-function walk(dir: string, root = dir): string[] {
-  const out: string[] = [];
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const p = join(dir, entry.name);
-    if (entry.isDirectory()) out.push(...walk(p, root));
-    else out.push(relative(root, p));
-  }
-  return out.sort();
-}
 
 interface Scenario {
   name: string;
@@ -70,7 +61,7 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
     t.ok(item.errors.some((e: any) => e.code === 'manifest-mismatch' && e.path === 'data/a.txt'));
     t.equal(pkg.json.stored, false);
     const landing = join(dataDir, 'landing', req.upload_link.split('/').at(-2));
-    t.same(walk(landing), walk(bagDir), 'the upload is back in its landing folder, whole');
+    t.same(filesUnder(landing), filesUnder(bagDir), 'the upload is back in its landing folder, whole');
     t.equal(rsyncUpload(bagDir, pkg.json.upload_link).code, 0, 'and the link is open again');
     await second.stop();
     await assertInvariants(t, dataDir);
@@ -79,8 +70,8 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   t.equal(item.status, 'DONE', JSON.stringify(item));
   t.equal(pkg.json.stored, true);
   const stored = pkg.json.storage_location as string;
-  t.same(walk(stored), walk(bagDir), 'storage holds exactly the bag');
-  for (const rel of walk(bagDir)) {
+  t.same(filesUnder(stored), filesUnder(bagDir), 'storage holds exactly the bag');
+  for (const rel of filesUnder(bagDir)) {
     const want = createHash('sha256').update(readFileSync(join(bagDir, rel))).digest('hex');
     const got = createHash('sha256').update(readFileSync(join(stored, rel))).digest('hex');
     if (want !== got) t.fail(`${rel} differs in storage`);

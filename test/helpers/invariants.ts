@@ -16,13 +16,14 @@
  * as typed values, all of them, so a failing test shows every broken invariant at once.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync, type Dirent } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { landingLayout } from '../../src/ingest/landing.js';
 import { Storage } from '../../src/storage/storage.js';
+import { filesUnder } from './walk.js';
 
 type ViolationCode =
   | 'stored-folder-missing'
@@ -57,18 +58,6 @@ async function sha256(path: string): Promise<string> {
   const hash = createHash('sha256');
   for await (const chunk of createReadStream(path)) hash.update(chunk as Buffer);
   return hash.digest('hex');
-}
-
-/** Every entry below `dir` that is not a folder (files, links, ...), relative, sorted. */
-async function filesUnder(dir: string, rel = ''): Promise<string[]> {
-  const out: string[] = [];
-  const entries: Dirent[] = await readdir(rel === '' ? dir : join(dir, rel), { withFileTypes: true });
-  for (const entry of entries) {
-    const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
-    if (entry.isDirectory()) out.push(...(await filesUnder(dir, path)));
-    else out.push(path);
-  }
-  return out.sort();
 }
 
 const listOrEmpty = (dir: string): Promise<string[]> => readdir(dir).catch(() => [] as string[]);
@@ -118,7 +107,7 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         continue;
       }
       const recorded = catalog.packages.listFiles(pkg.bagId);
-      const onDisk = new Set(await filesUnder(dir));
+      const onDisk = new Set(filesUnder(dir));
       for (const file of recorded) {
         if (!onDisk.delete(file.path)) {
           violations.push({ code: 'stored-file-missing', bagId: pkg.bagId, path: file.path });

@@ -10,9 +10,10 @@
  * bag root.
  */
 import { createHash } from 'node:crypto';
-import { lstat, mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, rm, utimes, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Algorithm } from '../../src/fixity/index.js';
+import { filesUnder } from './walk.js';
 
 interface ChipmunkInfoOptions {
   externalId: string;
@@ -72,17 +73,6 @@ function encodeManifestPath(path: string, version: string): string {
   return percent.replace(/\r/g, '%0D').replace(/\n/g, '%0A');
 }
 
-async function listFiles(root: string, dir = ''): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of (await readdir(join(root, dir))).sort()) {
-    const rel = dir === '' ? name : `${dir}/${name}`;
-    const st = await lstat(join(root, rel));
-    if (st.isDirectory()) out.push(...(await listFiles(root, rel)));
-    else if (st.isFile()) out.push(rel);
-  }
-  return out;
-}
-
 async function put(root: string, rel: string, content: string | Buffer): Promise<void> {
   const abs = join(root, rel);
   await mkdir(dirname(abs), { recursive: true });
@@ -109,7 +99,7 @@ async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<
   for (const name of await readdir(dir)) {
     if (/^(tag)?manifest-.+\.txt$/.test(name)) await rm(join(dir, name));
   }
-  const all = await listFiles(dir);
+  const all = filesUnder(dir, { regularOnly: true });
   const payload = all.filter((p) => p.startsWith('data/') && !unlisted.has(p));
   const contents = new Map<string, Buffer>();
   for (const p of all) contents.set(p, await readFile(join(dir, p)));
@@ -118,7 +108,7 @@ async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<
     await writeFile(join(dir, `manifest-${a}.txt`), lines.join(''));
   }
   if (tagAlgorithms === false) return;
-  const tagFiles = (await listFiles(dir)).filter((p) => !p.startsWith('data/') && !/^tagmanifest-.+\.txt$/.test(p));
+  const tagFiles = filesUnder(dir, { regularOnly: true }).filter((p) => !p.startsWith('data/') && !/^tagmanifest-.+\.txt$/.test(p));
   for (const a of tagAlgorithms) {
     const lines: string[] = [];
     for (const p of tagFiles) lines.push(`${digest(a, await readFile(join(dir, p)))}  ${encodeManifestPath(p, version)}\n`);
@@ -164,7 +154,7 @@ export async function makeBag(dir: string, opts: MakeBagOptions): Promise<string
   if (opts.tagAlgorithms !== undefined) manifestOptions.tagAlgorithms = opts.tagAlgorithms;
   await writeManifests(dir, manifestOptions);
   const mtime = nextBagMtime();
-  for (const rel of await listFiles(dir)) await utimes(join(dir, rel), mtime, mtime);
+  for (const rel of filesUnder(dir, { regularOnly: true })) await utimes(join(dir, rel), mtime, mtime);
 
   for (const rel of opts.corrupt ?? []) {
     const abs = join(dir, rel);

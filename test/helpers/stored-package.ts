@@ -8,13 +8,14 @@
  *   const { bagId, dir, files } = await createStoredPackage(catalog, storage, { payload: { 'a.txt': 'hi\n' } });
  */
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { lstat, readdir, readFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import type { Catalog } from '../../src/catalog/catalog.js';
 import type { FileRecord, Package } from '../../src/catalog/types.js';
 import type { Algorithm } from '../../src/fixity/index.js';
 import { Storage } from '../../src/storage/storage.js';
 import { makeBag } from './make-bag.js';
+import { filesUnder } from './walk.js';
 
 export interface StoredPackageSpec {
   bagId?: string;
@@ -39,17 +40,6 @@ export interface StoredPackage {
   bytes: number;
 }
 
-async function listFiles(root: string, rel = ''): Promise<string[]> {
-  const out: string[] = [];
-  for (const name of (await readdir(rel === '' ? root : `${root}/${rel}`)).sort()) {
-    const path = rel === '' ? name : `${rel}/${name}`;
-    const st = await lstat(`${root}/${path}`);
-    if (st.isDirectory()) out.push(...(await listFiles(root, path)));
-    else out.push(path);
-  }
-  return out;
-}
-
 /** The record ingest would write for a file of the bag at `dir`. */
 async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[]): Promise<FileRecord> {
   const bytes = await readFile(Storage.resolveInside(dir, path));
@@ -68,7 +58,7 @@ export async function createStoredPackage(catalog: Catalog, storage: Storage, sp
   await makeBag(dir, { files: payload, algorithms });
 
   const files: FileRecord[] = [];
-  for (const path of await listFiles(dir)) files.push(await fileRecordOf(dir, path, algorithms));
+  for (const path of filesUnder(dir)) files.push(await fileRecordOf(dir, path, algorithms));
 
   const created = catalog.packages.create({
     bagId,

@@ -7,9 +7,9 @@
  * is hashed from the start. No checkpoint is left once the ingest ends (helpers/invariants.ts).
  */
 import { createHash, randomFillSync, randomUUID } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
@@ -17,6 +17,7 @@ import { Storage } from '../../src/storage/storage.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag } from '../helpers/make-bag.js';
+import { filesUnder } from '../helpers/walk.js';
 
 const MiB = 1024 * 1024;
 const BIG = 64 * MiB;
@@ -27,13 +28,6 @@ const config = { ingest: { resumeAboveBytes: RESUME_ABOVE }, logLevel: 'info' };
 
 const scratch = mkdtempSync(join(tmpdir(), 'preservd-resume-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
-
-function walk(dir: string): string[] {
-  return readdirSync(dir, { recursive: true, withFileTypes: true })
-    .filter((e) => e.isFile())
-    .map((e) => relative(dir, join(e.parentPath, e.name)))
-    .sort();
-}
 
 interface LogLine {
   msg: string;
@@ -92,8 +86,8 @@ async function assertRecordedDigests(t: Test, dataDir: string, bagId: string, ba
   const catalog = Catalog.open(dataDir, { readOnly: true });
   try {
     const recorded = new Map(catalog.packages.listFiles(bagId).map((f) => [f.path, f]));
-    t.same([...recorded.keys()].sort(), walk(bagDir), 'every file recorded');
-    for (const path of walk(bagDir)) {
+    t.same([...recorded.keys()].sort(), filesUnder(bagDir, { regularOnly: true }), 'every file recorded');
+    for (const path of filesUnder(bagDir, { regularOnly: true })) {
       const bytes = readFileSync(join(bagDir, path));
       t.same(
         recorded.get(path),
@@ -111,7 +105,7 @@ async function assertRecordedDigests(t: Test, dataDir: string, bagId: string, ba
   }
 }
 
-const bagBytes = (bagDir: string): number => walk(bagDir).reduce((n, p) => n + statSync(join(bagDir, p)).size, 0);
+const bagBytes = (bagDir: string): number => filesUnder(bagDir, { regularOnly: true }).reduce((n, p) => n + statSync(join(bagDir, p)).size, 0);
 
 t.test('killed after a checkpoint of a huge file, the restarted daemon goes on from it', async (t) => {
   const { dataDir, token, bagId, bagDir, queueId } = await crashMidFile(t);
