@@ -96,6 +96,10 @@ t.test('a full disk fails uploads and ingests clearly, and nothing is lost', { s
   t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
 
   let d = await TestDaemon.start(t, { dataDir, keepDataDir: true });
+  // If the daemon dies on the full disk, its own last words are what a reader needs.
+  t.teardown(() => {
+    if (!t.passing()) t.comment(`daemon exit ${d.proc.exitCode} ${d.proc.signalCode}; its output ends:\n${d.output.slice(-3000)}`);
+  });
   const token = d.addUser('alice');
 
   async function newRequest(files: Record<string, Buffer | string>): Promise<{ bagId: string; link: string; bagDir: string; capability: string }> {
