@@ -58,13 +58,14 @@ export class Daemon {
   }
 
   private static async startPieces(config: Config, logger: Logger, started: Array<() => Promise<unknown>>): Promise<Daemon> {
-    const where = whereToFind(config);
+    const layout = new DataLayout(config.dataDir);
+    const where = whereToFind(config, layout);
     logger.info(where, `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`);
-    await new DataLayout(config.dataDir).ensure();
+    await layout.ensure();
     const storage = new Storage(config.dataDir);
     const catalog = Catalog.open(config.dataDir);
     started.push(() => catalog.close());
-    await ensureFirstAdmin(catalog, config.dataDir, logger);
+    await ensureFirstAdmin(catalog, layout.adminToken, logger);
 
     const metrics = new Metrics(catalog);
     const pool = new FixityPool({
@@ -171,21 +172,20 @@ export class Daemon {
 }
 
 /** Where people reach the daemon: its API, its rsync daemon (undefined when off), the admin token. */
-function whereToFind(config: Config): { api: string; rsync: string | undefined; adminToken: string } {
+function whereToFind(config: Config, layout: DataLayout): { api: string; rsync: string | undefined; adminToken: string } {
   const r = config.upload.rsync;
   return {
     api: `http://${config.http.host}:${config.http.port}`,
     rsync: r.enabled ? `rsync://${r.host}:${r.port}/${r.module}/` : undefined,
-    adminToken: new DataLayout(config.dataDir).adminToken,
+    adminToken: layout.adminToken,
   };
 }
 
 /** On first start: an `admin` user whose token goes to `<dataDir>/admin.token` (mode 0600). */
-async function ensureFirstAdmin(catalog: Catalog, dataDir: string, logger: Logger): Promise<void> {
+async function ensureFirstAdmin(catalog: Catalog, path: string, logger: Logger): Promise<void> {
   if (catalog.users.list().length > 0) return;
   catalog.users.add('admin', true);
   const { secret } = catalog.users.issueToken('admin');
-  const path = new DataLayout(dataDir).adminToken;
   await writeAtomically(path, `${secret}\n`, { mode: 0o600, fsync: true });
   logger.info({ path }, 'created the first admin user "admin"; its token is in this file');
 }

@@ -137,13 +137,18 @@ const ENCODING_LABEL = 'Tag-File-Character-Encoding';
  * bags have it). Every fault is reported, and the values are still returned when they can be
  * read, so the rest of the bag is checked under the rules of the version it claims.
  */
+/** Whether bytes start with UTF-8's byte-order mark (EF BB BF). */
+export function startsWithUtf8Bom(bytes: Uint8Array): boolean {
+  return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+}
+
 export function parseBagDeclaration(bytes: Uint8Array): BagDeclaration {
   const problems: BagProblemInit[] = [];
   const fault = (f: BagitTxtFault, line?: number): void => {
     problems.push(line === undefined ? { code: 'bagit-txt-malformed', path: 'bagit.txt', fault: f } : { code: 'bagit-txt-malformed', path: 'bagit.txt', line, fault: f });
   };
   let body = bytes;
-  if (body.length >= 3 && body[0] === 0xef && body[1] === 0xbb && body[2] === 0xbf) {
+  if (startsWithUtf8Bom(body)) {
     problems.push({ code: 'bagit-txt-bom', path: 'bagit.txt' });
     body = body.subarray(3);
   } else if (body.length >= 2 && ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe))) {

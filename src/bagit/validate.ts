@@ -15,7 +15,7 @@ import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
 import type { BagFile, BagReport, ValidateOptions } from './report.js';
 import { fileStamp, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
-import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
+import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, startsWithUtf8Bom, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
 
 /** The rules that differ between BagIt versions. */
 interface VersionRules {
@@ -58,14 +58,6 @@ interface LoadedManifest {
   entries: Map<string, ManifestEntry>;
   /** The files on disk its entries name: the entry's path, or the file it matched by normalization. */
   covered: Set<string>;
-}
-
-/**
- * Whether a tag file in UTF-8 starts with a byte-order mark. (In UTF-16 the mark says which byte
- * order the file uses, and belongs there.)
- */
-function hasUtf8ByteOrderMark(bytes: Uint8Array, encoding: string): boolean {
-  return /^utf-?8$/i.test(encoding) && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
 }
 
 /** Root tag files the RFC names; each must be a file, never a folder. */
@@ -173,8 +165,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
       add({ code: 'tag-file-undecodable', path, encoding: readableEncoding });
       return undefined;
     }
-    // The decoder may drop a byte-order mark itself: look at the bytes.
-    if (hasUtf8ByteOrderMark(bytes, readableEncoding)) add({ code: 'tag-file-bom', path });
+    // The decoder may drop a byte-order mark itself: look at the bytes. (In UTF-16 the mark says
+    // which byte order the file uses, and belongs there.)
+    if (/^utf-?8$/i.test(readableEncoding) && startsWithUtf8Bom(bytes)) add({ code: 'tag-file-bom', path });
     return decoded.text.startsWith('\ufeff') ? decoded.text.slice(1) : decoded.text;
   };
 

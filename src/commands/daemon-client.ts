@@ -4,8 +4,8 @@
  * and JSON requests whose failures become one clear sentence (`DaemonError`) instead of a stack.
  */
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Config } from '../config/config.js';
+import { DataLayout } from '../storage/layout.js';
 
 /** Why a command could not talk to the daemon; `message` is meant for the operator. */
 export class DaemonError extends Error {
@@ -39,7 +39,7 @@ function daemonBaseUrl(config: Pick<Config, 'http'>): string {
 function adminToken(config: Pick<Config, 'dataDir'>, env: NodeJS.ProcessEnv): string {
   const fromEnv = env.PRESERVD_TOKEN?.trim();
   if (fromEnv) return fromEnv;
-  const file = join(config.dataDir, 'admin.token');
+  const file = new DataLayout(config.dataDir).adminToken;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -62,7 +62,7 @@ export class DaemonClient {
   ) {}
 
   static fromConfig(config: Pick<Config, 'http' | 'dataDir'>, env: NodeJS.ProcessEnv): DaemonClient {
-    const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : join(config.dataDir, 'admin.token');
+    const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : new DataLayout(config.dataDir).adminToken;
     return new DaemonClient(daemonBaseUrl(config), adminToken(config, env), source);
   }
 

@@ -50,12 +50,17 @@ export function queueItemView(item: QueueItem): Record<string, unknown> {
   if (item.status === 'DONE') view.package = `/v1/packages/${item.bagId}`;
   if (item.status === 'FAILED') {
     const errors = errorsOf(item.errors ?? []);
-    view.error = errors.map((p) => p.message).join('\n\n');
+    view.error = errorText(errors);
     view.errors = errors.map(problemView);
   }
   view.created_at = rfc3339(item.createdAt);
   view.updated_at = rfc3339(item.updatedAt);
   return view;
+}
+
+/** chipmunk's `error`: every error's sentence, joined by blank lines. */
+function errorText(errors: readonly StoredProblem[]): string {
+  return errors.map((p) => p.message).join('\n\n');
 }
 
 /** An item of `/v1/queue/status`: its package as an object, times with milliseconds (chipmunk's shape). */
@@ -66,7 +71,7 @@ export function queueStatusItemView(item: QueueItem, pkg: Package): Record<strin
     request: `/v1/requests/${item.bagId}`,
     package: { bag_id: pkg.bagId, external_id: pkg.externalId, content_type: pkg.contentType },
   };
-  if (item.status === 'FAILED') view.error = errorsOf(item.errors ?? []).map((p) => p.message).join('\n\n');
+  if (item.status === 'FAILED') view.error = errorText(errorsOf(item.errors ?? []));
   view.created_at = new Date(item.createdAt).toISOString();
   view.updated_at = new Date(item.updatedAt).toISOString();
   return view;

@@ -250,7 +250,8 @@ export class LandingWatcher {
         if (isErrno(err, 'ENOENT')) return;
         throw err;
       }
-      const active = await options.activeTransfers();
+      // A transfer that began during the scan: wait for it as above.
+      if ((await options.activeTransfers()) > 0) continue;
       const now = Date.now();
       const current = signatureOf(scan);
       if (signature !== undefined && current !== signature) changedAt = now;
@@ -262,10 +263,9 @@ export class LandingWatcher {
         this.uploads.get(capability)?.lastEventAt ?? -Infinity,
         scan.lastWriteMs <= now ? scan.lastWriteMs : -Infinity,
       );
-      const tempInProgress =
-        scan.tempFiles > 0 && (active > 0 || now - scan.lastTempWriteMs < tempFileTimeoutMs);
-      if (active === 0 && !tempInProgress && now - lastWrite >= quietMs) return;
-      if (active === 0 && scan.tempFiles === 0 && changedAt === -Infinity && options.lastTransferEndedAt) {
+      const tempInProgress = scan.tempFiles > 0 && now - scan.lastTempWriteMs < tempFileTimeoutMs;
+      if (!tempInProgress && now - lastWrite >= quietMs) return;
+      if (scan.tempFiles === 0 && changedAt === -Infinity && options.lastTransferEndedAt) {
         // Only the disk's own change times count here: event and scan times are taken later.
         const endedAt = await options.lastTransferEndedAt();
         if (endedAt !== undefined && scan.lastWriteMs <= endedAt) return;

@@ -17,12 +17,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 
 /** Whether group `pgid` has any process, zombies included. */
 export function groupExists(pgid: number): boolean {
-  try {
-    process.kill(-pgid, 0);
-    return true;
-  } catch (err) {
-    return isErrno(err, 'EPERM');
-  }
+  return processExists(-pgid);
 }
 
 /**
@@ -69,7 +64,7 @@ export async function procfsAvailable(): Promise<boolean> {
   return (await processState(process.pid)) !== undefined;
 }
 
-/** Whether a process with this pid exists (zombies included), by signal 0. */
+/** Whether a process with this pid exists (zombies included), by signal 0 (a negative pid: a group). */
 export function processExists(pid: number): boolean {
   try {
     process.kill(pid, 0);

@@ -4,6 +4,7 @@
  * grace period), at most `outputLimit` bytes of each output kept, and no wait beyond the kill
  * for a grandchild that holds the pipes open. Started through `spawnIsolated`.
  */
+import { signalGroup } from './groups.js';
 import { spawnIsolated } from './spawn.js';
 
 export type BoundedRun =
@@ -54,10 +55,11 @@ export function runBounded(argv: readonly [string, ...string[]], options: Bounde
     let giveUpTimer: NodeJS.Timeout | undefined;
 
     const killGroup = (sig: NodeJS.Signals): void => {
+      if (child.pid === undefined) return; // never started: 'error' settles it
       try {
-        if (child.pid !== undefined) process.kill(-child.pid, sig);
+        signalGroup(child.pid, sig);
       } catch {
-        child.kill(sig);
+        child.kill(sig); // no group to signal (EPERM): at least the child itself
       }
     };
     const finish = (settle: () => void): void => {

@@ -87,8 +87,10 @@ const RFC3339 = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)
 /** Epoch ms of an RFC 3339 date or date-time (UTC when it has no offset); 400 when it is not one. */
 function parseTime(text: string | undefined, name: string): number | undefined {
   if (text === undefined || text === '') return undefined;
-  const hasOffset = /(?:[Zz]|[+-]\d{2}:\d{2})$/.test(text) && /[Tt ]/.test(text);
-  const ms = RFC3339.test(text) ? Date.parse(hasOffset || !/[Tt ]/.test(text) ? text.replace(' ', 'T') : `${text.replace(' ', 'T')}Z`) : NaN;
+  const iso = text.replace(' ', 'T');
+  // Date.parse reads a date-time without an offset as local time, a bare date as UTC: say UTC.
+  const utc = /T/i.test(iso) && !/(?:Z|[+-]\d{2}:\d{2})$/i.test(iso) ? `${iso}Z` : iso;
+  const ms = RFC3339.test(text) ? Date.parse(utc) : NaN;
   if (Number.isNaN(ms)) throw badRequest(`${name}: ${JSON.stringify(text)} is not an RFC 3339 time, e.g. 2026-11-25T10:00:00Z`);
   return ms;
 }
