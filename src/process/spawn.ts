@@ -31,13 +31,16 @@ export interface IsolatedSpawnOptions extends Omit<SpawnOptions, 'shell' | 'argv
 export function spawnIsolated(command: string, args: readonly string[], options: IsolatedSpawnOptions = {}): ChildProcess {
   const { parentDeathSignal = 'SIGTERM', ...spawnOptions } = options;
   const executable = findExecutable(command, spawnOptions.env?.PATH ?? process.env.PATH);
-  if (executable === undefined) {
-    const child = spawn(command, [...args], spawnOptions); // fails with ENOENT, as callers expect
-    return child;
+  if (executable === undefined) return spawn(command, [...args], spawnOptions); // fails with ENOENT, as callers expect
+  const setpriv = findExecutable('setpriv');
+  const bash = findExecutable('bash');
+  if (setpriv === undefined || bash === undefined) {
+    // Not the command's fault: say what is missing rather than report the command as absent.
+    throw new Error('starting a child process needs util-linux\'s setpriv and bash (Debian: apt-get install util-linux bash)');
   }
   return spawn(
-    'setpriv',
-    [`--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`, '--', 'bash', '-c', CLOSE_AND_EXEC, 'preservd-child', executable, ...args],
+    setpriv,
+    [`--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`, '--', bash, '-c', CLOSE_AND_EXEC, 'preservd-child', executable, ...args],
     spawnOptions,
   );
 }
