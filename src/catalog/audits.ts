@@ -50,6 +50,7 @@ export class AuditStore {
    * An audit of nothing is finished at once.
    */
   start(user: string, packages: Map<string, number>): StartResult {
+    this.catalog.reserve(packages.size * 200); // a to-do entry per package
     return this.catalog.transaction(() => {
       const running = this.inProgress();
       if (running !== undefined) return { existing: running };

@@ -13,6 +13,7 @@ import { CheckpointStore } from './checkpoints.js';
 import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
 import { PackageStore } from './packages.js';
+import { SpaceClaim } from './space.js';
 import { QueueStore } from './queue.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
@@ -34,7 +35,11 @@ export class Catalog implements Transactor {
   /** What a nested call threw, so that the outer transaction rolls back even if it was caught. */
   private nestedFailure: { err: unknown } | undefined;
 
-  private constructor(private readonly root: RootDatabase) {
+  private constructor(
+    private readonly root: RootDatabase,
+    /** Undefined for a read-only catalog. */
+    readonly space: SpaceClaim | undefined,
+  ) {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
     this.users = new UserStore(root, this);
@@ -55,7 +60,7 @@ export class Catalog implements Transactor {
     if (!readOnly) mkdirSync(path, { recursive: true });
     // No dot in the last path component: lmdb-js would take it for a single-file database.
     const root = open({ path, maxDbs: 32, compression: false, readOnly });
-    const catalog = new Catalog(root);
+    const catalog = new Catalog(root, readOnly ? undefined : new SpaceClaim(join(path, 'data.mdb')));
     if (readOnly) {
       if (catalog.schemaVersion !== SCHEMA_VERSION)
         throw new CatalogError(`the catalog has schema ${catalog.schemaVersion}; this preservd reads ${SCHEMA_VERSION} only (open it read-write to migrate)`);
@@ -78,6 +83,8 @@ export class Catalog implements Transactor {
         throw err;
       }
     }
+    // Before LMDB writes anything: it must never be the one to find the disk full (space.ts).
+    this.space?.ensure();
     this.depth = 1;
     this.nestedFailure = undefined;
     try {
@@ -90,6 +97,10 @@ export class Catalog implements Transactor {
       this.depth = 0;
       this.nestedFailure = undefined;
     }
+  }
+
+  reserve(bytes: number): void {
+    this.space?.ensure(bytes);
   }
 
   get schemaVersion(): number {

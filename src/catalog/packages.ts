@@ -96,6 +96,10 @@ export class PackageStore {
    * bag is moved). Files of an unstored package are never served.
    */
   putFiles(bagId: string, files: FileRecord[]): void {
+    // The path is in the key and the record; B-tree pages are partly empty: about twice the bytes.
+    let bytes = 0;
+    for (const file of files) bytes += 2 * (2 * Buffer.byteLength(file.path) + 150);
+    this.catalog.reserve(bytes);
     this.catalog.transaction(() => {
       for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })) this.files.remove(key);
       let total = 0;

@@ -4,4 +4,9 @@
  */
 export interface Transactor {
   transaction<T>(fn: () => T): T;
+  /**
+   * Claims disk room for a write bigger than usual (about `bytes` of records), before or inside
+   * its transaction; throws an out-of-space error, and so fails the transaction, when there is none.
+   */
+  reserve(bytes: number): void;
 }
