@@ -8,7 +8,8 @@ import { readdirSync, readlinkSync, rmSync, truncateSync, writeFileSync } from '
 import { join } from 'node:path';
 import t from 'tap';
 import { contentDisposition, contentTypeFor, parseRange } from '../../src/download/index.js';
-import { defaultPayload, fileUrl, makeStoredBag, rawGet, recordOf, serveBag, sha256 } from './fixtures/stored-bag.js';
+import { defaultPayload, fileUrl, makeStoredBag, rawGet, serveBag, sha256 } from './fixtures/stored-bag.js';
+import { fileRecordOf } from '../helpers/stored-package.js';
 
 const b64 = (hex: string) => Buffer.from(hex, 'hex').toString('base64');
 
@@ -223,7 +224,7 @@ t.test('a file cut short while streaming destroys the connection', async (t) => 
     payload: { 'a.txt': Buffer.from('a\n') },
     extra: async (dir) => {
       writeFileSync(join(dir, 'data/big.bin'), big);
-      return [recordOf(dir, 'data/big.bin')];
+      return [await fileRecordOf(dir, 'data/big.bin')];
     },
   });
   const { base } = await serveBag(t, bag);

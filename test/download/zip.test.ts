@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { planZip } from '../../src/download/index.js';
-import { makeStoredBag, pythonZipReport, rawGet, recordOf, run, serveBag, sha256, unzipTest, type RawResponse } from './fixtures/stored-bag.js';
+import { makeStoredBag, pythonZipReport, rawGet, run, serveBag, sha256, unzipTest, type RawResponse } from './fixtures/stored-bag.js';
+import { fileRecordOf } from '../helpers/stored-package.js';
 
 const GiB = 2 ** 30;
 
@@ -138,7 +139,7 @@ t.test('a client that leaves stops the reading', async (t) => {
     payload: { 'a.txt': Buffer.from('a\n') },
     extra: async (dir) => {
       writeFileSync(join(dir, 'data/big.bin'), big);
-      return [recordOf(dir, 'data/big.bin')];
+      return [await fileRecordOf(dir, 'data/big.bin')];
     },
   });
   const { base } = await serveBag(t, bag);
@@ -203,7 +204,7 @@ t.test('a stored file that cannot be sent aborts the download', async (t) => {
       payload: { 'a.txt': Buffer.from('a\n') },
       extra: async (dir) => {
         writeFileSync(join(dir, 'data/big.bin'), big);
-        return [recordOf(dir, 'data/big.bin')];
+        return [await fileRecordOf(dir, 'data/big.bin')];
       },
     });
     const { base } = await serveBag(t, bag);

@@ -3,6 +3,7 @@
  * by `makeBag` (a valid BagIt 1.0 bag) straight into `<dataDir>/storage/ab/cd/ef/<bag_id>/`, then
  * recorded in the catalog: packages.create, putFiles (every file, tag files too: size, CRC-32 and
  * a digest per manifest algorithm plus sha256, computed here from the bytes on disk), markStored.
+ * The one way tests make a stored package without ingest (the download fixture builds on it).
  *
  *   const storage = new Storage(dataDir);
  *   const { bagId, dir, files } = await createStoredPackage(catalog, storage, { payload: { 'a.txt': 'hi\n' } });
@@ -26,6 +27,11 @@ export interface StoredPackageSpec {
   payload?: Record<string, string | Buffer>;
   /** Manifest algorithms; default md5 and sha256. sha256 is always recorded in the catalog. */
   algorithms?: Algorithm[];
+  /**
+   * Adds files to the written bag that are not to be read here (a sparse giant, a file the
+   * manifests do not list) and returns their records, which are recorded as given.
+   */
+  extra?: (dir: string) => Promise<FileRecord[]>;
 }
 
 export interface StoredPackage {
@@ -40,8 +46,8 @@ export interface StoredPackage {
   bytes: number;
 }
 
-/** The record ingest would write for a file of the bag at `dir`. */
-async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[]): Promise<FileRecord> {
+/** The record ingest would write for a file of the bag at `dir` (whole file read: test sizes only). */
+export async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[] = ['sha256']): Promise<FileRecord> {
   const bytes = await readFile(Storage.resolveInside(dir, path));
   const digests: Partial<Record<Algorithm, string>> = {};
   for (const a of new Set<Algorithm>([...algorithms, 'sha256'])) digests[a] = createHash(a).update(bytes).digest('hex');
@@ -56,9 +62,11 @@ export async function createStoredPackage(catalog: Catalog, storage: Storage, sp
   const storagePath = Storage.storagePath(bagId);
   const dir = storage.packageDir(storagePath);
   await makeBag(dir, { files: payload, algorithms });
+  const extra = spec.extra === undefined ? [] : await spec.extra(dir);
+  const extraPaths = new Set(extra.map((r) => r.path));
 
-  const files: FileRecord[] = [];
-  for (const path of filesUnder(dir)) files.push(await fileRecordOf(dir, path, algorithms));
+  const files: FileRecord[] = [...extra];
+  for (const path of filesUnder(dir)) if (!extraPaths.has(path)) files.push(await fileRecordOf(dir, path, algorithms));
 
   const created = catalog.packages.create({
     bagId,
