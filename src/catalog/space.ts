@@ -20,7 +20,7 @@ import { statSync, statfsSync } from 'node:fs';
 const MB = 1024 * 1024;
 
 /** A write refused before it began: the catalog could not claim the disk space it may need. */
-export class CatalogSpaceError extends Error {
+class CatalogSpaceError extends Error {
   readonly code: 'ENOSPC' | 'EDQUOT';
 
   constructor(code: 'ENOSPC' | 'EDQUOT', detail: string) {

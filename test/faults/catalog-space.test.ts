@@ -15,7 +15,7 @@ import { mountSmallFilesystem, type SmallFilesystem } from '../helpers/small-fs.
 
 const mounted = mountSmallFilesystem(16);
 const skip = 'skip' in mounted ? mounted.skip : false;
-const writer = fileURLToPath(new URL('./catalog-space-writer.js', import.meta.url));
+const writer = fileURLToPath(new URL('./fixtures/catalog-space-writer.js', import.meta.url));
 
 t.test('a catalog on a disk that keeps filling refuses writes cleanly and loses nothing', { skip }, async (t) => {
   const fs = mounted as SmallFilesystem;
