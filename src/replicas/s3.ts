@@ -4,7 +4,8 @@
  * upload of PART_BYTES parts, QUEUE parts at a time, for a large one, so at most
  * PART_BYTES × QUEUE bytes of a file are in memory. The bytes are hashed on the way and an upload
  * whose source turns out not to match the catalog is aborted before it completes. With
- * `retention`, every object is written under S3 Object Lock in that mode until that date.
+ * `retention`, every object is written under S3 Object Lock in that mode until that date (set
+ * again on the finished version after a multipart upload, which RGW 16.2 would leave unlocked).
  *
  * Settings for RGW 16.2 (../shared/research/ceph-rgw.md §5): checksums only when required (it
  * answers the SDK's default aws-chunked uploads with 411), path-style addressing; its empty
@@ -21,6 +22,7 @@ import {
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
   PutObjectCommand,
+  PutObjectRetentionCommand,
   S3Client,
   type PutObjectCommandInput,
 } from '@aws-sdk/client-s3';
@@ -140,6 +142,7 @@ export class S3Target implements ReplicaTarget {
           params: { Bucket: this.config.bucket, Key, Body: body, ContentLength: expected.size, Metadata: { sha256: expected.sha256 }, ...this.lockParams() },
         });
         await upload.done();
+        if (this.config.retention !== undefined && expected.size >= PART_BYTES) await this.lockAfterMultipart(Key, signal);
       } finally {
         signal?.removeEventListener('abort', onAbort);
         source.destroy();
@@ -149,6 +152,17 @@ export class S3Target implements ReplicaTarget {
       signal?.throwIfAborted();
       throw this.translate(err);
     }
+  }
+
+  /**
+   * RGW 16.2 ignores the Object Lock headers of CreateMultipartUpload (a single PUT keeps them):
+   * the retention is set on the completed version instead. On AWS this restates what is there.
+   */
+  private async lockAfterMultipart(Key: string, signal: AbortSignal | undefined): Promise<void> {
+    const opts = signal ? { abortSignal: signal } : {};
+    const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), opts);
+    const { ObjectLockMode: Mode, ObjectLockRetainUntilDate: RetainUntilDate } = this.lockParams();
+    await this.client.send(new PutObjectRetentionCommand({ Bucket: this.config.bucket, Key, ...(head.VersionId ? { VersionId: head.VersionId } : {}), Retention: { Mode, RetainUntilDate } }), opts);
   }
 
   /** S3 failures that are not about this object become ReplicaDown; the rest pass as they are. */

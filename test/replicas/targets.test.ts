@@ -5,7 +5,7 @@
  * check names a missing bucket or folder; a large file goes up in parts and a kill of the
  * gateway is ReplicaDown, not a problem of the object.
  */
-import { CreateBucketCommand, ListObjectVersionsCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,20 +14,10 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { checkTargets, ReplicaDown, targetsFor, type ReplicaTarget } from '../../src/replicas/index.js';
-import { s3Test, startCeph, type Ceph } from '../helpers/ceph.js';
+import { s3Test, startCeph } from '../helpers/ceph.js';
+import { s3Client } from './fixtures/replica-world.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
-
-function s3Client(ceph: Ceph): S3Client {
-  return new S3Client({
-    endpoint: ceph.endpoint,
-    region: ceph.region,
-    forcePathStyle: true,
-    credentials: { accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED',
-    responseChecksumValidation: 'WHEN_REQUIRED',
-  });
-}
 
 async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promise<void> {
   const small = Buffer.from('hello, replica\n');
