@@ -5,7 +5,7 @@
  * index.ts, only its index.ts is imported.
  */
 const LIBRARIES = '^src/(bagit|fixity|fs)/';
-const DAEMON = '^src/(audit|catalog|commands|config|download|http|ingest|process|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
+const DAEMON = '^src/(audit|catalog|commands|config|download|http|ingest|process|replicas|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
 
 module.exports = {
   forbidden: [
@@ -31,7 +31,7 @@ module.exports = {
       severity: 'error',
       comment: 'A module with an index.ts is used through it, never by reaching into its files.',
       from: { path: '^src/(.+)/[^/]+$' },
-      to: { path: '^src/(bagit|fixity|download|ingest/rsync|ingest/chipmunk)/[^/]+$', pathNot: ['/index\\.ts$', '^src/$1/'] },
+      to: { path: '^src/(bagit|fixity|download|ingest/rsync|ingest/chipmunk|replicas)/[^/]+$', pathNot: ['/index\\.ts$', '^src/$1/'] },
     },
   ],
   options: {

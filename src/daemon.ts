@@ -1,8 +1,8 @@
 /**
  * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse.
  *
- *   catalog → first admin → fixity pool → landing zone, rsync daemon, watcher → reconcile →
- *   ingest worker → audit runner → HTTP
+ *   replica check → catalog → first admin → fixity pool → landing zone, rsync daemon, watcher →
+ *   reconcile → ingest worker → replicator → audit runner → HTTP
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -22,6 +22,7 @@ import { uploadLink } from './ingest/upload-link.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
+import { checkTargets, Replicator, targetsFor } from './replicas/index.js';
 import { DataLayout } from './storage/layout.js';
 import { Storage } from './storage/storage.js';
 
@@ -41,6 +42,7 @@ export class Daemon {
     readonly watcher: LandingWatcher,
     readonly ingest: IngestWorker,
     readonly audits: AuditRunner,
+    readonly replicator: Replicator,
     readonly metrics: Metrics,
     private http: FastifyInstance | undefined,
   ) {}
@@ -62,6 +64,10 @@ export class Daemon {
     const where = whereToFind(config, layout);
     logger.info(where, `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`);
     await layout.ensure();
+    // A replica that is missing or refuses writes stops the start, before anything runs.
+    const targets = targetsFor(config.replicas);
+    started.push(async () => targets.forEach((t) => t.close()));
+    await checkTargets(targets);
     const storage = new Storage(config.dataDir);
     const catalog = Catalog.open(config.dataDir);
     started.push(() => catalog.close());
@@ -92,13 +98,18 @@ export class Daemon {
 
     await reconcile(catalog, storage, landing, logger);
 
-    const ingest = new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver() });
+    let ingestActive = () => 0;
+    const replicator = new Replicator({ catalog, storage, targets, logger, ingestBusy: () => ingestActive() > 0, onBytes: (replica, bytes) => metrics.replicated(replica, bytes) });
+    const ingest = new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver(), replication: replicator });
+    ingestActive = () => ingest.active;
     const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger });
     metrics.watchAudits(audits);
-    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, metrics, undefined);
+    metrics.watchReplicas(replicator.names);
+    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, metrics, undefined);
     rsync?.onTransfer((t) => daemon.recordTransfer(t));
-    started.push(() => ingest.stop(), () => audits.stop());
+    started.push(() => ingest.stop(), () => replicator.stop(), () => audits.stop());
     ingest.start();
+    replicator.start();
     audits.start();
 
     const app = await buildServer(daemon.httpContext(), logger);
@@ -162,6 +173,7 @@ export class Daemon {
       clearTimeout(deadline);
     }
     await this.ingest.stop();
+    await this.replicator.stop();
     await this.audits.stop();
     await this.watcher.stop();
     await this.rsync?.stop();

@@ -1,11 +1,13 @@
 /**
  * Prometheus metrics (prom-client): HTTP requests, ingest queue and durations, bytes hashed,
- * audit progress, failures by code, rsync restarts, catalog size. Gauges are read when scraped.
+ * audit progress, failures by code, rsync restarts, catalog size, replica copies. Gauges are read
+ * when scraped.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Catalog } from './catalog/catalog.js';
 import type { StoredProblem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/deps.js';
+import { summarizeReplicas } from './replicas/summary.js';
 
 interface PoolStats {
   stats(): { bytesHashed: number; filesHashed: number; queued: number; running: number };
@@ -24,9 +26,10 @@ export class Metrics {
   private readonly ingestSeconds: Histogram<'outcome'>;
   private readonly ingestBytes: Counter;
   private readonly failures: Counter<'code'>;
+  private readonly replicaBytes: Counter<'replica'>;
   private rsyncRestarts: () => number = () => 0;
 
-  constructor(catalog: Catalog) {
+  constructor(private readonly catalog: Catalog) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'preservd_' });
     this.requests = new Counter({ name: 'preservd_http_requests_total', help: 'HTTP responses by route, method and status', labelNames: ['route', 'method', 'status'], registers });
@@ -45,6 +48,7 @@ export class Metrics {
       registers,
     });
     this.ingestBytes = new Counter({ name: 'preservd_ingest_bytes_total', help: 'Bytes of bags stored', registers });
+    this.replicaBytes = new Counter({ name: 'preservd_replica_bytes_copied_total', help: 'Bytes of files written (or found) and verified on a replica', labelNames: ['replica'], registers });
     this.failures = new Counter({ name: 'preservd_ingest_failures_total', help: 'Problems that failed ingests, by code', labelNames: ['code'], registers });
     new Gauge({
       name: 'preservd_ingest_queue_depth',
@@ -111,6 +115,28 @@ export class Metrics {
       this.set({ state: 'total' }, p?.totalBytes ?? 0);
       this.set({ state: 'done' }, p?.bytes ?? 0);
     } });
+  }
+
+  /** Copies per replica by status, bytes verified, and the age of the oldest copy not yet verified. */
+  watchReplicas(names: readonly string[]): void {
+    if (names.length === 0) return;
+    const registers = [this.registry];
+    const catalog = this.catalog;
+    const summary = () => summarizeReplicas(catalog, names);
+    new Gauge({ name: 'preservd_replica_copies', help: 'Package copies on each replica, by status', labelNames: ['replica', 'status'], registers, collect() {
+      for (const r of summary()) for (const status of ['pending', 'verified', 'failed'] as const) this.set({ replica: r.name, status }, r[status]);
+    } });
+    new Gauge({ name: 'preservd_replica_verified_bytes', help: 'Bytes of the packages verified on each replica', labelNames: ['replica'], registers, collect() {
+      for (const r of summary()) this.set({ replica: r.name }, r.verifiedBytes);
+    } });
+    new Gauge({ name: 'preservd_replica_oldest_unverified_seconds', help: 'Age of the oldest copy not yet verified on each replica (0: none)', labelNames: ['replica'], registers, collect() {
+      const now = Date.now();
+      for (const r of summary()) this.set({ replica: r.name }, r.oldestUnverifiedAt === undefined ? 0 : (now - r.oldestUnverifiedAt) / 1000);
+    } });
+  }
+
+  replicated(replica: string, bytes: number): void {
+    this.replicaBytes.inc({ replica }, bytes);
   }
 
   ingestObserver(): IngestObserver {

@@ -15,6 +15,7 @@ import { EventStore } from './events.js';
 import { PackageStore } from './packages.js';
 import { SpaceClaim } from './space.js';
 import { QueueStore } from './queue.js';
+import { ReplicationStore } from './replication.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
 
@@ -29,6 +30,7 @@ export class Catalog implements Transactor {
   readonly events: EventStore;
   readonly audits: AuditStore;
   readonly checkpoints: CheckpointStore;
+  readonly replication: ReplicationStore;
   private readonly meta: Database<unknown, string>;
   /** 1 inside transaction(); nested calls run in the outer one. */
   private depth = 0;
@@ -48,6 +50,7 @@ export class Catalog implements Transactor {
     this.events = new EventStore(root, this, seq('event'));
     this.audits = new AuditStore(root, this, seq('audit'));
     this.checkpoints = new CheckpointStore(root, this);
+    this.replication = new ReplicationStore(root, this);
   }
 
   /**
@@ -59,7 +62,7 @@ export class Catalog implements Transactor {
     const readOnly = options.readOnly === true;
     if (!readOnly) mkdirSync(path, { recursive: true });
     // No dot in the last path component: lmdb-js would take it for a single-file database.
-    const root = open({ path, maxDbs: 32, compression: false, readOnly });
+    const root = open({ path, maxDbs: 64, compression: false, readOnly });
     const catalog = new Catalog(root, readOnly ? undefined : new SpaceClaim(join(path, 'data.mdb')));
     if (readOnly) {
       if (catalog.schemaVersion !== SCHEMA_VERSION)

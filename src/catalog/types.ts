@@ -92,7 +92,7 @@ export interface QueueItem {
   updatedAt: number;
 }
 
-type EventType = 'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'deletion';
+type EventType = 'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'recovery' | 'deletion';
 type Outcome = 'success' | 'failure';
 
 export interface PreservationEvent {
@@ -132,4 +132,31 @@ export interface HashCheckpoint {
   path: string;
   /** Size of the saved state. */
   bytes: number;
+}
+
+export type ReplicaCopyStatus = 'pending' | 'verified' | 'failed';
+
+/** A stored package's copy on one replica (catalog/replication.ts). */
+export interface ReplicaCopy {
+  bagId: string;
+  /** The replica's configured name. */
+  replica: string;
+  status: ReplicaCopyStatus;
+  /** The package's bytes (all its files). */
+  bytes: number;
+  /** Attempts made so far that did not end verified. */
+  attempts: number;
+  /** When the replicator may try again (pending and failed copies). */
+  nextAttemptAt: number;
+  /** Why the last attempt did not finish (a replica unavailable), while pending. */
+  lastReason?: string;
+  /** Failed only: what is wrong, one sentence. */
+  error?: string;
+  /** Failed because an audit found the copy damaged: left for repair. */
+  damaged?: boolean;
+  /** Paths whose wrong object this daemon wrote itself (a retry may replace those). */
+  ownWrongCopies?: string[];
+  verifiedAt?: number;
+  createdAt: number;
+  updatedAt: number;
 }

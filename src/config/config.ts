@@ -7,6 +7,9 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { checkReplicas, withReplicaDefaults, type ReplicaConfig } from './replicas.js';
+
+export type { ReplicaConfig } from './replicas.js';
 
 export interface ContentTypeConfig {
   /** A chipmunk bag-info profile (JSON), absolute or relative to the config file. */
@@ -68,7 +71,11 @@ export interface Config {
     concurrency: number;
     /** When set, a summary of each finished audit is POSTed here as JSON. */
     webhookUrl?: string;
+    /** `auto`: a damaged or missing copy found by an audit is restored from a good one; `off`: reported only. */
+    repair: 'off' | 'auto';
   };
+  /** Copies kept besides the primary (replicas.ts). */
+  replicas: ReplicaConfig[];
   download: {
     /** Hand file bodies to a front proxy instead of streaming them ourselves. */
     offload?: { header: 'X-Sendfile' | 'X-Accel-Redirect'; prefix?: string };
@@ -114,7 +121,8 @@ export function defaults(): Config {
     },
     ingest: { concurrency: 2, resumeAboveBytes: 1024 ** 3 },
     fixity: { workers: availableParallelism(), readSize: 1024 * 1024, maxOpenFiles: 64 },
-    audit: { algorithms: 'strongest', rateLimitMBps: 0, concurrency: 4 },
+    audit: { algorithms: 'strongest', rateLimitMBps: 0, concurrency: 4, repair: 'off' },
+    replicas: [],
     download: {},
     metrics: { access: 'loopback' },
     contentTypes: { audio: {}, bentleyaudio: {}, video: {}, digital: {}, video_game: {} },
@@ -178,10 +186,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
       else target[path.at(-1)!] = n;
     } else target[path.at(-1)!] = raw;
   }
+  merged.replicas = withReplicaDefaults(merged.replicas);
   const config = merged as unknown as Config;
   problems.push(...checkConfig(config));
   if (problems.length > 0) throw new ConfigError(problems);
   config.dataDir = resolve(cwd, config.dataDir);
+  for (const replica of config.replicas) if (replica.kind === 'dir') replica.path = resolve(cwd, replica.path);
   const configDir = dirname(file);
   for (const rules of Object.values(config.contentTypes)) {
     if (rules.profile !== undefined && !isAbsolute(rules.profile)) {
@@ -244,6 +254,7 @@ function checkConfig(c: Config): string[] {
     if (c.audit.algorithms !== 'strongest' && c.audit.algorithms !== 'all') p.push('audit.algorithms: must be "strongest" or "all"');
     num(c.audit.rateLimitMBps, 'audit.rateLimitMBps', 0);
     int(c.audit.concurrency, 'audit.concurrency', 1, 64);
+    if (c.audit.repair !== 'off' && c.audit.repair !== 'auto') p.push('audit.repair: must be "off" or "auto"');
     if (c.audit.webhookUrl !== undefined) {
       try {
         const u = new URL(c.audit.webhookUrl);
@@ -272,6 +283,7 @@ function checkConfig(c: Config): string[] {
       if (rules.timeoutMs !== undefined) int(rules.timeoutMs, `${key}.timeoutMs`, 1);
     }
   }
+  p.push(...checkReplicas(c.replicas));
   str(c.logLevel, 'logLevel');
   if (!['auto', 'json', 'pretty'].includes(c.logFormat as string)) p.push('logFormat: must be "auto", "json" or "pretty"');
   return p;

@@ -29,6 +29,19 @@ const packageSchema = {
     external_id: { type: 'string' },
     upload_link: { type: 'string', description: 'Where to rsync the bag: rsync://host:port/module/<capability>/' },
     storage_location: { type: ['string', 'null'], description: 'Admins only; null until stored.' },
+    replicas: {
+      type: 'array',
+      description: 'Admins only: the package\'s copy on each configured replica.',
+      items: {
+        type: 'object',
+        properties: {
+          name: { type: 'string' },
+          status: { type: 'string', enum: ['pending', 'verified', 'failed'] },
+          verified_at: { type: ['string', 'null'], format: 'date-time' },
+          error: { type: 'string', description: 'Failed only: what is wrong.' },
+        },
+      },
+    },
     stored: { type: 'boolean' },
     files: { type: 'array', items: { type: 'string' }, description: 'Single-item responses only: payload paths relative to data/, sorted.' },
     upload: {
@@ -111,7 +124,7 @@ export const eventSchema = {
   required: ['id', 'type', 'executor', 'outcome', 'detail', 'date'],
   properties: {
     id: { type: 'integer' },
-    type: { type: 'string', enum: ['transfer', 'validation', 'ingestion', 'fixity check', 'replication', 'deletion'] },
+    type: { type: 'string', enum: ['transfer', 'validation', 'ingestion', 'fixity check', 'replication', 'recovery', 'deletion'] },
     executor: { type: 'string' },
     outcome: { type: 'string', enum: ['success', 'failure'] },
     detail: { type: ['string', 'null'] },

@@ -2,7 +2,7 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
-import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type StoredProblem, type User } from '../catalog/types.js';
+import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type ReplicaCopy, type StoredProblem, type User } from '../catalog/types.js';
 import type { UploadProgress } from '../ingest/watcher.js';
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
@@ -11,6 +11,8 @@ export interface PackageViewOptions {
   viewer: User;
   uploadLink: string;
   storageLocation?: string | undefined;
+  /** Admins only: each configured replica's name and the package's copy there (undefined: none yet). */
+  replicas?: Array<{ name: string; copy: ReplicaCopy | undefined }> | undefined;
   files?: string[] | undefined;
   upload?: UploadProgress | undefined;
 }
@@ -24,6 +26,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
     upload_link: o.uploadLink,
   };
   if (o.viewer.admin) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
+  if (o.viewer.admin && o.replicas !== undefined) view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
   view.stored = pkg.stored;
   if (o.files !== undefined) view.files = o.files;
   if (o.upload !== undefined && !pkg.stored)
@@ -35,6 +38,13 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
     };
   view.created_at = rfc3339(pkg.createdAt);
   view.updated_at = rfc3339(pkg.updatedAt);
+  return view;
+}
+
+/** A package's copy on one replica (API.md, Replicas): a copy not yet made is `pending`. */
+function replicaView(name: string, copy: ReplicaCopy | undefined): Record<string, unknown> {
+  const view: Record<string, unknown> = { name, status: copy?.status ?? 'pending', verified_at: copy?.verifiedAt === undefined ? null : rfc3339(copy.verifiedAt) };
+  if (copy?.status === 'failed') view.error = copy.error ?? 'failed';
   return view;
 }
 

@@ -23,4 +23,6 @@ export interface IngestDeps {
   config: Config;
   logger: Logger;
   observer?: IngestObserver;
+  /** Told, inside the transaction that marks a package stored, so that its replica copies are owed atomically. */
+  replication?: { packageStored(bagId: string): void };
 }

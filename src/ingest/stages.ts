@@ -206,6 +206,7 @@ export class IngestStages {
       catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'success', detail: `stored at ${storagePath}` });
       catalog.queue.finish(item.id, { status: 'DONE' });
       catalog.checkpoints.clearPackage(pkg.bagId);
+      this.deps.replication?.packageStored(pkg.bagId);
     });
     // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.
     landing.reopen(pkg.capability).catch(() => undefined);

@@ -20,6 +20,7 @@ export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Pack
     viewer,
     uploadLink: ctx.uploadLink(pkg),
     storageLocation: viewer.admin && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
+    replicas: viewer.admin ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : undefined,
     files: single ? (pkg.stored ? ctx.catalog.packages.payloadPaths(pkg.bagId) : []) : undefined,
     upload: single && !pkg.stored ? ctx.uploadProgress(pkg) : undefined,
   });

@@ -1,0 +1,190 @@
+/**
+ * A replica in a folder on another filesystem (a second disk, an NFS mount). Each file is written
+ * to a temporary name beside its place, hashed on the way, fsync'ed, then linked to its name
+ * (which fails if something is already there: never an overwrite unless asked) or, when a
+ * replacement is asked for, renamed over it; the folder is fsync'ed after. A reader never sees a
+ * half-written file under a real name. Temporary files left by a killed daemon are removed by
+ * `abandonUnfinished`; they are the only thing this module ever deletes.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { access, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { DirReplicaConfig } from '../config/replicas.js';
+import { errorCode } from '../fs/errors.js';
+import { Storage } from '../storage/storage.js';
+import { CheckedPassThrough, digestOf } from './hashing.js';
+import { ReplicaDown, ReplicaUnusable, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions } from './target.js';
+
+/** Our temporary files: `.<name>.preservd-<hex>.tmp`. */
+const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/;
+
+/** Errors that say the folder as a whole is unavailable (unmounted, full, read-only), not one file. */
+const DOWN_CODES = new Set(['EIO', 'ENOTCONN', 'ESTALE', 'EHOSTDOWN', 'ETIMEDOUT', 'ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM']);
+
+export class DirTarget implements ReplicaTarget {
+  readonly kind = 'dir';
+  readonly name: string;
+  readonly where: string;
+  private readonly root: string;
+
+  constructor(config: DirReplicaConfig) {
+    this.name = config.name;
+    this.root = config.path;
+    this.where = `folder ${config.path}`;
+  }
+
+  private path(key: string): string {
+    return Storage.resolveInside(this.root, key);
+  }
+
+  private down(err: unknown): unknown {
+    const code = errorCode(err);
+    return DOWN_CODES.has(code) ? new ReplicaDown(this.name, code, { cause: err }) : err;
+  }
+
+  async check(): Promise<void> {
+    const info = await stat(this.root).catch(() => undefined);
+    if (info === undefined || !info.isDirectory()) throw new ReplicaUnusable(`replica ${this.name}: folder ${this.root} does not exist; create it (and mount the filesystem it is on) first`);
+    try {
+      await access(this.root, constants.W_OK);
+      const probe = join(this.root, `.preservd-write-check.${randomBytes(8).toString('hex')}`);
+      const handle = await open(probe, 'wx', 0o640);
+      await handle.close();
+      await unlink(probe);
+    } catch (err) {
+      throw new ReplicaUnusable(`replica ${this.name}: folder ${this.root} cannot be written (${errorCode(err)})`, { cause: err });
+    }
+  }
+
+  async write(key: string, source: Readable, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+    const target = this.path(key);
+    const folder = dirname(target);
+    const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
+    try {
+      if (!opts.replace && (await stat(target).then(() => true, () => false))) {
+        source.destroy();
+        return 'exists';
+      }
+      await mkdir(folder, { recursive: true, mode: 0o750 });
+      const handle = await open(temporary, 'wx', 0o640);
+      try {
+        const checked = source.pipe(new CheckedPassThrough(expected));
+        source.once('error', (err) => checked.destroy(err));
+        for await (const chunk of checked) {
+          opts.signal?.throwIfAborted();
+          await handle.write(chunk as Buffer);
+        }
+        await handle.sync();
+      } finally {
+        await handle.close();
+      }
+      let outcome: 'written' | 'exists' = 'written';
+      if (opts.replace) await rename(temporary, target);
+      else {
+        try {
+          await link(temporary, target);
+        } catch (err) {
+          if (errorCode(err) !== 'EEXIST') throw err;
+          outcome = 'exists';
+        }
+        await unlink(temporary);
+      }
+      await syncFolder(folder);
+      return outcome;
+    } catch (err) {
+      source.destroy();
+      await unlink(temporary).catch(() => undefined);
+      opts.signal?.throwIfAborted();
+      throw this.down(err);
+    }
+  }
+
+  async readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack> {
+    let stream: Readable | undefined;
+    try {
+      stream = await this.open(key, undefined);
+      if (stream === undefined) return { kind: 'missing' };
+      const found = await digestOf(stream, { bytesPerSec: opts.bytesPerSec, signal: opts.signal });
+      return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase() ? { kind: 'match' } : { kind: 'differs', ...found };
+    } catch (err) {
+      opts.signal?.throwIfAborted();
+      const code = errorCode(err);
+      if (code === 'EIO' || code === 'EACCES' || code === 'EISDIR' || code === 'ELOOP') return { kind: 'unreadable', reason: code };
+      throw this.down(err);
+    } finally {
+      stream?.destroy();
+    }
+  }
+
+  async open(key: string, range?: { start: number; end: number }): Promise<Readable | undefined> {
+    let handle;
+    try {
+      handle = await open(this.path(key), constants.O_RDONLY | constants.O_NOFOLLOW);
+    } catch (err) {
+      const code = errorCode(err);
+      if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
+      throw err;
+    }
+    return handle.createReadStream({ highWaterMark: 1 << 20, ...(range ? { start: range.start, end: range.end } : {}) });
+  }
+
+  async *list(prefix: string): AsyncIterable<{ key: string; size: number }> {
+    const start = prefix.replace(/\/+$/, '');
+    const walk = async function* (root: string, rel: string): AsyncGenerator<{ key: string; size: number }> {
+      let entries;
+      try {
+        entries = await readdir(join(root, rel), { withFileTypes: true });
+      } catch (err) {
+        if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return;
+        throw err;
+      }
+      entries.sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+      for (const entry of entries) {
+        const key = `${rel}/${entry.name}`;
+        if (entry.isDirectory()) yield* walk(root, key);
+        else if (!TEMPORARY.test(entry.name)) yield { key, size: entry.isFile() ? (await stat(join(root, key))).size : -1 };
+      }
+    };
+    try {
+      yield* walk(this.root, start);
+    } catch (err) {
+      throw this.down(err);
+    }
+  }
+
+  async abandonUnfinished(prefix: string): Promise<number> {
+    let removed = 0;
+    const sweep = async (rel: string): Promise<void> => {
+      let entries;
+      try {
+        entries = await readdir(join(this.root, rel), { withFileTypes: true });
+      } catch (err) {
+        if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return;
+        throw this.down(err);
+      }
+      for (const entry of entries) {
+        if (entry.isDirectory()) await sweep(`${rel}/${entry.name}`);
+        else if (TEMPORARY.test(entry.name)) {
+          await unlink(join(this.root, rel, entry.name));
+          removed++;
+        }
+      }
+    };
+    await sweep(prefix.replace(/\/+$/, ''));
+    return removed;
+  }
+
+  close(): void {}
+}
+
+/** fsync of a folder, so that a rename or link in it survives a power cut. */
+async function syncFolder(folder: string): Promise<void> {
+  const handle = await open(folder, constants.O_RDONLY | constants.O_DIRECTORY);
+  try {
+    await handle.sync();
+  } finally {
+    await handle.close();
+  }
+}

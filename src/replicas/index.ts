@@ -1,0 +1,26 @@
+/**
+ * Replicas: copies of every stored package besides the primary in `storage/`, in S3-compatible
+ * buckets or folders on other filesystems, made and verified by the replicator, checked by
+ * audits and used to repair. `targetsFor` builds a target per configured replica; `checkTargets`
+ * is the start-up check that refuses a bucket or folder that is missing or cannot be written.
+ */
+import type { ReplicaConfig } from '../config/replicas.js';
+import { DirTarget } from './dir.js';
+import { S3Target } from './s3.js';
+import type { ReplicaTarget } from './target.js';
+
+export { objectKey, packagePrefix } from './keys.js';
+export { REPLICATION_PROBLEM_CODES } from './problems.js';
+export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';
+export { ReplicaDown, ReplicaUnusable, type ReplicaTarget, type ReadBack } from './target.js';
+
+export function targetsFor(replicas: readonly ReplicaConfig[], env: NodeJS.ProcessEnv = process.env): ReplicaTarget[] {
+  return replicas.map((r) => (r.kind === 's3' ? new S3Target(r, env) : new DirTarget(r)));
+}
+
+/** Every target's start-up check, together; rejects with every problem found, one per line. */
+export async function checkTargets(targets: readonly ReplicaTarget[]): Promise<void> {
+  const results = await Promise.allSettled(targets.map((t) => t.check(AbortSignal.timeout(30_000))));
+  const problems = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
+  if (problems.length > 0) throw new Error(`a replica cannot be used:\n  ${problems.join('\n  ')}`);
+}

@@ -1,0 +1,253 @@
+/**
+ * A replica in an S3-compatible bucket (Ceph RGW, MinIO, AWS S3) through the AWS SDK v3. Files
+ * go up streamed from disk through lib-storage's `Upload`: one PUT for a small file, a multipart
+ * upload of PART_BYTES parts, QUEUE parts at a time, for a large one, so at most
+ * PART_BYTES × QUEUE bytes of a file are in memory. The bytes are hashed on the way and an upload
+ * whose source turns out not to match the catalog is aborted before it completes. With
+ * `retention`, every object is written under S3 Object Lock in that mode until that date (set
+ * again on the finished version after a multipart upload, which RGW 16.2 would leave unlocked).
+ *
+ * Settings for RGW 16.2 (../shared/research/ceph-rgw.md §5): checksums only when required (it
+ * answers the SDK's default aws-chunked uploads with 411), path-style addressing; its empty
+ * ETag after CompleteMultipartUpload does not matter, since every copy is verified by reading
+ * it back. Nothing here deletes an object.
+ */
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  GetObjectCommand,
+  GetObjectLockConfigurationCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  PutObjectCommand,
+  PutObjectRetentionCommand,
+  S3Client,
+  type PutObjectCommandInput,
+} from '@aws-sdk/client-s3';
+import { Upload } from '@aws-sdk/lib-storage';
+import type { S3ReplicaConfig } from '../config/replicas.js';
+import { CheckedPassThrough, digestOf } from './hashing.js';
+import { ReplicaDown, ReplicaUnusable, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions } from './target.js';
+
+/** Part size of multipart uploads; files up to this size go in one PUT. */
+const PART_BYTES = 16 * 1024 * 1024;
+/** Parts of one file in flight at once. */
+const QUEUE = 3;
+/** Where the start-up check writes (and keeps: nothing is deleted) a small object. */
+const WRITE_CHECK_KEY = '.preservd/write-check';
+
+interface S3Failure {
+  name?: string;
+  code?: string;
+  $metadata?: { httpStatusCode?: number };
+}
+
+const statusOf = (err: unknown): number | undefined => (err as S3Failure | null)?.$metadata?.httpStatusCode;
+
+const reasonOf = (err: unknown): string => {
+  const e = err as S3Failure & { message?: string };
+  const status = statusOf(err);
+  return [e.name ?? e.code ?? 'error', status === undefined ? undefined : `HTTP ${status}`].filter(Boolean).join(', ') + (e.message && e.message !== e.name ? `: ${e.message}` : '');
+};
+
+/** Not about the object: no answer at all, or the service failing (5xx). */
+const isDown = (err: unknown): boolean => {
+  const status = statusOf(err);
+  return status === undefined || status >= 500;
+};
+
+const isMissing = (err: unknown): boolean => {
+  const e = err as S3Failure;
+  return statusOf(err) === 404 || e.name === 'NoSuchKey' || e.name === 'NotFound';
+};
+
+export class S3Target implements ReplicaTarget {
+  readonly kind = 's3';
+  readonly name: string;
+  readonly where: string;
+  private readonly client: S3Client;
+
+  constructor(private readonly config: S3ReplicaConfig, env: NodeJS.ProcessEnv = process.env) {
+    this.name = config.name;
+    this.where = `bucket ${config.bucket} at ${config.endpoint}`;
+    const accessKeyId = config.accessKeyId ?? env.AWS_ACCESS_KEY_ID;
+    const secretAccessKey = config.secretAccessKey ?? env.AWS_SECRET_ACCESS_KEY;
+    this.client = new S3Client({
+      endpoint: config.endpoint,
+      region: config.region,
+      forcePathStyle: config.forcePathStyle,
+      ...(accessKeyId !== undefined && secretAccessKey !== undefined ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+      requestChecksumCalculation: 'WHEN_REQUIRED',
+      responseChecksumValidation: 'WHEN_REQUIRED',
+      // The replicator retries with its own back-off; the SDK's retries only hide a dead endpoint.
+      maxAttempts: 2,
+      requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000 },
+    });
+  }
+
+  private key(key: string): string {
+    return `${this.config.prefix}${key}`;
+  }
+
+  async check(signal?: AbortSignal): Promise<void> {
+    const { bucket } = this.config;
+    const opts = signal ? { abortSignal: signal } : {};
+    try {
+      await this.client.send(new HeadBucketCommand({ Bucket: bucket }), opts);
+    } catch (err) {
+      const status = statusOf(err);
+      if (status === 404) throw new ReplicaUnusable(`replica ${this.name}: bucket ${bucket} does not exist at ${this.config.endpoint}; create it first${this.config.retention ? ' (with Object Lock enabled)' : ''}`);
+      if (status === 403) throw new ReplicaUnusable(`replica ${this.name}: the keys given may not use bucket ${bucket} at ${this.config.endpoint} (HTTP 403)`);
+      throw new ReplicaUnusable(`replica ${this.name}: ${this.where} cannot be reached: ${reasonOf(err)}`, { cause: err });
+    }
+    if (this.config.retention !== undefined) {
+      const lock = await this.client.send(new GetObjectLockConfigurationCommand({ Bucket: bucket }), opts).catch(() => undefined);
+      if (lock?.ObjectLockConfiguration?.ObjectLockEnabled !== 'Enabled')
+        throw new ReplicaUnusable(`replica ${this.name}: retention is configured but bucket ${bucket} has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)`);
+    }
+    try {
+      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: this.key(WRITE_CHECK_KEY), Body: `${new Date().toISOString()}\n`, ...this.lockParams() }), opts);
+    } catch (err) {
+      throw new ReplicaUnusable(`replica ${this.name}: ${this.where} refuses writes: ${reasonOf(err)}`, { cause: err });
+    }
+  }
+
+  private lockParams(): Pick<PutObjectCommandInput, 'ObjectLockMode' | 'ObjectLockRetainUntilDate'> {
+    const r = this.config.retention;
+    if (r === undefined) return {};
+    return { ObjectLockMode: r.mode, ObjectLockRetainUntilDate: new Date(Date.now() + r.days * 86_400_000) };
+  }
+
+  async write(key: string, source: Readable, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+    const Key = this.key(key);
+    const signal = opts.signal;
+    try {
+      if (!opts.replace && (await this.head(Key, signal)) !== undefined) {
+        source.destroy();
+        return 'exists';
+      }
+      const body = source.pipe(new CheckedPassThrough(expected));
+      source.once('error', (err) => body.destroy(err));
+      const controller = new AbortController();
+      const onAbort = () => controller.abort();
+      signal?.addEventListener('abort', onAbort, { once: true });
+      try {
+        const upload = new Upload({
+          client: this.client,
+          partSize: PART_BYTES,
+          queueSize: QUEUE,
+          abortController: controller,
+          params: { Bucket: this.config.bucket, Key, Body: body, ContentLength: expected.size, Metadata: { sha256: expected.sha256 }, ...this.lockParams() },
+        });
+        await upload.done();
+        if (this.config.retention !== undefined && expected.size >= PART_BYTES) await this.lockAfterMultipart(Key, signal);
+      } finally {
+        signal?.removeEventListener('abort', onAbort);
+        source.destroy();
+      }
+      return 'written';
+    } catch (err) {
+      signal?.throwIfAborted();
+      throw this.translate(err);
+    }
+  }
+
+  /**
+   * RGW 16.2 ignores the Object Lock headers of CreateMultipartUpload (a single PUT keeps them):
+   * the retention is set on the completed version instead. On AWS this restates what is there.
+   */
+  private async lockAfterMultipart(Key: string, signal: AbortSignal | undefined): Promise<void> {
+    const opts = signal ? { abortSignal: signal } : {};
+    const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), opts);
+    const { ObjectLockMode: Mode, ObjectLockRetainUntilDate: RetainUntilDate } = this.lockParams();
+    await this.client.send(new PutObjectRetentionCommand({ Bucket: this.config.bucket, Key, ...(head.VersionId ? { VersionId: head.VersionId } : {}), Retention: { Mode, RetainUntilDate } }), opts);
+  }
+
+  /** S3 failures that are not about this object become ReplicaDown; the rest pass as they are. */
+  private translate(err: unknown): unknown {
+    if (err instanceof Error && (err.name === 'SourceChanged' || err.name === 'AbortError')) return err;
+    if (isDown(err)) return new ReplicaDown(this.name, reasonOf(err), { cause: err });
+    return err;
+  }
+
+  private async head(Key: string, signal?: AbortSignal): Promise<{ size: number } | undefined> {
+    try {
+      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), signal ? { abortSignal: signal } : {});
+      return { size: head.ContentLength ?? 0 };
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack> {
+    const { signal } = opts;
+    let body: Readable | undefined;
+    try {
+      body = await this.open(key, undefined, signal);
+      if (body === undefined) return { kind: 'missing' };
+      const found = await digestOf(body, { bytesPerSec: opts.bytesPerSec, signal });
+      return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase() ? { kind: 'match' } : { kind: 'differs', ...found };
+    } catch (err) {
+      signal?.throwIfAborted();
+      if (err instanceof ReplicaDown) throw err;
+      if (isDown(err)) throw new ReplicaDown(this.name, reasonOf(err), { cause: err });
+      return { kind: 'unreadable', reason: reasonOf(err) };
+    } finally {
+      body?.destroy();
+    }
+  }
+
+  async open(key: string, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable | undefined> {
+    try {
+      const got = await this.client.send(
+        new GetObjectCommand({ Bucket: this.config.bucket, Key: this.key(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
+        signal ? { abortSignal: signal } : {},
+      );
+      return got.Body as Readable;
+    } catch (err) {
+      if (isMissing(err)) return undefined;
+      throw this.translate(err);
+    }
+  }
+
+  async *list(prefix: string, signal?: AbortSignal): AsyncIterable<{ key: string; size: number }> {
+    let ContinuationToken: string | undefined;
+    const strip = this.config.prefix.length;
+    do {
+      let page;
+      try {
+        page = await this.client.send(
+          new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: this.key(prefix), ...(ContinuationToken ? { ContinuationToken } : {}) }),
+          signal ? { abortSignal: signal } : {},
+        );
+      } catch (err) {
+        throw this.translate(err);
+      }
+      for (const object of page.Contents ?? []) if (object.Key !== undefined) yield { key: object.Key.slice(strip), size: object.Size ?? 0 };
+      ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
+    } while (ContinuationToken !== undefined);
+  }
+
+  async abandonUnfinished(prefix: string, signal?: AbortSignal): Promise<number> {
+    const opts = signal ? { abortSignal: signal } : {};
+    let aborted = 0;
+    try {
+      const page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.config.bucket, Prefix: this.key(prefix) }), opts);
+      for (const upload of page.Uploads ?? []) {
+        if (upload.Key === undefined || upload.UploadId === undefined) continue;
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.config.bucket, Key: upload.Key, UploadId: upload.UploadId }), opts);
+        aborted++;
+      }
+    } catch (err) {
+      throw this.translate(err);
+    }
+    return aborted;
+  }
+
+  close(): void {
+    this.client.destroy();
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * What a replica is to the rest of preservd: a place that holds a second copy of every stored
+ * bag, file by file, under the storage layout (`ab/cd/ef/<bag_id>/<path in the bag>`). Two kinds
+ * implement it: `s3` (s3.ts) and `dir` (dir.ts). A target only moves and reads bytes; deciding
+ * what to copy, when, and what a mismatch means is the replicator's (replicator.ts) and the
+ * audit's job. No target ever deletes an object.
+ */
+import type { Readable } from 'node:stream';
+
+/** What the catalog says one file must be. */
+export interface ExpectedFile {
+  size: number;
+  /** Lower-case hex. */
+  sha256: string;
+}
+
+/** What reading an object back found. */
+export type ReadBack =
+  | { kind: 'match' }
+  | { kind: 'missing' }
+  | { kind: 'differs'; size: number; sha256: string }
+  | { kind: 'unreadable'; reason: string };
+
+export interface WriteOptions {
+  /**
+   * May an object already at the key be replaced? Without it an existing object is left alone
+   * and `write` answers 'exists' (replication never overwrites silently; repair may replace).
+   */
+  replace: boolean;
+  signal?: AbortSignal | undefined;
+}
+
+export interface ReplicaTarget {
+  readonly name: string;
+  readonly kind: 's3' | 'dir';
+  /** Where it is, for people (bucket and endpoint, or folder); never a secret. */
+  readonly where: string;
+  /** Throws a ReplicaUnusable saying what is wrong when the bucket or folder is missing or refuses writes. */
+  check(signal?: AbortSignal): Promise<void>;
+  /**
+   * Writes one object from `source`, hashing it on the way: if the bytes read are not `expected`
+   * (the primary changed since ingest), a SourceChanged is thrown and nothing lands at the key.
+   * 'exists': an object was already there and `replace` was false; nothing was written.
+   */
+  write(key: string, source: Readable, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'>;
+  /** Reads the object back, whole, and compares it with `expected`. Throws only for an abort. */
+  readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack>;
+  /** The object's bytes (from `start` to `end` inclusive when given), or undefined when it is missing. */
+  open(key: string, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable | undefined>;
+  /** Every object whose key starts with `prefix`, with its size, keys relative like `prefix`'s. */
+  list(prefix: string, signal?: AbortSignal): AsyncIterable<{ key: string; size: number }>;
+  /** Drops writes left unfinished under `prefix` by an earlier run (S3 multipart uploads); their number. */
+  abandonUnfinished(prefix: string, signal?: AbortSignal): Promise<number>;
+  close(): void;
+}
+
+/** The bucket or folder cannot be used; the message says what to fix. */
+export class ReplicaUnusable extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'ReplicaUnusable';
+  }
+}
+
+/** The file read from the primary is not what the catalog records: it is not copied. */
+export class SourceChanged extends Error {
+  constructor(readonly size: number, readonly sha256: string) {
+    super(`the primary copy no longer matches the catalog (read ${size} bytes, sha256 ${sha256})`);
+    this.name = 'SourceChanged';
+  }
+}
+
+/** The replica could not be reached or refused to work (connection refused, 5xx, I/O error): try again later. */
+export class ReplicaDown extends Error {
+  constructor(readonly replica: string, readonly reason: string, options?: { cause?: unknown }) {
+    super(`replica ${replica} is unavailable: ${reason}`, options);
+    this.name = 'ReplicaDown';
+  }
+}

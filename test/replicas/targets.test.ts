@@ -1,0 +1,119 @@
+/**
+ * The two replica kinds against the real thing: a bucket on a private Ceph RADOS Gateway and a
+ * folder. Each writes streamed from disk, reads back, refuses to overwrite unless asked, lists,
+ * and refuses to complete a copy whose source does not match what the catalog says; the start-up
+ * check names a missing bucket or folder; a large file goes up in parts and a kill of the
+ * gateway is ReplicaDown, not a problem of the object.
+ */
+import { CreateBucketCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { createHash, randomBytes } from 'node:crypto';
+import { createReadStream } from 'node:fs';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Readable } from 'node:stream';
+import t, { type Test } from 'tap';
+import { checkTargets, ReplicaDown, targetsFor, type ReplicaTarget } from '../../src/replicas/index.js';
+import { s3Test, startCeph } from '../helpers/ceph.js';
+import { s3Client } from './fixtures/replica-world.js';
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promise<void> {
+  const small = Buffer.from('hello, replica\n');
+  const smallFile = join(scratch, 'small');
+  await writeFile(smallFile, small);
+  const key = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/hello.txt';
+  const expected = { size: small.length, sha256: sha(small) };
+
+  t.equal(await target.write(key, createReadStream(smallFile), expected, { replace: false }), 'written');
+  t.same(await target.readBack(key, expected, {}), { kind: 'match' });
+  t.equal(await target.write(key, Readable.from([Buffer.from('other')]), { size: 5, sha256: sha(Buffer.from('other')) }, { replace: false }), 'exists', 'an existing object is not overwritten');
+  t.same(await target.readBack(key, expected, {}), { kind: 'match' }, 'still the first bytes');
+
+  // A source that is not what the catalog says: nothing lands.
+  const wrongKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/wrong.txt';
+  await t.rejects(target.write(wrongKey, Readable.from([Buffer.from('not this')]), expected, { replace: false }), { name: 'SourceChanged' });
+  t.same(await target.readBack(wrongKey, expected, {}), { kind: 'missing' });
+
+  // Replacing, when asked.
+  const other = Buffer.from('replaced bytes');
+  t.equal(await target.write(key, Readable.from([other]), { size: other.length, sha256: sha(other) }, { replace: true }), 'written');
+  t.same(await target.readBack(key, expected, {}), { kind: 'differs', size: other.length, sha256: sha(other) });
+
+  // A large file, streamed (multipart on S3).
+  const big = randomBytes(40 * 1024 * 1024 + 123);
+  const bigFile = join(scratch, 'big');
+  await writeFile(bigFile, big);
+  const bigKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin';
+  const bigExpected = { size: big.length, sha256: sha(big) };
+  t.equal(await target.write(bigKey, createReadStream(bigFile), bigExpected, { replace: false }), 'written');
+  t.same(await target.readBack(bigKey, bigExpected, {}), { kind: 'match' });
+  const range = await target.open(bigKey, { start: 1000, end: 1999 });
+  const chunks: Buffer[] = [];
+  for await (const c of range!) chunks.push(c as Buffer);
+  t.ok(Buffer.concat(chunks).equals(big.subarray(1000, 2000)), 'a range reads the right bytes');
+
+  const listed: string[] = [];
+  for await (const o of target.list('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/')) listed.push(`${o.key} ${o.size}`);
+  t.same(listed, [`${bigKey} ${big.length}`, `${key} ${other.length}`]);
+  t.equal(await target.open('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/nothing'), undefined);
+}
+
+t.test('dir replica', async (t) => {
+  const scratch = await mkdtemp(join(tmpdir(), 'preservd-dir-replica-'));
+  t.teardown(() => rm(scratch, { recursive: true, force: true }));
+  const root = join(scratch, 'replica');
+  const [missing] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+  await t.rejects(checkTargets([missing!]), { message: `a replica cannot be used:\n  replica mirror: folder ${root} does not exist; create it (and mount the filesystem it is on) first` });
+  await mkdir(root);
+  const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+  await checkTargets([target!]);
+  await exercise(t, target!, scratch);
+  // A temporary file a killed write left behind is not listed, and is removed.
+  const folder = join(root, 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data');
+  await writeFile(join(folder, '.x.bin.preservd-0123456789abcdef.tmp'), 'partial');
+  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 1);
+  t.same((await readdir(folder)).sort(), ['big.bin', 'hello.txt']);
+  t.equal(await readFile(join(folder, 'hello.txt'), 'utf8'), 'replaced bytes');
+});
+
+s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
+  const ceph = await startCeph(t);
+  const scratch = await mkdtemp(join(tmpdir(), 'preservd-s3-replica-'));
+  t.teardown(() => rm(scratch, { recursive: true, force: true }));
+  const config = {
+    name: 'ceph', kind: 's3' as const, endpoint: ceph.endpoint, bucket: 'replica-one', region: ceph.region, prefix: 'pre/', forcePathStyle: true,
+    accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey,
+  };
+  const [absent] = targetsFor([config]);
+  await t.rejects(checkTargets([absent!]), { message: `a replica cannot be used:\n  replica ceph: bucket replica-one does not exist at ${ceph.endpoint}; create it first` });
+  const s3 = s3Client(ceph);
+  t.teardown(() => s3.destroy());
+  await s3.send(new CreateBucketCommand({ Bucket: 'replica-one' }));
+  const [target] = targetsFor([config]);
+  t.teardown(() => target!.close());
+  await checkTargets([target!]);
+  await exercise(t, target!, scratch);
+
+  // Retention asked of a bucket without Object Lock: refused at start-up.
+  const [locked] = targetsFor([{ ...config, retention: { mode: 'GOVERNANCE', days: 1 } }]);
+  await t.rejects(checkTargets([locked!]), {
+    message: 'a replica cannot be used:\n  replica ceph: retention is configured but bucket replica-one has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)',
+  });
+  locked!.close();
+
+  // Keys are under the prefix, as the storage lays bags out.
+  const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: 'replica-one', Prefix: 'pre/ab/' }));
+  t.same((versions.Versions ?? []).map((v) => v.Key).sort(), ['pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin', 'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/hello.txt']);
+
+  // The gateway down: ReplicaDown, not a problem with the object; back up: works again.
+  await ceph.stopGateway();
+  const expected = { size: 1, sha256: sha(Buffer.from('x')) };
+  await t.rejects(target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }), ReplicaDown);
+  await t.rejects(target!.readBack('k/x', expected, {}), ReplicaDown);
+  await ceph.startGateway();
+  t.equal(await target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }), 'written');
+  await s3.send(new PutObjectCommand({ Bucket: 'replica-one', Key: 'pre/k/y', Body: 'y' }));
+  t.same(await target!.readBack('k/x', expected, {}), { kind: 'match' });
+});
