@@ -1,5 +1,5 @@
 /**
- * The catalog: one LMDB environment under `<dataDir>/catalog/` holding users and tokens,
+ * The catalog: one LMDB environment under `<dataDir>/catalog/` holding users, tokens and grants,
  * packages and their files, the ingest queue, events, audits, and the hashing checkpoints of
  * ingests in progress. It is the truth for what is stored; the disk is checked against it.
  * Every state change is one `transaction()`: stores may be combined inside one, and a throw rolls
@@ -12,6 +12,7 @@ import { AuditStore } from './audits.js';
 import { CheckpointStore } from './checkpoints.js';
 import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
+import { GrantStore } from './grants.js';
 import { PackageStore } from './packages.js';
 import { QueueStore } from './queue.js';
 import type { Transactor } from './transaction.js';
@@ -23,6 +24,7 @@ export const SCHEMA_VERSION = 1;
 
 export class Catalog implements Transactor {
   readonly users: UserStore;
+  readonly grants: GrantStore;
   readonly packages: PackageStore;
   readonly queue: QueueStore;
   readonly events: EventStore;
@@ -38,6 +40,7 @@ export class Catalog implements Transactor {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
     this.users = new UserStore(root, this);
+    this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined);
     this.packages = new PackageStore(root, this, seq('package'));
     this.queue = new QueueStore(root, this, seq('queue'));
     this.events = new EventStore(root, this, seq('event'));

@@ -11,6 +11,18 @@ export interface User {
   createdAt: number;
 }
 
+/** chipmunk's roles (research/chipmunk.md §3.1): what a grant lets its holder do within its scope. */
+export type Role = 'viewer' | 'content_manager' | 'admin';
+
+/** A role given to a user on one content type, or on every one (`all`). */
+export interface Grant {
+  user: string;
+  role: Role;
+  /** A content type, or `all`. */
+  scope: string;
+  createdAt: number;
+}
+
 export interface Token {
   /** Public identifier of the token (shown by `token issue`, used by `token revoke`). */
   id: string;

@@ -4,13 +4,17 @@
  * looked up by digest (catalog/users.ts). No token ever reaches a log.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { User } from '../catalog/types.js';
+import type { Config } from '../config/config.js';
 import { forbidden, HttpError } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     user?: User;
+    /** The caller's rights (auth/access.ts), set with `user`. */
+    access?: Access;
   }
   interface FastifyContextConfig {
     /** Route answers without credentials. */
@@ -47,15 +51,21 @@ export class Unauthorized extends HttpError {
 }
 
 /** onRequest hook: sets request.user, or answers 401, for every non-public route. */
-export function authenticate(catalog: Catalog) {
+export function authenticate(catalog: Catalog, config: Config) {
   return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
     if (request.routeOptions.config?.public === true || request.routeOptions.url === undefined) return;
     const token = tokenFromHeader(request.headers.authorization);
     if (token === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
     const user = catalog.users.authenticate(token);
     if (user === undefined) throw new Unauthorized('the token is unknown or revoked');
-    request.user = user;
+    signIn(request, catalog, config, user);
   };
+}
+
+/** Sets the caller and their rights on the request. */
+function signIn(request: FastifyRequest, catalog: Catalog, config: Config, user: User): void {
+  request.user = user;
+  request.access = Access.of(user, catalog.grants.of(user.name), { requireGrants: config.auth.requireGrants });
 }
 
 /** The authenticated caller (routes run after the hook, so there always is one). */
@@ -64,13 +74,13 @@ export function caller(request: FastifyRequest): User {
   return request.user;
 }
 
-export function requireAdmin(request: FastifyRequest): User {
-  const user = caller(request);
-  if (!user.admin) throw forbidden('only administrators may do this');
-  return user;
+/** The caller's rights. */
+export function access(request: FastifyRequest): Access {
+  if (request.access === undefined) throw new Unauthorized('authentication required');
+  return request.access;
 }
 
-/** Admins may act on everything; a regular user only on what they own. */
-export function mayAccess(user: User, owner: string): boolean {
-  return user.admin || user.name === owner;
+export function requireAdmin(request: FastifyRequest): User {
+  if (!access(request).isAdmin) throw forbidden('only administrators may do this');
+  return caller(request);
 }

@@ -95,7 +95,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
-  app.addHook('onRequest', authenticate(ctx.catalog));
+  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config));
   if (ctx.observeResponse !== undefined) {
     const observe = ctx.observeResponse;
     app.addHook('onResponse', async (request, reply) => {
@@ -161,7 +161,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
       if (access === 'loopback' && !isLoopback(request.socket.remoteAddress)) {
         return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
       }
-      if (access === 'admin' && request.user?.admin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
+      if (access === 'admin' && request.access?.isAdmin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
       const m = await metrics();
       return reply.type(m.contentType).send(m.body);
     });

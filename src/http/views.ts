@@ -2,13 +2,14 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
-import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type StoredProblem, type User } from '../catalog/types.js';
+import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type StoredProblem } from '../catalog/types.js';
 import type { UploadProgress } from '../ingest/watcher.js';
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
 export interface PackageViewOptions {
-  viewer: User;
+  /** Whether the caller may see storage details (auth/access.ts, canSeeStorage). */
+  storageVisible: boolean;
   uploadLink: string;
   storageLocation?: string | undefined;
   files?: string[] | undefined;
@@ -23,7 +24,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
     external_id: pkg.externalId,
     upload_link: o.uploadLink,
   };
-  if (o.viewer.admin) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
+  if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
   view.stored = pkg.stored;
   if (o.files !== undefined) view.files = o.files;
   if (o.upload !== undefined && !pkg.stored)

@@ -1,11 +1,12 @@
 /** The ingest queue: one item per completion attempt. */
 import type { FastifyInstance } from 'fastify';
-import type { Package, QueueItem } from '../../catalog/types.js';
-import { caller, mayAccess } from '../auth.js';
+import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
+import { queueReport, type ReportItem } from '../queue-report.js';
 import { errors, idParam, listOf, ref } from '../schemas.js';
 import { queueItemView, queueStatusItemView } from '../views.js';
+import { visibleBagIds } from './access.js';
 
 export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get<{ Querystring: { package?: string } }>(
@@ -19,16 +20,13 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       },
     },
     async (request) => {
-      const user = caller(request);
       let bagIds: Set<string> | undefined;
       const filter = request.query.package;
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
-        if (pkg === undefined || !mayAccess(user, pkg.user)) return [];
+        if (pkg === undefined || !access(request).canSee(pkg)) return [];
         bagIds = new Set([pkg.bagId]);
-      } else if (!user.admin) {
-        bagIds = new Set([...ctx.catalog.packages.list({ user: user.name })].map((p) => p.bagId));
-      }
+      } else bagIds = visibleBagIds(ctx, request);
       return [...ctx.catalog.queue.list({ bagIds })].map(queueItemView);
     },
   );
@@ -50,21 +48,9 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       },
     },
     async (request) => {
-      const user = caller(request);
-      const before = parseTime(request.query.before, 'before');
-      const after = parseTime(request.query.after, 'after');
-      const report: Record<'done' | 'pending' | 'failed', QueueItem[]> = { done: [], pending: [], failed: [] };
-      const packages = new Map<string, Package | undefined>();
-      for (const item of ctx.catalog.queue.list()) {
-        if (before !== undefined && !(item.updatedAt < before)) continue;
-        if (after !== undefined && !(item.updatedAt > after)) continue;
-        if (!packages.has(item.bagId)) packages.set(item.bagId, ctx.catalog.packages.get(item.bagId));
-        const pkg = packages.get(item.bagId);
-        if (pkg === undefined || !mayAccess(user, pkg.user)) continue;
-        report[item.status === 'DONE' ? 'done' : item.status === 'FAILED' ? 'failed' : 'pending'].push(item);
-      }
-      const view = (items: QueueItem[]) =>
-        items.sort((a, b) => b.updatedAt - a.updatedAt || b.id - a.id).map((item) => queueStatusItemView(item, packages.get(item.bagId)!));
+      const bounds = { before: parseTime(request.query.before, 'before'), after: parseTime(request.query.after, 'after') };
+      const report = queueReport(ctx.catalog, access(request), bounds);
+      const view = (items: ReportItem[]) => items.map(({ item, pkg }) => queueStatusItemView(item, pkg));
       return { done: view(report.done), pending: view(report.pending), failed: view(report.failed) };
     },
   );
@@ -76,7 +62,7 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       const item = ctx.catalog.queue.get(Number(request.params.id));
       if (item === undefined) throw notFound(`no queue item ${request.params.id}`);
       const pkg = ctx.catalog.packages.get(item.bagId);
-      if (pkg === undefined || !mayAccess(caller(request), pkg.user)) throw forbidden(`queue item ${item.id} belongs to another user`);
+      if (pkg === undefined || !access(request).canSee(pkg)) throw forbidden(`queue item ${item.id} belongs to another user`);
       return queueItemView(item);
     },
   );

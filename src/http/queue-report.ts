@@ -1,0 +1,36 @@
+/**
+ * chipmunk's status report as data: the queue items the caller may see, by outcome, newest
+ * first, optionally bounded by `updated_at`. `GET /v1/queue/status` and the `/queue` page both
+ * show it; neither decides visibility itself (auth/access.ts does).
+ */
+import type { Access } from '../auth/access.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { Package, QueueItem } from '../catalog/types.js';
+
+export interface ReportItem {
+  item: QueueItem;
+  pkg: Package;
+}
+
+export interface QueueReport {
+  done: ReportItem[];
+  pending: ReportItem[];
+  failed: ReportItem[];
+}
+
+/** `before`/`after`: epoch ms, strict bounds on `updated_at`. */
+export function queueReport(catalog: Catalog, rights: Access, bounds: { before?: number | undefined; after?: number | undefined }): QueueReport {
+  const report: QueueReport = { done: [], pending: [], failed: [] };
+  const packages = new Map<string, Package | undefined>();
+  for (const item of catalog.queue.list()) {
+    if (bounds.before !== undefined && !(item.updatedAt < bounds.before)) continue;
+    if (bounds.after !== undefined && !(item.updatedAt > bounds.after)) continue;
+    if (!packages.has(item.bagId)) packages.set(item.bagId, catalog.packages.get(item.bagId));
+    const pkg = packages.get(item.bagId);
+    if (pkg === undefined || !rights.canSee(pkg)) continue;
+    report[item.status === 'DONE' ? 'done' : item.status === 'FAILED' ? 'failed' : 'pending'].push({ item, pkg });
+  }
+  const newestFirst = (a: ReportItem, b: ReportItem) => b.item.updatedAt - a.item.updatedAt || b.item.id - a.item.id;
+  for (const list of [report.done, report.pending, report.failed]) list.sort(newestFirst);
+  return report;
+}
