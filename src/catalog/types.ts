@@ -23,6 +23,17 @@ export interface Grant {
   createdAt: number;
 }
 
+/** A browser session (http pages): who logged in, with which token, until when. */
+export interface Session {
+  /** Hex SHA-256 of the cookie's secret; the secret itself is never stored. */
+  digest: string;
+  userName: string;
+  /** Digest of the token the session was opened with: revoking the token ends the session. */
+  tokenDigest: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
 export interface Token {
   /** Public identifier of the token (shown by `token issue`, used by `token revoke`). */
   id: string;

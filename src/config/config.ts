@@ -226,7 +226,7 @@ function checkConfig(c: Config): string[] {
   if (!isObject(c.auth)) p.push('auth: must be an object');
   else {
     if (typeof c.auth.requireGrants !== 'boolean') p.push('auth.requireGrants: must be true or false');
-    num(c.auth.sessionHours, 'auth.sessionHours', 0.01);
+    num(c.auth.sessionHours, 'auth.sessionHours', 0.0001);
   }
   if (!isObject(c.upload) || !isObject(c.upload.rsync)) p.push('upload.rsync: must be an object');
   else {

@@ -2,7 +2,12 @@
  * Who is calling. Accepts `Authorization: Bearer <token>` and the forms chipmunk-client and its
  * server understood: `Token token=<t>`, `Token token="<t>"`, `Bearer token=<t>`. Tokens are
  * looked up by digest (catalog/users.ts). No token ever reaches a log.
+ *
+ * The web pages' session cookie (opened by logging in with a token, catalog/sessions.ts) stands
+ * for a token on the pages, and on `/v1` for GET and HEAD only: a cookie alone never changes
+ * anything through the API (the pages' own forms carry a CSRF token besides).
  */
+import type {} from '@fastify/cookie'; // its request.cookies
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
@@ -19,10 +24,14 @@ declare module 'fastify' {
   interface FastifyContextConfig {
     /** Route answers without credentials. */
     public?: boolean;
+    /** An HTML page: authenticated by the session cookie (303 to /login without one), errors as pages. */
+    page?: boolean;
   }
 }
 
 export const WWW_AUTHENTICATE = 'Bearer realm="preservd"';
+/** The pages' session cookie. */
+export const SESSION_COOKIE = 'preservd_session';
 
 /** The token in an Authorization header value, or undefined if there is none. */
 function tokenFromHeader(header: string | undefined): string | undefined {
@@ -50,16 +59,41 @@ export class Unauthorized extends HttpError {
   }
 }
 
-/** onRequest hook: sets request.user, or answers 401, for every non-public route. */
+/**
+ * onRequest hook: sets request.user and request.access for every non-public route, or answers
+ * 401 (the API) or 303 to /login (a page).
+ */
 export function authenticate(catalog: Catalog, config: Config) {
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (request.routeOptions.config?.public === true || request.routeOptions.url === undefined) return;
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    const route = request.routeOptions;
+    if (route.config?.public === true || route.url === undefined) return undefined;
+    if (route.config?.page === true) {
+      const user = sessionUser(request, catalog);
+      if (user === undefined) return reply.redirect('/login', 303);
+      signIn(request, catalog, config, user);
+      return undefined;
+    }
     const token = tokenFromHeader(request.headers.authorization);
-    if (token === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
+    if (token === undefined) {
+      const reading = request.method === 'GET' || request.method === 'HEAD';
+      const user = reading ? sessionUser(request, catalog) : undefined;
+      if (user === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
+      signIn(request, catalog, config, user);
+      return undefined;
+    }
     const user = catalog.users.authenticate(token);
     if (user === undefined) throw new Unauthorized('the token is unknown or revoked');
     signIn(request, catalog, config, user);
+    return undefined;
   };
+}
+
+/** The user of the live session the request's cookie names, if any. */
+export function sessionUser(request: FastifyRequest, catalog: Catalog): User | undefined {
+  const secret = request.cookies[SESSION_COOKIE];
+  if (secret === undefined || secret === '') return undefined;
+  const session = catalog.sessions.find(secret);
+  return session === undefined ? undefined : catalog.users.get(session.userName);
 }
 
 /** Sets the caller and their rights on the request. */

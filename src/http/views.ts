@@ -60,7 +60,7 @@ export function queueItemView(item: QueueItem): Record<string, unknown> {
 }
 
 /** chipmunk's `error`: every error's sentence, joined by blank lines. */
-function errorText(errors: readonly StoredProblem[]): string {
+export function errorText(errors: readonly StoredProblem[]): string {
   return errors.map((p) => p.message).join('\n\n');
 }
 

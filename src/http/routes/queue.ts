@@ -2,8 +2,8 @@
 import type { FastifyInstance } from 'fastify';
 import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import { badRequest, forbidden, notFound } from '../errors.js';
-import { queueReport, type ReportItem } from '../queue-report.js';
+import { forbidden, notFound } from '../errors.js';
+import { parseTime, queueReport, type ReportItem } from '../queue-report.js';
 import { errors, idParam, listOf, ref } from '../schemas.js';
 import { queueItemView, queueStatusItemView } from '../views.js';
 import { visibleBagIds } from './access.js';
@@ -66,17 +66,4 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       return queueItemView(item);
     },
   );
-}
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:[Zz]|[+-]\d{2}:\d{2})?$/;
-
-/** Epoch ms of an RFC 3339 date or date-time (UTC when it has no offset); 400 when it is not one. */
-function parseTime(text: string | undefined, name: string): number | undefined {
-  if (text === undefined || text === '') return undefined;
-  const iso = text.replace(' ', 'T');
-  // Date.parse reads a date-time without an offset as local time, a bare date as UTC: say UTC.
-  const utc = /T/i.test(iso) && !/(?:Z|[+-]\d{2}:\d{2})$/i.test(iso) ? `${iso}Z` : iso;
-  const ms = RFC3339.test(text) ? Date.parse(utc) : NaN;
-  if (Number.isNaN(ms)) throw badRequest(`${name}: ${JSON.stringify(text)} is not an RFC 3339 time, e.g. 2026-11-25T10:00:00Z`);
-  return ms;
 }
