@@ -1,8 +1,8 @@
 /**
  * The web pages' machinery (API.md, "The browser side"): cookies, CSRF protection, the template
- * engine (eta, escaping every interpolation unless a template says `<%~`), the stylesheet and the
- * one script, the security headers of every page, and rendering a page or an error page. What
- * each page shows is in pages.ts and audit-pages.ts; logging in and out in session.ts.
+ * engine (eta, escaping every interpolation unless a template says `<%~`), the stylesheet, the
+ * one script and the icon, the security headers of every page, and rendering a page or an error
+ * page. What each page shows is in pages.ts; logging in and out in session.ts.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -43,7 +43,12 @@ export async function registerSite(app: FastifyInstance, ctx: HttpContext): Prom
   // production: compile each template once (otherwise @fastify/view re-reads it per request).
   await app.register(view, { engine: { eta: new Eta() }, templates: here('./templates'), production: true });
 
-  for (const a of [asset('preservd.css', 'text/css; charset=utf-8'), asset('audit-progress.js', 'text/javascript; charset=utf-8')]) {
+  const assets = [
+    asset('preservd.css', 'text/css; charset=utf-8'),
+    asset('audit-progress.js', 'text/javascript; charset=utf-8'),
+    asset('favicon.svg', 'image/svg+xml'),
+  ];
+  for (const a of assets) {
     app.get(a.path, { config: { public: true }, schema: { hide: true } }, async (request, reply) => {
       reply.header('etag', a.etag).header('cache-control', 'no-cache').type(a.type);
       if (request.headers['if-none-match'] === a.etag) return reply.code(304).send();
