@@ -5,7 +5,7 @@
  * index.ts, only its index.ts is imported.
  */
 const LIBRARIES = '^src/(bagit|fixity|fs)/';
-const DAEMON = '^src/(audit|catalog|commands|config|download|http|ingest|process|replicas|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
+const DAEMON = '^src/(audit|auth|catalog|commands|config|download|http|ingest|process|replicas|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
 
 module.exports = {
   forbidden: [

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 /**
- * The `preservd` command (CLI.md): serve, user, token, validate, audit, status, backup.
+ * The `preservd` command (CLI.md): serve, user, token, grant, revoke, grants, validate, audit,
+ * status, backup.
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
  * does not pay for the daemon's (fastify, lmdb, chokidar…).
  */
@@ -14,6 +15,10 @@ const HELP = `usage: preservd <command>
   user list                          users, admin flag, live tokens
   token issue NAME                   a further token for NAME (last line printed)
   token revoke TOKEN_ID              revoke a token
+  grant USER ROLE SCOPE              give USER a role (viewer, content_manager, admin) on a
+                                     content type or on all
+  revoke USER ROLE SCOPE             take that grant away
+  grants [USER]                      every grant (of USER): user, role, scope
   validate DIR [--content-type T --external-id X --bag-id B] [--json]
                                      validate a bag offline: exit 0 valid, 1 invalid, 2 could not run
   audit [--wait]                     ask the running daemon for an audit; --wait shows progress,
@@ -77,6 +82,12 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./commands/users.js')).runUser(rest, io, config);
     case 'token':
       return (await import('./commands/users.js')).runToken(rest, io, config);
+    case 'grant':
+      return (await import('./commands/grants.js')).runGrant(rest, io, config);
+    case 'revoke':
+      return (await import('./commands/grants.js')).runRevoke(rest, io, config);
+    case 'grants':
+      return (await import('./commands/grants.js')).runGrants(rest, io, config);
     case 'audit':
       return (await import('./commands/audit.js')).runAudit(rest, io, config);
     case 'status':

@@ -1,7 +1,7 @@
 /**
- * The catalog: one LMDB environment under `<dataDir>/catalog/` holding users and tokens,
- * packages and their files, the ingest queue, events, audits, and the hashing checkpoints of
- * ingests in progress. It is the truth for what is stored; the disk is checked against it.
+ * The catalog: one LMDB environment under `<dataDir>/catalog/` holding users, tokens, grants,
+ * browser sessions, packages and their files, the ingest queue, events, audits, and the hashing
+ * checkpoints of ingests in progress. It is the truth for what is stored; the disk is checked against it.
  * Every state change is one `transaction()`: stores may be combined inside one, and a throw rolls
  * all of it back.
  */
@@ -12,10 +12,12 @@ import { AuditStore } from './audits.js';
 import { CheckpointStore } from './checkpoints.js';
 import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
+import { GrantStore } from './grants.js';
 import { PackageStore } from './packages.js';
 import { SpaceClaim } from './space.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
+import { SessionStore } from './sessions.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
 
@@ -25,6 +27,8 @@ export const SCHEMA_VERSION = 1;
 
 export class Catalog implements Transactor {
   readonly users: UserStore;
+  readonly grants: GrantStore;
+  readonly sessions: SessionStore;
   readonly packages: PackageStore;
   readonly queue: QueueStore;
   readonly events: EventStore;
@@ -45,6 +49,8 @@ export class Catalog implements Transactor {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
     this.users = new UserStore(root, this);
+    this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined);
+    this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
     this.packages = new PackageStore(root, this, seq('package'));
     this.queue = new QueueStore(root, this, seq('queue'));
     this.events = new EventStore(root, this, seq('event'));

@@ -11,6 +11,29 @@ export interface User {
   createdAt: number;
 }
 
+/** chipmunk's roles (research/chipmunk.md §3.1): what a grant lets its holder do within its scope. */
+export type Role = 'viewer' | 'content_manager' | 'admin';
+
+/** A role given to a user on one content type, or on every one (`all`). */
+export interface Grant {
+  user: string;
+  role: Role;
+  /** A content type, or `all`. */
+  scope: string;
+  createdAt: number;
+}
+
+/** A browser session (http pages): who logged in, with which token, until when. */
+export interface Session {
+  /** Hex SHA-256 of the cookie's secret; the secret itself is never stored. */
+  digest: string;
+  userName: string;
+  /** Digest of the token the session was opened with: revoking the token ends the session. */
+  tokenDigest: string;
+  createdAt: number;
+  expiresAt: number;
+}
+
 export interface Token {
   /** Public identifier of the token (shown by `token issue`, used by `token revoke`). */
   id: string;

@@ -86,6 +86,12 @@ export class UserStore {
     return this.users.get(token.userName);
   }
 
+  /** Whether the token with this digest exists and is not revoked. */
+  isLive(digest: string): boolean {
+    const token = this.tokens.get(digest);
+    return token !== undefined && token.revokedAt === undefined;
+  }
+
   tokensOf(userName: string): Token[] {
     return [...this.tokens.getRange()].map((e) => e.value).filter((t) => t.userName === userName);
   }

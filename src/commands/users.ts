@@ -45,7 +45,7 @@ export async function runToken(argv: string[], io: CommandIO, config: Config): P
   return usage(io, 'preservd token issue NAME | preservd token revoke TOKEN_ID');
 }
 
-async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog) => void): Promise<number> {
+export async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog) => void): Promise<number> {
   let catalog: Catalog | undefined;
   try {
     catalog = Catalog.open(config.dataDir);
@@ -59,7 +59,7 @@ async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog)
   }
 }
 
-function usage(io: CommandIO, text: string): number {
+export function usage(io: CommandIO, text: string): number {
   io.stderr.write(`usage: ${text}\n`);
   return 2;
 }

@@ -30,6 +30,14 @@ export interface Config {
     shutdownGraceSeconds: number;
     /** Longest a client may take to send a whole request (headers and body); slower ones get 408. */
     requestTimeoutMs: number;
+    /** Mark the pages' cookies `Secure` (set it when a TLS proxy is in front). */
+    secureCookies: boolean;
+  };
+  auth: {
+    /** chipmunk's rule: creating a request needs `content_manager` or `admin` on its content type. */
+    requireGrants: boolean;
+    /** Hours a browser session lasts after login. */
+    sessionHours: number;
   };
   upload: {
     rsync: {
@@ -114,7 +122,8 @@ const packageRoot = (() => {
 export function defaults(): Config {
   return {
     dataDir: './var',
-    http: { host: '127.0.0.1', port: 8080, bodyLimit: 64 * 1024, shutdownGraceSeconds: 10, requestTimeoutMs: 30_000 },
+    http: { host: '127.0.0.1', port: 8080, bodyLimit: 64 * 1024, shutdownGraceSeconds: 10, requestTimeoutMs: 30_000, secureCookies: false },
+    auth: { requireGrants: false, sessionHours: 12 },
     upload: {
       rsync: { enabled: true, host: '127.0.0.1', port: 8873, module: 'preservd', binary: 'rsync', maxConnections: 20 },
       quietMs: 2000,
@@ -222,6 +231,12 @@ function checkConfig(c: Config): string[] {
     int(c.http.bodyLimit, 'http.bodyLimit', 1024);
     num(c.http.shutdownGraceSeconds, 'http.shutdownGraceSeconds', 0);
     int(c.http.requestTimeoutMs, 'http.requestTimeoutMs', 100);
+    if (typeof c.http.secureCookies !== 'boolean') p.push('http.secureCookies: must be true or false');
+  }
+  if (!isObject(c.auth)) p.push('auth: must be an object');
+  else {
+    if (typeof c.auth.requireGrants !== 'boolean') p.push('auth.requireGrants: must be true or false');
+    num(c.auth.sessionHours, 'auth.sessionHours', 0.0001);
   }
   if (!isObject(c.upload) || !isObject(c.upload.rsync)) p.push('upload.rsync: must be an object');
   else {

@@ -2,23 +2,36 @@
  * Who is calling. Accepts `Authorization: Bearer <token>` and the forms chipmunk-client and its
  * server understood: `Token token=<t>`, `Token token="<t>"`, `Bearer token=<t>`. Tokens are
  * looked up by digest (catalog/users.ts). No token ever reaches a log.
+ *
+ * The web pages' session cookie (opened by logging in with a token, catalog/sessions.ts) stands
+ * for a token on the pages, and on `/v1` for GET and HEAD only: a cookie alone never changes
+ * anything through the API (the pages' own forms carry a CSRF token besides).
  */
+import type {} from '@fastify/cookie'; // its request.cookies
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { User } from '../catalog/types.js';
+import type { Config } from '../config/config.js';
 import { forbidden, HttpError } from './errors.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
     user?: User;
+    /** The caller's rights (auth/access.ts), set with `user`. */
+    access?: Access;
   }
   interface FastifyContextConfig {
     /** Route answers without credentials. */
     public?: boolean;
+    /** An HTML page: authenticated by the session cookie (303 to /login without one), errors as pages. */
+    page?: boolean;
   }
 }
 
 export const WWW_AUTHENTICATE = 'Bearer realm="preservd"';
+/** The pages' session cookie. */
+export const SESSION_COOKIE = 'preservd_session';
 
 /** The token in an Authorization header value, or undefined if there is none. */
 function tokenFromHeader(header: string | undefined): string | undefined {
@@ -46,16 +59,47 @@ export class Unauthorized extends HttpError {
   }
 }
 
-/** onRequest hook: sets request.user, or answers 401, for every non-public route. */
-export function authenticate(catalog: Catalog) {
-  return async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
-    if (request.routeOptions.config?.public === true || request.routeOptions.url === undefined) return;
+/**
+ * onRequest hook: sets request.user and request.access for every non-public route, or answers
+ * 401 (the API) or 303 to /login (a page).
+ */
+export function authenticate(catalog: Catalog, config: Config) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+    const route = request.routeOptions;
+    if (route.config?.public === true || route.url === undefined) return undefined;
+    if (route.config?.page === true) {
+      const user = sessionUser(request, catalog);
+      if (user === undefined) return reply.redirect('/login', 303);
+      signIn(request, catalog, config, user);
+      return undefined;
+    }
     const token = tokenFromHeader(request.headers.authorization);
-    if (token === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
+    if (token === undefined) {
+      const reading = request.method === 'GET' || request.method === 'HEAD';
+      const user = reading ? sessionUser(request, catalog) : undefined;
+      if (user === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
+      signIn(request, catalog, config, user);
+      return undefined;
+    }
     const user = catalog.users.authenticate(token);
     if (user === undefined) throw new Unauthorized('the token is unknown or revoked');
-    request.user = user;
+    signIn(request, catalog, config, user);
+    return undefined;
   };
+}
+
+/** The user of the live session the request's cookie names, if any. */
+export function sessionUser(request: FastifyRequest, catalog: Catalog): User | undefined {
+  const secret = request.cookies[SESSION_COOKIE];
+  if (secret === undefined || secret === '') return undefined;
+  const session = catalog.sessions.find(secret);
+  return session === undefined ? undefined : catalog.users.get(session.userName);
+}
+
+/** Sets the caller and their rights on the request. */
+function signIn(request: FastifyRequest, catalog: Catalog, config: Config, user: User): void {
+  request.user = user;
+  request.access = Access.of(user, catalog.grants.of(user.name), { requireGrants: config.auth.requireGrants });
 }
 
 /** The authenticated caller (routes run after the hook, so there always is one). */
@@ -64,13 +108,13 @@ export function caller(request: FastifyRequest): User {
   return request.user;
 }
 
-export function requireAdmin(request: FastifyRequest): User {
-  const user = caller(request);
-  if (!user.admin) throw forbidden('only administrators may do this');
-  return user;
+/** The caller's rights. */
+export function access(request: FastifyRequest): Access {
+  if (request.access === undefined) throw new Unauthorized('authentication required');
+  return request.access;
 }
 
-/** Admins may act on everything; a regular user only on what they own. */
-export function mayAccess(user: User, owner: string): boolean {
-  return user.admin || user.name === owner;
+export function requireAdmin(request: FastifyRequest): User {
+  if (!access(request).isAdmin) throw forbidden('only administrators may do this');
+  return caller(request);
 }

@@ -182,7 +182,7 @@ export const listOf = (id: string) => ({ type: 'array', items: ref(id), descript
 const errorDescriptions: Record<number, string> = {
   400: 'Malformed JSON, or a path parameter of the wrong shape.',
   401: 'No credentials, or an unknown or revoked token.',
-  403: 'The resource belongs to another user, or the operation is for administrators only.',
+  403: 'The caller may not see or do this: another user\'s resource outside their grants, a content type they hold no role for, or an operation for administrators only.',
   404: 'No such resource.',
   409: 'The bag_id or external_id is already used by a package the caller may not see.',
   413: 'The body is larger than the configured limit.',

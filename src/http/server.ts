@@ -1,6 +1,6 @@
 /**
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
- * and one plugin of routes per resource.
+ * one plugin of routes per resource, and the web pages (pages/).
  */
 import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifySchema } from 'fastify';
 import { STATUS_CODES } from 'node:http';
@@ -10,6 +10,9 @@ import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { pageRoutes } from './pages/pages.js';
+import { sessionRoutes } from './pages/session.js';
+import { registerSite, renderErrorPage, wantsPage } from './pages/site.js';
 import { requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
 import { downloadRoutes } from './routes/downloads.js';
@@ -95,7 +98,9 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
   });
 
-  app.addHook('onRequest', authenticate(ctx.catalog));
+  // Cookies (and CSRF, views) before authentication: the session cookie is one of its inputs.
+  await registerSite(app, ctx);
+  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config));
   if (ctx.observeResponse !== undefined) {
     const observe = ctx.observeResponse;
     app.addHook('onResponse', async (request, reply) => {
@@ -113,7 +118,13 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     const status = error.statusCode ?? 500;
     if (status >= 500) {
       request.log.error({ err: error }, 'request failed');
-      return reply.code(500).send({ error: 'internal error; the operator can find it in the log by request id ' + request.id });
+      const message = 'internal error; the operator can find it in the log by request id ' + request.id;
+      if (wantsPage(request)) return renderErrorPage(request, reply, 500, message);
+      return reply.code(500).send({ error: message });
+    }
+    if (wantsPage(request)) {
+      const csrf = (error as FastifyError).code?.startsWith('FST_CSRF_') === true;
+      return renderErrorPage(request, reply, status, csrf ? 'The form had expired or did not come from this site; load the page again and retry.' : error.message);
     }
     if ('validation' in error && error.validation !== undefined) {
       return reply.code(400).send({ error: `invalid ${error.validationContext ?? 'request'}: ${error.message}` });
@@ -124,7 +135,8 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   });
 
   app.setNotFoundHandler((request, reply) => {
-    reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
+    if (wantsPage(request)) return renderErrorPage(request, reply, 404, 'There is no page at this address.');
+    return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
   });
 
   app.get(
@@ -161,7 +173,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
       if (access === 'loopback' && !isLoopback(request.socket.remoteAddress)) {
         return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
       }
-      if (access === 'admin' && request.user?.admin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
+      if (access === 'admin' && request.access?.isAdmin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
       const m = await metrics();
       return reply.type(m.contentType).send(m.body);
     });
@@ -172,6 +184,8 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(async (scope) => eventRoutes(scope, ctx));
   await app.register(async (scope) => auditRoutes(scope, ctx));
   await app.register(async (scope) => downloadRoutes(scope, ctx));
+  await app.register(async (scope) => sessionRoutes(scope, ctx));
+  await app.register(async (scope) => pageRoutes(scope, ctx));
   return app;
 }
 

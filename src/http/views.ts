@@ -2,13 +2,14 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
-import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type ReplicaCopy, type StoredProblem, type User } from '../catalog/types.js';
+import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type ReplicaCopy, type StoredProblem } from '../catalog/types.js';
 import type { UploadProgress } from '../ingest/watcher.js';
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
 export interface PackageViewOptions {
-  viewer: User;
+  /** Whether the caller may see storage details (auth/access.ts, canSeeStorage). */
+  storageVisible: boolean;
   uploadLink: string;
   storageLocation?: string | undefined;
   /** Admins only: each configured replica's name and the package's copy there (undefined: none yet). */
@@ -25,8 +26,8 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
     external_id: pkg.externalId,
     upload_link: o.uploadLink,
   };
-  if (o.viewer.admin) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
-  if (o.viewer.admin && o.replicas !== undefined) view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
+  if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
+  if (o.storageVisible && o.replicas !== undefined) view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
   view.stored = pkg.stored;
   if (o.files !== undefined) view.files = o.files;
   if (o.upload !== undefined && !pkg.stored)
@@ -69,7 +70,7 @@ export function queueItemView(item: QueueItem): Record<string, unknown> {
 }
 
 /** chipmunk's `error`: every error's sentence, joined by blank lines. */
-function errorText(errors: readonly StoredProblem[]): string {
+export function errorText(errors: readonly StoredProblem[]): string {
   return errors.map((p) => p.message).join('\n\n');
 }
 

@@ -19,11 +19,12 @@ export async function ingestBag(
   d: TestDaemon,
   token: string,
   files: MakeBagOptions['files'],
-  options: Partial<MakeBagOptions> & { contentType?: string; expect?: 'DONE' | 'FAILED' } = {},
+  options: Partial<MakeBagOptions> & { contentType?: string; externalId?: string; expect?: 'DONE' | 'FAILED' } = {},
 ): Promise<IngestedBag> {
   const bagId = randomUUID();
   const contentType = options.contentType ?? 'video';
-  const request = await d.createRequest(token, { bag_id: bagId, external_id: `ext-${bagId.slice(0, 8)}`, content_type: contentType });
+  const externalId = options.externalId ?? `ext-${bagId.slice(0, 8)}`;
+  const request = await d.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: contentType });
   const scratch = mkdtempSync(join(tmpdir(), 'preservd-bag-'));
   process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
   const bagDir = join(scratch, 'bag');

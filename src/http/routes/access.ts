@@ -1,7 +1,10 @@
-/** Finding a resource for a caller: 404 when it does not exist, then 403 when it is not theirs. */
+/**
+ * Finding a resource for a caller: 404 when it does not exist, then 403 when the caller may not
+ * see it (the rule itself is auth/access.ts).
+ */
 import type { FastifyRequest } from 'fastify';
 import type { Package } from '../../catalog/types.js';
-import { caller, mayAccess } from '../auth.js';
+import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { forbidden, notFound } from '../errors.js';
 import { packageView } from '../views.js';
@@ -9,18 +12,18 @@ import { packageView } from '../views.js';
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
   if (pkg === undefined) throw notFound(`no package "${idOrExternalId}"`);
-  if (!mayAccess(caller(request), pkg.user)) throw forbidden(`package ${pkg.bagId} belongs to another user`);
+  if (!access(request).canSee(pkg)) throw forbidden(`package ${pkg.bagId} belongs to another user`);
   return pkg;
 }
 
 /** The package as the caller may see it; `single` adds `files` (and upload progress). */
 export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, single: boolean): Record<string, unknown> {
-  const viewer = caller(request);
+  const storageVisible = access(request).canSeeStorage(pkg);
   return packageView(pkg, {
-    viewer,
+    storageVisible,
     uploadLink: ctx.uploadLink(pkg),
-    storageLocation: viewer.admin && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
-    replicas: viewer.admin ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : undefined,
+    storageLocation: storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
+    replicas: storageVisible ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : undefined,
     files: single ? (pkg.stored ? ctx.catalog.packages.payloadPaths(pkg.bagId) : []) : undefined,
     upload: single && !pkg.stored ? ctx.uploadProgress(pkg) : undefined,
   });
@@ -28,6 +31,13 @@ export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Pack
 
 /** Every package the caller may see, oldest first. */
 export function visiblePackages(ctx: HttpContext, request: FastifyRequest): Package[] {
-  const user = caller(request);
-  return [...ctx.catalog.packages.list(user.admin ? {} : { user: user.name })];
+  const rights = access(request);
+  const all = ctx.catalog.packages.list();
+  return rights.visibility.everything ? [...all] : [...all].filter((pkg) => rights.canSee(pkg));
+}
+
+/** The bag_ids of every package the caller may see; undefined when that is every package. */
+export function visibleBagIds(ctx: HttpContext, request: FastifyRequest): Set<string> | undefined {
+  if (access(request).visibility.everything) return undefined;
+  return new Set(visiblePackages(ctx, request).map((p) => p.bagId));
 }

@@ -1,11 +1,11 @@
 /** Event listings: per package (also under the deprecated /v1/bags) and repository-wide. */
 import type { FastifyInstance } from 'fastify';
 import type { PreservationEvent } from '../../catalog/types.js';
-import { caller, mayAccess } from '../auth.js';
+import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { bagIdParam, errors, listOf } from '../schemas.js';
 import { eventView } from '../views.js';
-import { loadPackage } from './access.js';
+import { loadPackage, visibleBagIds } from './access.js';
 
 export async function eventRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   for (const prefix of ['/v1/packages', '/v1/bags']) {
@@ -38,18 +38,17 @@ export async function eventRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       },
     },
     async (request) => {
-      const user = caller(request);
       let events: Iterable<PreservationEvent>;
       const filter = request.query.bag_id;
+      const visible = visibleBagIds(ctx, request);
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
-        if (pkg === undefined || !mayAccess(user, pkg.user)) return [];
+        if (pkg === undefined || !access(request).canSee(pkg)) return [];
         events = ctx.catalog.events.forPackage(pkg.bagId);
-      } else if (user.admin) {
+      } else if (visible === undefined) {
         events = ctx.catalog.events.list();
       } else {
-        const mine = new Set([...ctx.catalog.packages.list({ user: user.name })].map((p) => p.bagId));
-        events = [...ctx.catalog.events.list()].filter((e) => mine.has(e.bagId));
+        events = [...ctx.catalog.events.list()].filter((e) => visible.has(e.bagId));
       }
       return [...events].map(eventView);
     },

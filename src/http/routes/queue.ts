@@ -1,11 +1,12 @@
 /** The ingest queue: one item per completion attempt. */
 import type { FastifyInstance } from 'fastify';
-import type { Package, QueueItem } from '../../catalog/types.js';
-import { caller, mayAccess } from '../auth.js';
+import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import { badRequest, forbidden, notFound } from '../errors.js';
+import { forbidden, notFound } from '../errors.js';
+import { parseTime, queueReport, type ReportItem } from '../queue-report.js';
 import { errors, idParam, listOf, ref } from '../schemas.js';
 import { queueItemView, queueStatusItemView } from '../views.js';
+import { visibleBagIds } from './access.js';
 
 export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get<{ Querystring: { package?: string } }>(
@@ -19,16 +20,13 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       },
     },
     async (request) => {
-      const user = caller(request);
       let bagIds: Set<string> | undefined;
       const filter = request.query.package;
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
-        if (pkg === undefined || !mayAccess(user, pkg.user)) return [];
+        if (pkg === undefined || !access(request).canSee(pkg)) return [];
         bagIds = new Set([pkg.bagId]);
-      } else if (!user.admin) {
-        bagIds = new Set([...ctx.catalog.packages.list({ user: user.name })].map((p) => p.bagId));
-      }
+      } else bagIds = visibleBagIds(ctx, request);
       return [...ctx.catalog.queue.list({ bagIds })].map(queueItemView);
     },
   );
@@ -50,21 +48,9 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       },
     },
     async (request) => {
-      const user = caller(request);
-      const before = parseTime(request.query.before, 'before');
-      const after = parseTime(request.query.after, 'after');
-      const report: Record<'done' | 'pending' | 'failed', QueueItem[]> = { done: [], pending: [], failed: [] };
-      const packages = new Map<string, Package | undefined>();
-      for (const item of ctx.catalog.queue.list()) {
-        if (before !== undefined && !(item.updatedAt < before)) continue;
-        if (after !== undefined && !(item.updatedAt > after)) continue;
-        if (!packages.has(item.bagId)) packages.set(item.bagId, ctx.catalog.packages.get(item.bagId));
-        const pkg = packages.get(item.bagId);
-        if (pkg === undefined || !mayAccess(user, pkg.user)) continue;
-        report[item.status === 'DONE' ? 'done' : item.status === 'FAILED' ? 'failed' : 'pending'].push(item);
-      }
-      const view = (items: QueueItem[]) =>
-        items.sort((a, b) => b.updatedAt - a.updatedAt || b.id - a.id).map((item) => queueStatusItemView(item, packages.get(item.bagId)!));
+      const bounds = { before: parseTime(request.query.before, 'before'), after: parseTime(request.query.after, 'after') };
+      const report = queueReport(ctx.catalog, access(request), bounds);
+      const view = (items: ReportItem[]) => items.map(({ item, pkg }) => queueStatusItemView(item, pkg));
       return { done: view(report.done), pending: view(report.pending), failed: view(report.failed) };
     },
   );
@@ -76,21 +62,8 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       const item = ctx.catalog.queue.get(Number(request.params.id));
       if (item === undefined) throw notFound(`no queue item ${request.params.id}`);
       const pkg = ctx.catalog.packages.get(item.bagId);
-      if (pkg === undefined || !mayAccess(caller(request), pkg.user)) throw forbidden(`queue item ${item.id} belongs to another user`);
+      if (pkg === undefined || !access(request).canSee(pkg)) throw forbidden(`queue item ${item.id} belongs to another user`);
       return queueItemView(item);
     },
   );
-}
-
-const RFC3339 = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:[Zz]|[+-]\d{2}:\d{2})?$/;
-
-/** Epoch ms of an RFC 3339 date or date-time (UTC when it has no offset); 400 when it is not one. */
-function parseTime(text: string | undefined, name: string): number | undefined {
-  if (text === undefined || text === '') return undefined;
-  const iso = text.replace(' ', 'T');
-  // Date.parse reads a date-time without an offset as local time, a bare date as UTC: say UTC.
-  const utc = /T/i.test(iso) && !/(?:Z|[+-]\d{2}:\d{2})$/i.test(iso) ? `${iso}Z` : iso;
-  const ms = RFC3339.test(text) ? Date.parse(utc) : NaN;
-  if (Number.isNaN(ms)) throw badRequest(`${name}: ${JSON.stringify(text)} is not an RFC 3339 time, e.g. 2026-11-25T10:00:00Z`);
-  return ms;
 }

@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import { isUuid } from '../../catalog/packages.js';
 import { newCapability } from '../../ingest/capability.js';
-import { caller, mayAccess } from '../auth.js';
+import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.js';
@@ -92,15 +92,18 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         response: {
           201: created('Package', 'The new request, with its upload_link.', '/v1/requests/{bag_id}'),
           303: seeOther('A package with this bag_id or external_id exists and the caller may see it; nothing was created.', '/v1/requests/{bag_id} of that package'),
-          ...errors(400, 401, 409, 413, 422, 507),
+          ...errors(400, 401, 403, 409, 413, 422, 507),
         },
       },
     },
     async (request, reply) => {
       const user = caller(request);
+      const rights = access(request);
       const fields = checkCreateBody(request.body, Object.keys(ctx.config.contentTypes));
+      if (!rights.canCreate(fields.contentType))
+        throw forbidden(`you may not deposit ${fields.contentType}: ask for the role content_manager on it (preservd grant)`);
       let owner = user.name;
-      if (user.admin && fields.user !== undefined) {
+      if (rights.isAdmin && fields.user !== undefined) {
         if (ctx.catalog.users.get(fields.user) === undefined) throw unprocessable({ user: [`no user "${fields.user}"`] });
         owner = fields.user;
       }
@@ -113,7 +116,7 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       });
       if ('existing' in result) {
         const existing = result.existing;
-        if (!mayAccess(user, existing.user))
+        if (!rights.canSee(existing))
           throw conflict(existing.bagId === fields.bagId ? 'this bag_id is already in use' : 'this external_id is already in use');
         return reply.code(303).header('location', `/v1/requests/${existing.bagId}`).send();
       }
@@ -141,10 +144,17 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
     },
     async (request, reply) => {
       const user = caller(request);
+      const rights = access(request);
       // By bag_id only (not external_id), as chipmunk.
       const pkg = isUuid(request.params.bag_id) ? ctx.catalog.packages.get(request.params.bag_id) : undefined;
       if (pkg === undefined) throw notFound(`no request with bag_id "${request.params.bag_id}"`);
-      if (!mayAccess(user, pkg.user)) throw forbidden(`request ${pkg.bagId} belongs to another user`);
+      if (!rights.canSee(pkg)) throw forbidden(`request ${pkg.bagId} belongs to another user`);
+      if (!rights.canComplete(pkg)) {
+        // One who may only see it still learns of an attempt under way or done (chipmunk: 303).
+        const blocking = ctx.catalog.queue.forPackage(pkg.bagId).find((i) => i.status !== 'FAILED');
+        if (blocking !== undefined) return reply.code(303).header('location', `/v1/queue/${blocking.id}`).send();
+        throw forbidden(`you may not complete request ${pkg.bagId}: ask for the role content_manager on ${pkg.contentType}`);
+      }
       const result = ctx.catalog.queue.enqueue(pkg.bagId, user.name);
       if ('existing' in result) return reply.code(303).header('location', `/v1/queue/${result.existing.id}`).send();
       ctx.wakeIngest();

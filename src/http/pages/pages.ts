@@ -1,0 +1,127 @@
+/**
+ * The web pages that show things (API.md, "The browser side"): the overview, the status report,
+ * the package search and the package page, and the audits (admins). Each asks auth/access.ts what
+ * the caller may see, exactly as the API does: something the caller may not see is a 403 page,
+ * something that does not exist a 404 page. Logging in and out is session.ts.
+ */
+import type { FastifyInstance } from 'fastify';
+import { errorsOf } from '../../catalog/types.js';
+import { access, caller } from '../auth.js';
+import type { HttpContext } from '../context.js';
+import { badRequest, forbidden, notFound } from '../errors.js';
+import { parseTime, queueReport } from '../queue-report.js';
+import { loadPackage, visiblePackages } from '../routes/access.js';
+import { errorText } from '../views.js';
+import { renderPage } from './site.js';
+
+const PAGE = { config: { page: true }, schema: { hide: true } } as const;
+/** Packages per page of the search. */
+const PAGE_SIZE = 50;
+
+/** Characters a path segment may hold as they are in a URL. */
+const URL_SAFE = /^[A-Za-z0-9._~/-]*$/;
+
+/** Each path segment percent-encoded, the slashes kept: a payload path as a download URL. */
+const fileUrl = (bagId: string, path: string) =>
+  `/v1/packages/${bagId}/${URL_SAFE.test(path) ? path : path.split('/').map(encodeURIComponent).join('/')}`;
+
+export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
+  app.get('/', PAGE, async (request, reply) => {
+    const rights = access(request);
+    const report = queueReport(ctx.catalog, rights, {});
+    const lastAudit = rights.isAdmin ? [...ctx.catalog.audits.list()].at(-1) : undefined;
+    return renderPage(request, reply, 'overview', { title: 'Overview', section: 'overview' }, {
+      counts: { done: report.done.length, pending: report.pending.length, failed: report.failed.length },
+      failures: report.failed.slice(0, 5).map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) })),
+      audit: lastAudit ?? null,
+      packages: visiblePackages(ctx, request).length,
+    });
+  });
+
+  app.get<{ Querystring: { before?: string; after?: string } }>('/queue', PAGE, async (request, reply) => {
+    const before = request.query.before ?? '';
+    const after = request.query.after ?? '';
+    const report = queueReport(ctx.catalog, access(request), { before: parseTime(before, 'before'), after: parseTime(after, 'after') });
+    const withErrors = report.failed.map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) }));
+    return renderPage(request, reply, 'queue', { title: 'Status report', section: 'queue' }, { report, failed: withErrors, before, after });
+  });
+
+  app.get<{ Querystring: { q?: string; content_type?: string; page?: string } }>('/packages', PAGE, async (request, reply) => {
+    const q = (request.query.q ?? '').trim();
+    const contentType = request.query.content_type ?? '';
+    const pageNumber = request.query.page === undefined || request.query.page === '' ? 1 : Number(request.query.page);
+    if (!Number.isInteger(pageNumber) || pageNumber < 1) throw badRequest('page: must be a whole number from 1');
+    const needle = q.toLowerCase();
+    const matches = visiblePackages(ctx, request).filter(
+      (p) => (contentType === '' || p.contentType === contentType) && (needle === '' || p.bagId.includes(needle) || p.externalId.toLowerCase().includes(needle)),
+    );
+    // Newest first: the package just deposited is the one looked for.
+    matches.reverse();
+    const pages = Math.max(1, Math.ceil(matches.length / PAGE_SIZE));
+    const shown = matches.slice((pageNumber - 1) * PAGE_SIZE, pageNumber * PAGE_SIZE);
+    const link = (n: number) => `/packages?${new URLSearchParams({ q, content_type: contentType, page: String(n) }).toString()}`;
+    return renderPage(request, reply, 'packages', { title: 'Packages', section: 'packages' }, {
+      q,
+      contentType,
+      contentTypes: Object.keys(ctx.config.contentTypes),
+      packages: shown,
+      total: matches.length,
+      pageNumber,
+      pages,
+      previous: pageNumber > 1 ? link(pageNumber - 1) : null,
+      next: pageNumber < pages ? link(pageNumber + 1) : null,
+    });
+  });
+
+  app.get<{ Params: { bag_id: string } }>('/packages/:bag_id', PAGE, async (request, reply) => {
+    const pkg = loadPackage(ctx, request, request.params.bag_id);
+    const rights = access(request);
+    const storageVisible = rights.canSeeStorage(pkg);
+    const files = pkg.stored ? ctx.catalog.packages.listFiles(pkg.bagId) : [];
+    // Not `{ ...file }`: copying 2,000 catalog records doubles the page's cost.
+    const payload = files.filter((f) => f.path.startsWith('data/')).map((file) => ({ file, name: file.path.slice(5), url: fileUrl(pkg.bagId, file.path.slice(5)) }));
+    const tags = files.filter((f) => !f.path.startsWith('data/'));
+    return renderPage(request, reply, 'package', { title: `Package ${pkg.externalId}`, section: 'packages' }, {
+      pkg,
+      storageVisible,
+      storageLocation: storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : null,
+      payload,
+      tags,
+      totalBytes: files.reduce((sum, f) => sum + f.size, 0),
+      attempts: ctx.catalog.queue.forPackage(pkg.bagId).map((item) => ({ item, error: errorText(errorsOf(item.errors ?? [])) })),
+      events: [...ctx.catalog.events.forPackage(pkg.bagId)],
+    });
+  });
+
+  app.get('/audits', PAGE, async (request, reply) => {
+    requireAuditor(request);
+    const audits = [...ctx.catalog.audits.list()].reverse();
+    return renderPage(request, reply, 'audits', { title: 'Audits', section: 'audits' }, { audits, running: audits.some((a) => a.finishedAt === undefined) });
+  });
+
+  app.post('/audits', { ...PAGE, preHandler: app.csrfProtection }, async (request, reply) => {
+    const user = requireAuditor(request);
+    const result = ctx.startAudit(user.name);
+    const audit = 'created' in result ? result.created : result.existing;
+    return reply.redirect(`/audits/${audit.id}`, 303);
+  });
+
+  app.get<{ Params: { id: string } }>('/audits/:id', PAGE, async (request, reply) => {
+    const id = /^[0-9]{1,15}$/.test(request.params.id) ? Number(request.params.id) : NaN;
+    const audit = Number.isNaN(id) ? undefined : ctx.catalog.audits.get(id);
+    if (audit === undefined) throw notFound(`There is no audit ${request.params.id}.`);
+    requireAuditor(request);
+    const failures = [];
+    let successes = 0;
+    for (const event of ctx.catalog.events.forAudit(audit.id)) {
+      if (event.outcome === 'success') successes++;
+      else failures.push({ event, pkg: ctx.catalog.packages.get(event.bagId) });
+    }
+    return renderPage(request, reply, 'audit', { title: `Audit ${audit.id}`, section: 'audits' }, { audit, successes, failures });
+  });
+}
+
+function requireAuditor(request: Parameters<typeof access>[0]) {
+  if (!access(request).isAdmin) throw forbidden('Audits are for administrators.');
+  return caller(request);
+}
