@@ -128,7 +128,7 @@ export class Daemon {
       storage: this.storage,
       uploadLink: (pkg) => this.uploadLink(pkg),
       openLanding: (pkg) => this.landing.open(pkg.capability),
-      uploadProgress: (pkg) => this.watcher.progress(pkg.capability),
+      uploadProgress: async (pkg) => this.watcher.progress(pkg.capability),
       wakeIngest: () => this.ingest.wake(),
       startAudit: (user) => this.audits.startAudit(user),
       metrics: () => this.metrics.render(),

@@ -57,7 +57,7 @@ t.test('packages: bag_id and external_id are unique; lookups by either', async (
   const b = newPackage('bob');
   catalog.packages.create(b);
   t.same([...catalog.packages.list()].map((p) => p.bagId), [a.bagId, b.bagId], 'oldest first');
-  t.same([...catalog.packages.list({ user: 'bob' })].map((p) => p.bagId), [b.bagId]);
+  t.same([...catalog.packages.list({ scope: { kind: 'some', users: ['bob'], contentTypes: [] } })].map((p) => p.bagId), [b.bagId]);
 });
 
 t.test('files and stored state', async (t) => {

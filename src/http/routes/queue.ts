@@ -4,32 +4,35 @@ import type { Package, QueueItem } from '../../catalog/types.js';
 import { caller, mayAccess } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
+import { pagingOf, pagingQuery, sendList } from '../lists.js';
 import { errors, idParam, listOf, ref } from '../schemas.js';
 import { queueItemView, queueStatusItemView } from '../views.js';
+import { scopeOf } from './access.js';
+
+const EMPTY = { items: [], next: undefined };
 
 export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
-  app.get<{ Querystring: { package?: string } }>(
+  app.get<{ Querystring: { package?: string; limit?: string; after?: string } }>(
     '/v1/queue',
     {
       schema: {
         tags: ['queue'],
         summary: 'Queue items of visible packages, oldest first',
-        querystring: { type: 'object', properties: { package: { type: 'string', description: 'Only this package (bag_id or external_id).' } } },
-        response: { 200: listOf('QueueItem'), ...errors(401) },
+        querystring: { type: 'object', properties: { package: { type: 'string', description: 'Only this package (bag_id or external_id).' }, ...pagingQuery } },
+        response: { 200: listOf('QueueItem'), ...errors(400, 401) },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const user = caller(request);
-      let bagIds: Set<string> | undefined;
+      const paging = pagingOf(request.query);
       const filter = request.query.package;
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
-        if (pkg === undefined || !mayAccess(user, pkg.user)) return [];
-        bagIds = new Set([pkg.bagId]);
-      } else if (!user.admin) {
-        bagIds = new Set([...ctx.catalog.packages.list({ user: user.name })].map((p) => p.bagId));
+        const visible = pkg !== undefined && mayAccess(user, pkg.user);
+        return sendList(request, reply, paging, (after, limit) => (visible ? ctx.catalog.queue.page({ bagId: pkg.bagId, after, limit }) : EMPTY), queueItemView);
       }
-      return [...ctx.catalog.queue.list({ bagIds })].map(queueItemView);
+      const scope = scopeOf(user);
+      return sendList(request, reply, paging, (after, limit) => ctx.catalog.queue.page({ scope, after, limit }), queueItemView);
     },
   );
 
