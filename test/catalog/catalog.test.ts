@@ -185,3 +185,17 @@ t.test('the schema version is recorded, and a newer catalog is refused', async (
   await raw.close();
   t.throws(() => Catalog.open(dir), /newer preservd/);
 });
+
+t.test("a stored package's payload list is kept as the JSON the API sends", async (t) => {
+  const { catalog } = openCatalog(t);
+  const pkg = newPackage();
+  catalog.packages.create(pkg);
+  const record = (path: string) => ({ path, size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } });
+  catalog.packages.putFiles(pkg.bagId, ['bagit.txt', 'data/z.txt', 'data/a/"q".txt', 'data/é.txt', 'manifest-sha256.txt'].map(record));
+  t.equal(catalog.packages.payloadListJson(pkg.bagId).toString('utf8'), '["a/\\"q\\".txt","z.txt","é.txt"]', 'payload only, sorted, escaped');
+  t.same(JSON.parse(catalog.packages.payloadListJson(pkg.bagId).toString('utf8')), catalog.packages.payloadPaths(pkg.bagId));
+  catalog.packages.putFiles(pkg.bagId, ['bagit.txt', 'data/only.txt'].map(record));
+  t.equal(catalog.packages.payloadListJson(pkg.bagId).toString('utf8'), '["only.txt"]', 'written again with the files');
+  catalog.packages.markStored(pkg.bagId, 'x/y/z');
+  t.same(catalog.fixity.get(pkg.bagId), { verifiedAt: catalog.packages.get(pkg.bagId)!.updatedAt }, 'scheduled for audits from its ingest');
+});
