@@ -2,10 +2,11 @@
  * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse.
  *
  *   catalog → first admin → fixity pool → landing zone, rsync daemon, watcher → reconcile →
- *   ingest worker → audit runner → HTTP
+ *   ingest worker → audit runner, continuous audits → HTTP
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { ContinuousAudit } from './audit/continuous.js';
 import { AuditRunner } from './audit/runner.js';
 import { Catalog } from './catalog/catalog.js';
 import type { Package } from './catalog/types.js';
@@ -41,6 +42,7 @@ export class Daemon {
     readonly watcher: LandingWatcher,
     readonly ingest: IngestWorker,
     readonly audits: AuditRunner,
+    readonly continuous: ContinuousAudit,
     readonly metrics: Metrics,
     private http: FastifyInstance | undefined,
   ) {}
@@ -86,7 +88,11 @@ export class Daemon {
       await rsync.start();
       metrics.watchRsync(rsync);
     }
-    const watcher = new LandingWatcher(storage.landingRoot);
+    // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
+    const watcher = new LandingWatcher(storage.landingRoot, {
+      logger,
+      ...(rsync === undefined ? {} : { transfers: { dir: landing.layout.active, live: async () => (await landing.liveTransfers()).map((t) => t.capability) } }),
+    });
     started.push(() => watcher.stop());
     await watcher.start();
 
@@ -95,11 +101,14 @@ export class Daemon {
     const ingest = new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver() });
     const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger });
     metrics.watchAudits(audits);
-    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, metrics, undefined);
+    const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
+    metrics.watchContinuousAudits(continuous);
+    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, continuous, metrics, undefined);
     rsync?.onTransfer((t) => daemon.recordTransfer(t));
-    started.push(() => ingest.stop(), () => audits.stop());
+    started.push(() => ingest.stop(), () => audits.stop(), () => continuous.stop());
     ingest.start();
     audits.start();
+    continuous.start();
 
     const app = await buildServer(daemon.httpContext(), logger);
     started.push(() => app.close());
@@ -128,7 +137,7 @@ export class Daemon {
       storage: this.storage,
       uploadLink: (pkg) => this.uploadLink(pkg),
       openLanding: (pkg) => this.landing.open(pkg.capability),
-      uploadProgress: async (pkg) => this.watcher.progress(pkg.capability),
+      uploadProgress: (pkg) => this.watcher.progress(pkg.capability),
       wakeIngest: () => this.ingest.wake(),
       startAudit: (user) => this.audits.startAudit(user),
       metrics: () => this.metrics.render(),
@@ -162,6 +171,7 @@ export class Daemon {
       clearTimeout(deadline);
     }
     await this.ingest.stop();
+    await this.continuous.stop();
     await this.audits.stop();
     await this.watcher.stop();
     await this.rsync?.stop();

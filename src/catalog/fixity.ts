@@ -19,14 +19,31 @@ export interface FixityState {
   outcome?: 'success' | 'failure';
 }
 
+/** The continuous audits' share of packages to check, as of a time (audit/continuous.ts). */
+export interface FixitySchedule {
+  at: number;
+  credit: number;
+}
+
 export class FixityStore {
   private readonly states: Database<FixityState, string>;
   /** `[verifiedAt, bag_id]`: stalest first. */
   private readonly order: Database<null, [number, string]>;
+  private readonly schedules: Database<FixitySchedule, string>;
 
   constructor(root: RootDatabase, private readonly catalog: Transactor) {
     this.states = root.openDB({ name: 'fixityStates' });
     this.order = root.openDB({ name: 'fixityOrder' });
+    this.schedules = root.openDB({ name: 'fixitySchedule' });
+  }
+
+  /** The continuous audits' saved share, if they ever ran. */
+  schedule(): FixitySchedule | undefined {
+    return this.schedules.get('continuous');
+  }
+
+  saveSchedule(schedule: FixitySchedule): void {
+    this.catalog.transaction(() => void this.schedules.put('continuous', schedule));
   }
 
   get(bagId: string): FixityState | undefined {

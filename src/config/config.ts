@@ -68,6 +68,11 @@ export interface Config {
     concurrency: number;
     /** When set, a summary of each finished audit is POSTed here as JSON. */
     webhookUrl?: string;
+    /**
+     * Continuous audits: every stored package verified at least once in this many days, a
+     * steady share each day, the least recently verified first. Unset: only full audits.
+     */
+    everyDays?: number;
   };
   download: {
     /** Hand file bodies to a front proxy instead of streaming them ourselves. */
@@ -244,6 +249,7 @@ function checkConfig(c: Config): string[] {
     if (c.audit.algorithms !== 'strongest' && c.audit.algorithms !== 'all') p.push('audit.algorithms: must be "strongest" or "all"');
     num(c.audit.rateLimitMBps, 'audit.rateLimitMBps', 0);
     int(c.audit.concurrency, 'audit.concurrency', 1, 64);
+    if (c.audit.everyDays !== undefined) int(c.audit.everyDays, 'audit.everyDays', 1, 3650);
     if (c.audit.webhookUrl !== undefined) {
       try {
         const u = new URL(c.audit.webhookUrl);
