@@ -3,7 +3,7 @@
  * The `preservd` command (CLI.md): serve, user, token, grant, revoke, grants, validate, audit,
  * status, backup.
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
- * does not pay for the daemon's (fastify, lmdb, chokidar…).
+ * does not pay for the daemon's (fastify, lmdb…).
  */
 import { ConfigError, loadConfig, type Config } from './config/config.js';
 import type { Daemon } from './daemon.js';

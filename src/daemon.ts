@@ -2,10 +2,11 @@
  * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse.
  *
  *   replica check → catalog → first admin → fixity pool → landing zone, rsync daemon, watcher →
- *   reconcile → ingest worker → replicator → audit runner → HTTP
+ *   reconcile → ingest worker → replicator → audit runner, continuous audits → HTTP
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { ContinuousAudit } from './audit/continuous.js';
 import { AuditRunner } from './audit/runner.js';
 import { Catalog } from './catalog/catalog.js';
 import type { Package } from './catalog/types.js';
@@ -43,6 +44,7 @@ export class Daemon {
     readonly ingest: IngestWorker,
     readonly audits: AuditRunner,
     readonly replicator: Replicator,
+    readonly continuous: ContinuousAudit,
     readonly metrics: Metrics,
     private http: FastifyInstance | undefined,
   ) {}
@@ -92,7 +94,11 @@ export class Daemon {
       await rsync.start();
       metrics.watchRsync(rsync);
     }
-    const watcher = new LandingWatcher(storage.landingRoot);
+    // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
+    const watcher = new LandingWatcher(storage.landingRoot, {
+      logger,
+      ...(rsync === undefined ? {} : { transfers: { dir: landing.layout.active, live: async () => (await landing.liveTransfers()).map((t) => t.capability) } }),
+    });
     started.push(() => watcher.stop());
     await watcher.start();
 
@@ -105,12 +111,15 @@ export class Daemon {
     const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger });
     metrics.watchAudits(audits);
     metrics.watchReplicas(replicator.names);
-    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, metrics, undefined);
+    const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
+    metrics.watchContinuousAudits(continuous);
+    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, continuous, metrics, undefined);
     rsync?.onTransfer((t) => daemon.recordTransfer(t));
-    started.push(() => ingest.stop(), () => replicator.stop(), () => audits.stop());
+    started.push(() => ingest.stop(), () => replicator.stop(), () => audits.stop(), () => continuous.stop());
     ingest.start();
     replicator.start();
     audits.start();
+    continuous.start();
 
     const app = await buildServer(daemon.httpContext(), logger);
     started.push(() => app.close());
@@ -174,6 +183,7 @@ export class Daemon {
     }
     await this.ingest.stop();
     await this.replicator.stop();
+    await this.continuous.stop();
     await this.audits.stop();
     await this.watcher.stop();
     await this.rsync?.stop();

@@ -139,6 +139,19 @@ export class Metrics {
     this.replicaBytes.inc({ replica }, bytes);
   }
 
+  /** With `audit.everyDays`: the stored packages last verified more than a period ago. */
+  watchContinuousAudits(continuous: { readonly periodMs: number | undefined; overdue(): number }): void {
+    if (continuous.periodMs === undefined) return;
+    new Gauge({
+      name: 'preservd_audit_overdue_packages',
+      help: 'Stored packages last verified longer ago than audit.everyDays',
+      registers: [this.registry],
+      collect() {
+        this.set(continuous.overdue());
+      },
+    });
+  }
+
   ingestObserver(): IngestObserver {
     return {
       finished: (outcome: 'DONE' | 'FAILED', seconds: number, bytes: number, problems: StoredProblem[]) => {

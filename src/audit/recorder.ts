@@ -78,6 +78,7 @@ export class CheckRecorder {
           const recorded = this.catalog.audits.record(auditId, bagId, (): PreservationEvent =>
             this.catalog.events.add({ bagId, type: 'fixity check', executor: user, outcome, detail, auditId }),
           );
+          if (recorded !== undefined) this.catalog.fixity.checked(bagId, recorded.event.date, outcome);
           return { checked, detail, recorded };
         }),
       );

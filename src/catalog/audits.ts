@@ -5,6 +5,7 @@
  * twice.
  */
 import type { Database, RootDatabase } from 'lmdb';
+import { MAX_PAGE, takePage, type Page } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { Audit, PreservationEvent } from './types.js';
 
@@ -25,6 +26,12 @@ export class AuditStore {
 
   *list(): Generator<Audit> {
     for (const { value } of this.audits.getRange()) yield value;
+  }
+
+  /** One page of audits, oldest first, after the id `after`. */
+  page(query: { after?: number | undefined; limit?: number }): Page<Audit> {
+    const after = query.after ?? 0;
+    return takePage(this.audits.getKeys({ start: after + 1 }), Math.min(query.limit ?? MAX_PAGE, MAX_PAGE), (id) => this.audits.get(id));
   }
 
   /** The newest audit, or undefined before the first. */

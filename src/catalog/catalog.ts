@@ -13,6 +13,7 @@ import { CheckpointStore } from './checkpoints.js';
 import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
 import { GrantStore } from './grants.js';
+import { FixityStore } from './fixity.js';
 import { PackageStore } from './packages.js';
 import { SpaceClaim } from './space.js';
 import { QueueStore } from './queue.js';
@@ -21,8 +22,15 @@ import { SessionStore } from './sessions.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
 
-/** Bumped whenever the stored shapes change; `migrate()` brings older catalogs forward. */
-export const SCHEMA_VERSION = 1;
+/**
+ * Bumped whenever the stored shapes change; `migrate()` brings older catalogs forward.
+ * 2: indexes by owner, content type and state (packages, events, queue), payload lists kept as
+ * JSON, and each stored package's verification state (fixity.ts).
+ */
+export const SCHEMA_VERSION = 2;
+
+/** Records migrated per transaction: a big catalog is carried forward in bounded steps. */
+const MIGRATION_BATCH = 5_000;
 
 
 export class Catalog implements Transactor {
@@ -35,6 +43,7 @@ export class Catalog implements Transactor {
   readonly audits: AuditStore;
   readonly checkpoints: CheckpointStore;
   readonly replication: ReplicationStore;
+  readonly fixity: FixityStore;
   private readonly meta: Database<unknown, string>;
   /** 1 inside transaction(); nested calls run in the outer one. */
   private depth = 0;
@@ -51,9 +60,11 @@ export class Catalog implements Transactor {
     this.users = new UserStore(root, this);
     this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined);
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
-    this.packages = new PackageStore(root, this, seq('package'));
-    this.queue = new QueueStore(root, this, seq('queue'));
-    this.events = new EventStore(root, this, seq('event'));
+    this.fixity = new FixityStore(root, this);
+    this.packages = new PackageStore(root, this, seq('package'), this.fixity);
+    const audience = (bagId: string) => this.packages.audienceOf(bagId);
+    this.queue = new QueueStore(root, this, seq('queue'), audience);
+    this.events = new EventStore(root, this, seq('event'), audience);
     this.audits = new AuditStore(root, this, seq('audit'));
     this.checkpoints = new CheckpointStore(root, this);
     this.replication = new ReplicationStore(root, this);
@@ -121,11 +132,44 @@ export class Catalog implements Transactor {
     if (found > SCHEMA_VERSION)
       throw new CatalogError(`the catalog was written by a newer preservd (schema ${found}; this one knows ${SCHEMA_VERSION}); upgrade preservd`);
     if (found === SCHEMA_VERSION) return;
-    // Version 0 is an empty catalog: nothing to carry forward yet.
+    // Version 0 is an empty catalog: nothing to carry forward. From 1, the indexes are built in
+    // batches; the version is written last, so an interrupted migration simply runs again.
+    if (found === 1) this.buildIndexes();
     this.transaction(() => {
       this.meta.put('schemaVersion', SCHEMA_VERSION);
       if (this.meta.get('createdAt') === undefined) this.meta.put('createdAt', Date.now());
     });
+  }
+
+  /** Schema 1 → 2: every index, payload list and verification state from the records. */
+  private buildIndexes(): void {
+    for (let after = 0, done = false; !done; ) {
+      done = this.transaction(() => {
+        const batch = [...this.packages.everyRecord(after, MIGRATION_BATCH)];
+        for (const pkg of batch) {
+          this.packages.putIndexes(pkg);
+          if (!pkg.stored) continue;
+          this.packages.keepPayloadList(pkg.bagId);
+          const check = this.events.latestOf(pkg.bagId, 'fixity check');
+          this.fixity.put(
+            pkg.bagId,
+            check === undefined ? { verifiedAt: pkg.updatedAt } : { verifiedAt: check.date, checkedAt: check.date, outcome: check.outcome },
+          );
+        }
+        after = batch.at(-1)?.seq ?? after;
+        return batch.length < MIGRATION_BATCH;
+      });
+    }
+    for (const store of [this.events, this.queue] as const) {
+      for (let after = 0, done = false; !done; ) {
+        done = this.transaction(() => {
+          const batch = store.everyRecord(after, MIGRATION_BATCH);
+          for (const record of batch) (store.putIndexes as (r: typeof record) => void)(record);
+          after = batch.at(-1)?.id ?? after;
+          return batch.length < MIGRATION_BATCH;
+        });
+      }
+    }
   }
 
   private nextSequence(name: string): number {

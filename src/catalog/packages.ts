@@ -1,11 +1,31 @@
 /**
  * Requests/packages (one record, two names) and the files of stored packages. Packages are
- * listed oldest first through an order index; files are keyed `[bag_id, path]`.
+ * listed oldest first by their sequence number, through indexes that make a page cost the same
+ * whatever the catalog's size: the order itself, `[owner, seq]`, `[content type, seq]` and
+ * `[stored, seq]`. Files are keyed `[bag_id, path]`; a stored package's payload list, which never
+ * changes, is also kept as the JSON the API sends, so showing a package reads one value.
  */
 import type { Database, RootDatabase } from 'lmdb';
+import type { FixityStore } from './fixity.js';
 import { fitsKey } from './keys.js';
+import { EVERYTHING, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { FileRecord, Package } from './types.js';
+
+/** What a page of packages is asked for: the caller's scope, filters, and where to start. */
+export interface PackageQuery {
+  scope?: Scope;
+  contentType?: string | undefined;
+  stored?: boolean | undefined;
+  /** The order key (sequence number) of the last package of the previous page. */
+  after?: number | undefined;
+  limit?: number;
+}
+
+type StoredPackage = Package & { seq: number };
+
+/** `[stored, seq]` keys of the state index: 0 open request, 1 stored package. */
+const stateOf = (stored: boolean) => (stored ? 1 : 0);
 
 export type CreateResult = { created: Package } | { existing: Package };
 
@@ -16,21 +36,35 @@ export function isUuid(s: string): boolean {
 }
 
 export class PackageStore {
-  private readonly packages: Database<Package & { seq: number }, string>;
+  private readonly packages: Database<StoredPackage, string>;
   private readonly byExternalId: Database<string, string>;
   private readonly order: Database<string, number>;
   private readonly byCapability: Database<string, string>;
+  private readonly byOwner: Database<string, [string, number]>;
+  private readonly byContentType: Database<string, [string, number]>;
+  private readonly byState: Database<string, [number, number]>;
   private readonly files: Database<FileRecord, [string, string]>;
   /** bag_id → the total size of its files, kept by putFiles (storedBytes without reading every record). */
   private readonly fileBytes: Database<number, string>;
+  /** bag_id → its payload paths as a UTF-8 JSON array, the `files` field as sent. */
+  private readonly payloadLists: Database<Buffer, string>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextSeq: () => number) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+    private readonly nextSeq: () => number,
+    private readonly fixity: FixityStore,
+  ) {
     this.packages = root.openDB({ name: 'packages' });
     this.byExternalId = root.openDB({ name: 'packagesByExternalId' });
     this.order = root.openDB({ name: 'packageOrder' });
     this.byCapability = root.openDB({ name: 'packagesByCapability' });
+    this.byOwner = root.openDB({ name: 'packagesByOwner' });
+    this.byContentType = root.openDB({ name: 'packagesByContentType' });
+    this.byState = root.openDB({ name: 'packagesByState' });
     this.files = root.openDB({ name: 'files' });
     this.fileBytes = root.openDB({ name: 'packageFileBytes' });
+    this.payloadLists = root.openDB({ name: 'payloadLists', encoding: 'binary' });
   }
 
   get(bagId: string): Package | undefined {
@@ -64,6 +98,7 @@ export class PackageStore {
       this.byExternalId.put(fields.externalId, bagId);
       this.order.put(seq, bagId);
       this.byCapability.put(fields.capability, bagId);
+      this.putIndexes({ ...pkg, seq });
       return { created: pkg };
     });
   }
@@ -74,21 +109,76 @@ export class PackageStore {
     return bagId === undefined ? undefined : this.get(bagId);
   }
 
-  /** Every package, oldest first. */
-  *list(filter: { user?: string; stored?: boolean } = {}): Generator<Package> {
-    for (const { value: bagId } of this.order.getRange()) {
-      const pkg = this.get(bagId);
-      if (pkg === undefined) continue;
-      if (filter.user !== undefined && pkg.user !== filter.user) continue;
-      if (filter.stored !== undefined && pkg.stored !== filter.stored) continue;
-      yield pkg;
+  /**
+   * One page of the packages `query.scope` may see, oldest first, after `query.after`. The scan
+   * reads one index: the scope's owner and content-type ranges for a regular caller; for an
+   * admin the content-type index when filtered by type, the state index when filtered by
+   * `stored`, else the order itself. Any other filter is applied per package read.
+   */
+  page(query: PackageQuery = {}): Page<Package> {
+    const scope = query.scope ?? EVERYTHING;
+    const after = query.after ?? 0;
+    const limit = Math.min(query.limit ?? MAX_PAGE, MAX_PAGE);
+    const { contentType, stored } = query;
+    let keys: Iterable<number>;
+    if (scope.kind === 'all' && contentType !== undefined) keys = this.indexKeys(this.byContentType, contentType, after);
+    else if (scope.kind === 'all' && stored !== undefined) keys = this.indexKeys(this.byState, stateOf(stored), after);
+    else keys = keysInScope(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.order.getKeys({ start: a + 1 }), after);
+    return takePage(keys, limit, (seq) => this.bySeq(seq), (pkg) =>
+      (contentType === undefined || pkg.contentType === contentType) && (stored === undefined || pkg.stored === stored),
+    );
+  }
+
+  /** Every package the query selects, oldest first, read a page at a time. */
+  *list(query: Omit<PackageQuery, 'after' | 'limit'> = {}): Generator<Package> {
+    let after = 0;
+    for (;;) {
+      const page = this.page({ ...query, after });
+      yield* page.items;
+      if (page.next === undefined) return;
+      after = page.next;
     }
   }
 
+  /** How many packages there are, or stored ones, or open requests: counted in an index. */
   count(filter: { stored?: boolean } = {}): number {
-    let n = 0;
-    for (const _ of this.list(filter)) n++;
-    return n;
+    if (filter.stored === undefined) return (this.order.getStats() as { entryCount: number }).entryCount;
+    const state = stateOf(filter.stored);
+    return this.byState.getKeysCount({ start: [state], end: [state, Infinity] });
+  }
+
+  /**
+   * The owner and content type of a package: what an event's or queue item's visibility depends
+   * on (the events and queue stores index their records by them).
+   */
+  audienceOf(bagId: string): { user: string; contentType: string } | undefined {
+    const pkg = this.packages.get(bagId);
+    return pkg === undefined ? undefined : { user: pkg.user, contentType: pkg.contentType };
+  }
+
+  /** The indexes of a package (also rebuilt by the catalog's migration). */
+  putIndexes(pkg: StoredPackage): void {
+    this.byOwner.put([pkg.user, pkg.seq], pkg.bagId);
+    this.byContentType.put([pkg.contentType, pkg.seq], pkg.bagId);
+    this.byState.remove([stateOf(!pkg.stored), pkg.seq]);
+    this.byState.put([stateOf(pkg.stored), pkg.seq], pkg.bagId);
+  }
+
+  /** Every package with its sequence number, oldest first, `batch` at a time (the migration's walk). */
+  *everyRecord(after: number, batch: number): Generator<StoredPackage> {
+    for (const { value: bagId } of this.order.getRange({ start: after + 1, limit: batch })) {
+      const pkg = this.packages.get(bagId);
+      if (pkg !== undefined) yield pkg;
+    }
+  }
+
+  private bySeq(seq: number): Package | undefined {
+    const bagId = this.order.get(seq);
+    return bagId === undefined ? undefined : this.get(bagId);
+  }
+
+  private *indexKeys<N extends string | number>(index: Database<string, [N, number]>, name: N, after: number): Generator<number> {
+    for (const key of index.getKeys({ start: [name, after + 1], end: [name, Infinity] })) yield key[1];
   }
 
   /**
@@ -108,7 +198,18 @@ export class PackageStore {
         total += file.size;
       }
       this.fileBytes.put(bagId, total);
+      this.keepPayloadList(bagId);
     });
+  }
+
+  /** Serialises the payload list once, as sent (putFiles, and the migration for older catalogs). */
+  keepPayloadList(bagId: string): void {
+    this.payloadLists.put(bagId, Buffer.from(JSON.stringify(this.payloadPaths(bagId)), 'utf8'));
+  }
+
+  /** The `files` field of a stored package, as UTF-8 JSON ready to send. */
+  payloadListJson(bagId: string): Buffer {
+    return this.payloadLists.get(bagId) ?? Buffer.from(JSON.stringify(this.payloadPaths(bagId)), 'utf8');
   }
 
   /** Marks a package stored (its files recorded before by putFiles). */
@@ -118,6 +219,8 @@ export class PackageStore {
       if (current === undefined) throw new Error(`no package ${bagId}`);
       const updated = { ...current, stored: true, storagePath, updatedAt: Date.now() };
       this.packages.put(bagId, updated);
+      this.putIndexes(updated);
+      this.fixity.stored(bagId, updated.updatedAt);
       return strip(updated)!;
     });
   }

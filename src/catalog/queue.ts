@@ -3,6 +3,8 @@
  * attempt for the same package; a FAILED one does not (API.md).
  */
 import type { Database, RootDatabase } from 'lmdb';
+import type { Audience } from './events.js';
+import { EVERYTHING, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { IngestStage, StoredProblem, QueueItem } from './types.js';
 
@@ -11,10 +13,17 @@ export type EnqueueResult = { created: QueueItem } | { existing: QueueItem };
 export class QueueStore {
   private readonly items: Database<QueueItem, number>;
   private readonly byPackage: Database<null, [string, number]>;
+  private readonly byOwner: Database<null, [string, number]>;
+  private readonly byContentType: Database<null, [string, number]>;
+  /** Ids of PENDING items: the ingest worker's and the metrics' view, without a scan. */
+  private readonly pendingIds: Database<null, number>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number, private readonly audience: Audience) {
     this.items = root.openDB({ name: 'queue' });
     this.byPackage = root.openDB({ name: 'queueByPackage' });
+    this.byOwner = root.openDB({ name: 'queueByOwner' });
+    this.byContentType = root.openDB({ name: 'queueByContentType' });
+    this.pendingIds = root.openDB({ name: 'queuePending' });
   }
 
   get(id: number): QueueItem | undefined {
@@ -39,6 +48,7 @@ export class QueueStore {
       const item: QueueItem = { id: this.nextId(), bagId, status: 'PENDING', stage: 'waiting', user, createdAt: now, updatedAt: now };
       this.items.put(item.id, item);
       this.byPackage.put([bagId, item.id], null);
+      this.putIndexes(item);
       return { created: item };
     });
   }
@@ -58,24 +68,55 @@ export class QueueStore {
       if (current === undefined) throw new Error(`no queue item ${id}`);
       const next = { ...current, ...patch, updatedAt: Date.now() };
       this.items.put(id, next);
+      if (next.status !== 'PENDING') this.pendingIds.remove(id);
       return next;
     });
   }
 
-  /** Every item, oldest first, optionally only those of some packages. */
-  *list(filter: { bagIds?: Set<string> | undefined; status?: QueueItem['status'] } = {}): Generator<QueueItem> {
-    for (const { value } of this.items.getRange()) {
-      if (filter.bagIds !== undefined && !filter.bagIds.has(value.bagId)) continue;
-      if (filter.status !== undefined && value.status !== filter.status) continue;
-      yield value;
-    }
+  /** The owner, content-type and PENDING index entries of an item (also rebuilt by the migration). */
+  putIndexes(item: QueueItem): void {
+    if (item.status === 'PENDING') this.pendingIds.put(item.id, null);
+    const audience = this.audience(item.bagId);
+    if (audience === undefined) return;
+    this.byOwner.put([audience.user, item.id], null);
+    this.byContentType.put([audience.contentType, item.id], null);
   }
 
+  /** One page of items, oldest first, after the id `after`: of one package, or of what `scope` may see. */
+  page(query: { scope?: Scope; bagId?: string | undefined; after?: number | undefined; limit?: number }): Page<QueueItem> {
+    const after = query.after ?? 0;
+    const limit = Math.min(query.limit ?? MAX_PAGE, MAX_PAGE);
+    const bagId = query.bagId;
+    const keys =
+      bagId !== undefined
+        ? (function* (index) {
+            for (const key of index.getKeys({ start: [bagId, after + 1], end: [bagId, Infinity] })) yield key[1];
+          })(this.byPackage)
+        : keysInScope(query.scope ?? EVERYTHING, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.items.getKeys({ start: a + 1 }), after);
+    return takePage(keys, limit, (id) => this.items.get(id));
+  }
+
+  /** Every item, oldest first (chipmunk's status report reads them all). */
+  *list(): Generator<QueueItem> {
+    for (const { value } of this.items.getRange()) yield value;
+  }
+
+  /** Every item, oldest first, `batch` at a time after `after` (the migration's walk). */
+  everyRecord(after: number, batch: number): QueueItem[] {
+    return [...this.items.getRange({ start: after + 1, limit: batch })].map((e) => e.value);
+  }
+
+  /** PENDING items, oldest first, from their index. */
   pending(): QueueItem[] {
-    return [...this.list({ status: 'PENDING' })];
+    const out: QueueItem[] = [];
+    for (const id of this.pendingIds.getKeys()) {
+      const item = this.items.get(id);
+      if (item?.status === 'PENDING') out.push(item);
+    }
+    return out;
   }
 
   depth(): number {
-    return this.pending().length;
+    return (this.pendingIds.getStats() as { entryCount: number }).entryCount;
   }
 }

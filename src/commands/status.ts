@@ -1,9 +1,11 @@
 /**
  * `preservd status`: what the running daemon is doing, from its API: queue counts by status
- * (GET /v1/queue) and the latest audit (GET /v1/audits), with its progress while it runs.
+ * (GET /v1/queue) and the latest audit (GET /v1/audits), with its progress while it runs; with
+ * `audit.everyDays`, the packages overdue for a fixity check (from the catalog, read-only).
  * Exit 0, or 2 when the daemon cannot be asked (down, bad token).
  */
 import { formatBytes } from '../audit/runner.js';
+import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
 import { formatClock, formatDuration, isComplete, type AuditCommandIO, type AuditSummary } from './audit.js';
 import { DaemonClient, DaemonError } from './daemon-client.js';
@@ -26,6 +28,7 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
     const list = Array.isArray(audits.body) ? (audits.body as AuditSummary[]) : [];
     const latest = list.at(-1);
     io.stdout.write(`${latest === undefined ? 'audits: none yet' : describeAudit(latest, Date.now())}\n`);
+    if (config.audit.everyDays !== undefined) io.stdout.write(`${await describeContinuous(config, config.audit.everyDays)}\n`);
     return 0;
   } catch (err) {
     if (err instanceof DaemonError) {
@@ -33,6 +36,27 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
       return 2;
     }
     throw err;
+  }
+}
+
+/**
+ * One line about continuous audits, from the catalog itself (read-only, safe while the daemon
+ * writes): how many stored packages are overdue, counted in the verification order's index.
+ */
+async function describeContinuous(config: Config, everyDays: number): Promise<string> {
+  let catalog: Catalog | undefined;
+  try {
+    // Loaded here: the command pays for LMDB only when it needs it.
+    const { Catalog } = await import('../catalog/catalog.js');
+    catalog = Catalog.open(config.dataDir, { readOnly: true });
+    const overdue = catalog.fixity.countVerifiedBefore(Date.now() - everyDays * 86_400_000);
+    const stalest = catalog.fixity.stalest(1)[0];
+    const since = stalest === undefined ? '' : `, least recently verified ${new Date(stalest.verifiedAt).toISOString()}`;
+    return `continuous audits: every ${everyDays} days: ${overdue} of ${catalog.fixity.count()} stored packages overdue${since}`;
+  } catch (err) {
+    return `continuous audits: every ${everyDays} days (the catalog could not be read: ${(err as Error).message})`;
+  } finally {
+    await catalog?.close();
   }
 }
 

@@ -81,6 +81,11 @@ export interface Config {
     webhookUrl?: string;
     /** `auto`: a damaged or missing copy found by an audit is restored from a good one; `off`: reported only. */
     repair: 'off' | 'auto';
+    /**
+     * Continuous audits: every stored package verified at least once in this many days, a
+     * steady share each day, the least recently verified first. Unset: only full audits.
+     */
+    everyDays?: number;
   };
   /** Copies kept besides the primary (replicas.ts). */
   replicas: ReplicaConfig[];
@@ -270,6 +275,7 @@ function checkConfig(c: Config): string[] {
     num(c.audit.rateLimitMBps, 'audit.rateLimitMBps', 0);
     int(c.audit.concurrency, 'audit.concurrency', 1, 64);
     if (c.audit.repair !== 'off' && c.audit.repair !== 'auto') p.push('audit.repair: must be "off" or "auto"');
+    if (c.audit.everyDays !== undefined) int(c.audit.everyDays, 'audit.everyDays', 1, 3650);
     if (c.audit.webhookUrl !== undefined) {
       try {
         const u = new URL(c.audit.webhookUrl);

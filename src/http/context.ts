@@ -16,8 +16,8 @@ export interface HttpContext {
   uploadLink(pkg: Package): string;
   /** Creates the landing folder of a new request. */
   openLanding(pkg: Package): Promise<void>;
-  /** Upload progress of an open request, from the landing watcher. */
-  uploadProgress(pkg: Package): UploadProgress | undefined;
+  /** Upload progress of an open request, from the landing watcher (a scan when it is not watched). */
+  uploadProgress(pkg: Package): Promise<UploadProgress | undefined>;
   /** Tells the ingest worker a queue item is waiting. */
   wakeIngest(): void;
   /** Starts an audit (or returns the one in progress) and wakes the audit runner. */

@@ -38,7 +38,7 @@ export async function offlineServer(config: Partial<Config> = {}, overrides: Par
     storage: new Storage(dataDir),
     uploadLink: (pkg) => uploadLink(full.upload, pkg),
     openLanding: async () => offline('an upload'),
-    uploadProgress: () => undefined,
+    uploadProgress: async () => undefined,
     wakeIngest: () => undefined,
     startAudit: () => offline('an audit'),
     // As the daemon wires them, so that the same routes exist.

@@ -43,6 +43,7 @@ const packageSchema = {
       },
     },
     stored: { type: 'boolean' },
+    last_fixity_check: { type: ['string', 'null'], format: 'date-time', description: 'Admins only: when an audit last verified the package; null before its first.' },
     files: { type: 'array', items: { type: 'string' }, description: 'Single-item responses only: payload paths relative to data/, sorted.' },
     upload: {
       type: 'object',
@@ -175,8 +176,13 @@ const auditSchema = {
 export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, queueStatusSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
 
 export const ref = (id: string) => ({ $ref: `${id}#` });
-/** A whole collection (no pagination in v1), oldest first. */
-export const listOf = (id: string) => ({ type: 'array', items: ref(id), description: `Every visible ${id}, oldest first.` });
+/** A collection, oldest first: all of it streamed, or a page of it with `?limit=` (http/lists.ts). */
+export const listOf = (id: string) => ({
+  type: 'array',
+  items: ref(id),
+  description: `Every visible ${id}, oldest first; with ?limit= a page of them.`,
+  headers: { Link: { type: 'string', description: 'With ?limit=, when more items follow: <the same list, limit, after=CURSOR>; rel="next" (RFC 8288).' } },
+});
 
 /** When each error status is given (API.md), for the OpenAPI document. */
 const errorDescriptions: Record<number, string> = {

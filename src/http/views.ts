@@ -2,6 +2,7 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
+import type { FixityState } from '../catalog/fixity.js';
 import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type ReplicaCopy, type StoredProblem } from '../catalog/types.js';
 import type { UploadProgress } from '../ingest/watcher.js';
 
@@ -14,6 +15,8 @@ export interface PackageViewOptions {
   storageLocation?: string | undefined;
   /** Admins only: each configured replica's name and the package's copy there (undefined: none yet). */
   replicas?: Array<{ name: string; copy: ReplicaCopy | undefined }> | undefined;
+  /** Admins only: the package's verification state (undefined for an open request). */
+  fixity?: FixityState | undefined;
   files?: string[] | undefined;
   upload?: UploadProgress | undefined;
 }
@@ -29,6 +32,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
   if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
   if (o.storageVisible && o.replicas !== undefined) view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
   view.stored = pkg.stored;
+  if (o.storageVisible && pkg.stored) view.last_fixity_check = o.fixity?.checkedAt === undefined ? null : rfc3339(o.fixity.checkedAt);
   if (o.files !== undefined) view.files = o.files;
   if (o.upload !== undefined && !pkg.stored)
     view.upload = {
@@ -47,6 +51,24 @@ function replicaView(name: string, copy: ReplicaCopy | undefined): Record<string
   const view: Record<string, unknown> = { name, status: copy?.status ?? 'pending', verified_at: copy?.verifiedAt === undefined ? null : rfc3339(copy.verifiedAt) };
   if (copy?.status === 'failed') view.error = copy.error ?? 'failed';
   return view;
+}
+
+/**
+ * A package view as JSON text with `files` given as JSON text already (the stored payload list,
+ * serialised once at ingest): it goes in its documented place, before `upload` and the dates.
+ */
+export function packageBody(view: Record<string, unknown>, filesJson: Buffer): Buffer {
+  const head: Record<string, unknown> = {};
+  const tail: Record<string, unknown> = {};
+  let before = true;
+  for (const [key, value] of Object.entries(view)) {
+    if (key === 'files') continue;
+    if (key === 'upload' || key === 'created_at') before = false;
+    (before ? head : tail)[key] = value;
+  }
+  const headText = JSON.stringify(head).slice(0, -1);
+  const tailText = JSON.stringify(tail).slice(1);
+  return Buffer.concat([Buffer.from(`${headText},"files":`, 'utf8'), filesJson, Buffer.from(`,${tailText}`, 'utf8')]);
 }
 
 function problemView(p: StoredProblem): Record<string, unknown> {

@@ -39,30 +39,30 @@ export async function returnUpload(storage: Storage, landing: LandingZone, pkg: 
 }
 
 /**
- * Start-up reconciliation of disk and catalog. PENDING items are resumed by the ingest worker
- * from their recorded stage; here: every open request without a PENDING item has its landing
- * folder, open link, and nothing left in staging; leftovers nobody owns are reported, never
- * deleted.
+ * Start-up reconciliation of what was in flight, and nothing else: reading every package would
+ * make start-up grow with the catalog. PENDING items are resumed by the ingest worker from their
+ * recorded stage. Here: an upload left in staging/, or a link left closed (the two marks an
+ * interrupted ingest leaves), whose request has no PENDING item goes back to its depositor;
+ * leftovers nobody owns are reported, never deleted. A stored package missing from storage is
+ * the audits' to find.
  */
 export async function reconcile(catalog: Catalog, storage: Storage, landing: LandingZone, logger: Logger): Promise<void> {
   const pending = new Set(catalog.queue.pending().map((i) => i.bagId));
-  const known = new Set<string>();
-  for (const pkg of catalog.packages.list()) {
-    known.add(pkg.bagId);
-    known.add(pkg.capability);
-    if (pkg.stored) {
-      if (pkg.storagePath !== undefined && !(await exists(storage.packageDir(pkg.storagePath))))
-        logger.error({ bagId: pkg.bagId, storagePath: pkg.storagePath }, 'a stored package is missing from storage; the next audit will report it');
-      continue;
-    }
-    if (pending.has(pkg.bagId)) continue;
+  const giveBack = async (pkg: Package): Promise<void> => {
+    if (pkg.stored || pending.has(pkg.bagId)) return;
     const outcome = await returnUpload(storage, landing, pkg);
     if (outcome !== 'reopened') logger.warn({ bagId: pkg.bagId, outcome }, 'returned an interrupted upload to its landing folder');
-  }
-  for (const name of await readdir(storage.landingRoot).catch(() => [] as string[])) {
-    if (!known.has(name)) logger.warn({ folder: join(storage.landingRoot, name), capability: isCapability(name) }, 'a landing folder belongs to no request');
-  }
+  };
   for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
-    if (!known.has(name)) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
+    const pkg = catalog.packages.get(name);
+    if (pkg === undefined) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
+    else await giveBack(pkg);
+  }
+  for (const name of await readdir(landing.layout.closed).catch(() => [] as string[])) {
+    if (!isCapability(name)) continue;
+    const pkg = catalog.packages.byUploadCapability(name);
+    if (pkg === undefined) logger.warn({ capability: name }, 'a closed upload link belongs to no request');
+    else if (pkg.stored) await landing.reopen(name); // its landing folder is gone: the marker is moot
+    else await giveBack(pkg);
   }
 }

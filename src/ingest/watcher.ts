@@ -1,22 +1,25 @@
 /**
- * Watches the landing zone: per open request, how many files and bytes have arrived, when the
- * folder last changed, and whether rsync temp files (a transfer mid-file) are present. The
- * ingest asks it `waitForQuiet` before moving an upload out of the client's reach.
+ * The landing zone as the ingest and the API see it: per open request, how many files and bytes
+ * have arrived, when the folder last changed, and whether rsync temp files (a transfer mid-file)
+ * are present. The ingest asks it `waitForQuiet` before moving an upload out of the client's
+ * reach.
  *
- * chokidar misses files when many are created in a burst (`cp -r`: 5–16 of 500, see
- * research/toolchain.md §3), so its events are only hints: each one schedules a directory scan
- * of that upload, and the numbers come from the scans. Only `landing/` is watched (chokidar 5
- * spends one inotify watch per file), never staging or storage.
+ * An open request costs nothing until data arrives: no filesystem watch per landing folder, no
+ * scan of every upload at start or on a timer. Only uploads receiving data are followed, and
+ * the rsync daemon says which (the pre-xfer gate's records of admitted transfers, one
+ * `fs.watch` on their folder plus a poll): each is scanned while its transfer runs and once
+ * after. Any other upload (a local copy, ssh) is scanned when someone asks (`progress`,
+ * `waitForQuiet`): a directory scan counts every file, which filesystem events alone do not
+ * (they miss files in a `cp -r` burst).
  *
  * Times are change times (ctime), not mtimes: `rsync -t` sets each file's mtime to the source's,
  * so only ctime says when our disk last changed.
  */
-import { watch, type FSWatcher } from 'chokidar';
-import type { Dirent } from 'node:fs';
+import { watch, type Dirent, type FSWatcher } from 'node:fs';
 import { lstat, mkdir, readdir } from 'node:fs/promises';
-import { join, relative, resolve, sep } from 'node:path';
+import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { assertCapability, isCapability } from './capability.js';
+import { assertCapability } from './capability.js';
 import { isErrno } from '../fs/errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 
@@ -126,104 +129,117 @@ export async function scanUpload(dir: string): Promise<UploadScan> {
   return scan;
 }
 
-export interface LandingWatcherOptions {
-  logger?: Logger;
-  /** Least time between two scans of one upload while events arrive. Default 1 s. */
-  minScanIntervalMs?: number;
-  /** Every upload is rescanned this often even without events. Default 60 s. */
-  rescanMs?: number;
-}
-
-interface Tracked {
-  scan?: UploadScan;
-  /** Signature of the last scan, to notice whether anything changed between two scans. */
-  signature?: string;
-  lastEventAt: number;
-  lastScanAt: number;
-  lastScanDurationMs: number;
-  timer?: NodeJS.Timeout | undefined;
-  scanning?: Promise<void> | undefined;
-  rescan: boolean;
-}
-
 /** How often `waitForQuiet` looks again while a transfer into the upload runs. */
 const ACTIVE_POLL_MS = 50;
 
-/** Debounce for a burst of events: the first scan waits this long for more to arrive. */
-const BURST_MS = 150;
+export interface LandingWatcherOptions {
+  logger?: Logger;
+  /** Least time between two scans of an upload being received; default 1 s. */
+  minScanIntervalMs?: number;
+  /**
+   * The uploads receiving data: the capabilities of the transfers our rsync daemon admitted and
+   * that still run, and the folder where the gate records them (watched for prompt notice). Without
+   * it (uploads over ssh) no upload is followed; each is scanned when asked.
+   */
+  transfers?: { dir: string; live: () => Promise<string[]>; pollMs?: number };
+}
+
+interface Followed {
+  scan?: UploadScan;
+  scannedAt: number;
+  lastScanDurationMs: number;
+  timer?: NodeJS.Timeout | undefined;
+  scanning?: Promise<void> | undefined;
+  /** False once its transfer ended: one more scan, then it is no longer followed. */
+  live: boolean;
+}
 
 export class LandingWatcher {
   private readonly landing: string;
   private readonly logger: Logger;
   private readonly minScanIntervalMs: number;
-  private readonly rescanMs: number;
-  private readonly uploads = new Map<string, Tracked>();
-  private watcher: FSWatcher | undefined;
-  private rescanTimer: NodeJS.Timeout | undefined;
-  private ready = false;
-  private stopped = false;
+  private readonly transfers: LandingWatcherOptions['transfers'];
+  private readonly followed = new Map<string, Followed>();
+  private dirWatch: FSWatcher | undefined;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private polling: Promise<void> | undefined;
+  private pollAgain = false;
+  private started = false;
 
   /** `landingRoot` is `<dataDir>/landing` (`landingLayout(dataDir).landing`). */
   constructor(landingRoot: string, options: LandingWatcherOptions = {}) {
     this.landing = resolve(landingRoot);
     this.logger = options.logger ?? silentLogger;
     this.minScanIntervalMs = options.minScanIntervalMs ?? 1_000;
-    this.rescanMs = options.rescanMs ?? 60_000;
+    this.transfers = options.transfers;
   }
 
-  /** Watches `landing/` and scans every upload already there; resolves when both are done. */
+  /** Starts following the uploads the rsync daemon is receiving; reads no landing folder. */
   async start(): Promise<void> {
-    if (this.watcher) return;
-    this.stopped = false;
+    if (this.started) return;
+    this.started = true;
     await mkdir(this.landing, { recursive: true, mode: 0o700 });
-    const watcher = watch(this.landing, {
-      ignoreInitial: false,
-      alwaysStat: true,
-      persistent: true,
-      ignorePermissionErrors: true,
-    });
-    this.watcher = watcher;
-    watcher.on('all', (_event, path) => this.onEvent(path));
-    watcher.on('error', (err) => this.logger.warn({ err }, 'landing watcher error'));
-    await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-    this.ready = true;
-    // One upload after another: at start-up the disk is busy enough with chokidar's own walk.
-    for (const cap of (await readdir(this.landing)).filter(isCapability)) await this.scanNow(cap);
-    this.rescanTimer = setInterval(() => {
-      for (const cap of this.uploads.keys()) this.scheduleScan(cap);
-    }, this.rescanMs);
-    this.rescanTimer.unref();
+    const transfers = this.transfers;
+    if (transfers === undefined) return;
+    try {
+      this.dirWatch = watch(transfers.dir, () => void this.poll());
+      this.dirWatch.on('error', (err) => this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'));
+    } catch (err) {
+      this.logger.warn({ err }, 'transfer records: fs.watch unavailable; polling only');
+    }
+    this.pollTimer = setInterval(() => void this.poll(), transfers.pollMs ?? 1_000);
+    this.pollTimer.unref();
+    await this.poll();
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
-    this.ready = false;
-    clearInterval(this.rescanTimer);
-    this.rescanTimer = undefined;
-    const watcher = this.watcher;
-    this.watcher = undefined;
-    await watcher?.close();
+    this.started = false;
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
+    this.dirWatch?.close();
+    this.dirWatch = undefined;
+    await this.polling;
     const scans: Promise<void>[] = [];
-    for (const tracked of this.uploads.values()) {
-      clearTimeout(tracked.timer);
-      if (tracked.scanning) scans.push(tracked.scanning);
+    for (const followed of this.followed.values()) {
+      clearTimeout(followed.timer);
+      if (followed.scanning) scans.push(followed.scanning);
     }
     await Promise.all(scans);
-    this.uploads.clear();
+    this.followed.clear();
   }
 
-  /** The upload's numbers as of the last scan; undefined for a capability with no folder. */
-  progress(capability: string): UploadProgress | undefined {
+  /** The uploads followed now (receiving data, or just finished): capabilities. */
+  following(): string[] {
+    return [...this.followed.keys()];
+  }
+
+  /**
+   * The upload's numbers: a followed upload's latest scan, or a scan made now; undefined when
+   * the capability has no folder. Throws at once for anything that is not a capability.
+   */
+  progress(capability: string): Promise<UploadProgress | undefined> {
     assertCapability(capability);
-    const tracked = this.uploads.get(capability);
-    if (!tracked?.scan) return undefined;
-    const { files, bytes, tempFiles, lastWriteMs } = tracked.scan;
-    return { files, bytes, tempFiles, lastWriteAt: Math.max(lastWriteMs, tracked.lastEventAt) };
+    return this.progressOf(capability);
+  }
+
+  private async progressOf(capability: string): Promise<UploadProgress | undefined> {
+    const followed = this.followed.get(capability);
+    let scan = followed?.scan;
+    if (scan === undefined || Date.now() - (followed?.scannedAt ?? 0) > this.minScanIntervalMs) {
+      try {
+        scan = await scanUpload(join(this.landing, capability));
+      } catch (err) {
+        if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) return undefined;
+        throw err;
+      }
+    }
+    const { files, bytes, tempFiles, lastWriteMs } = scan;
+    return { files, bytes, tempFiles, lastWriteAt: lastWriteMs };
   }
 
   /**
    * Resolves once a fresh scan shows no temp file, `activeTransfers()` is 0, and nothing has
-   * changed for `quietMs` (by ctime, by a difference between two scans, or by a watcher event),
+   * changed for `quietMs` (by ctime, or by a difference between two scans),
    * or nothing has changed on disk since our rsync's last transfer into it ended.
    * Resolves at once if the folder does not exist (nothing can be written to it then: the
    * gate admits only existing folders). Rejects when `signal` aborts.
@@ -256,13 +272,8 @@ export class LandingWatcher {
       const current = signatureOf(scan);
       if (signature !== undefined && current !== signature) changedAt = now;
       signature = current;
-      if (this.watcher) this.record(capability, scan);
       // A change time in the future (clock stepped back) says nothing; scan differences still do.
-      const lastWrite = Math.max(
-        changedAt,
-        this.uploads.get(capability)?.lastEventAt ?? -Infinity,
-        scan.lastWriteMs <= now ? scan.lastWriteMs : -Infinity,
-      );
+      const lastWrite = Math.max(changedAt, scan.lastWriteMs <= now ? scan.lastWriteMs : -Infinity);
       const tempInProgress = scan.tempFiles > 0 && now - scan.lastTempWriteMs < tempFileTimeoutMs;
       if (!tempInProgress && now - lastWrite >= quietMs) return;
       if (scan.tempFiles === 0 && changedAt === -Infinity && options.lastTransferEndedAt) {
@@ -274,85 +285,68 @@ export class LandingWatcher {
     }
   }
 
-  private onEvent(path: string): void {
-    if (this.stopped) return;
-    const rel = relative(this.landing, path);
-    const capability = rel.split(sep)[0];
-    if (!isCapability(capability)) return;
-    const tracked = this.track(capability);
-    // Events of chokidar's initial walk are old news; the scan after 'ready' has their times.
-    if (this.ready) tracked.lastEventAt = Date.now();
-    this.scheduleScan(capability);
-  }
-
-  private track(capability: string): Tracked {
-    let tracked = this.uploads.get(capability);
-    if (!tracked) {
-      tracked = { lastEventAt: -Infinity, lastScanAt: 0, lastScanDurationMs: 0, rescan: false };
-      this.uploads.set(capability, tracked);
+  /** Looks at which transfers run: new ones are followed, ended ones get a last scan. */
+  private poll(): Promise<void> {
+    if (this.polling) {
+      this.pollAgain = true;
+      return this.polling;
     }
-    return tracked;
+    this.polling = (async () => {
+      try {
+        do {
+          this.pollAgain = false;
+          const live = new Set(await this.transfers!.live());
+          if (!this.started) return;
+          for (const capability of live) {
+            const followed = this.followed.get(capability);
+            if (followed === undefined) {
+              this.followed.set(capability, { scannedAt: 0, lastScanDurationMs: 0, live: true });
+              this.scheduleScan(capability);
+            } else followed.live = true;
+          }
+          for (const [capability, followed] of this.followed) {
+            if (live.has(capability) || !followed.live) continue;
+            followed.live = false;
+            this.scheduleScan(capability);
+          }
+        } while (this.pollAgain && this.started);
+      } catch (err) {
+        this.logger.warn({ err }, 'could not read the active transfers');
+      } finally {
+        this.polling = undefined;
+      }
+    })();
+    return this.polling;
   }
 
   /** A scan soon, but not more often than the interval (longer if scans are slow). */
   private scheduleScan(capability: string): void {
-    if (this.stopped) return;
-    const tracked = this.track(capability);
-    if (tracked.scanning) {
-      tracked.rescan = true;
-      return;
-    }
-    if (tracked.timer) return;
-    const interval = Math.max(this.minScanIntervalMs, 4 * tracked.lastScanDurationMs);
-    const delay = Math.max(BURST_MS, tracked.lastScanAt + interval - Date.now());
-    tracked.timer = setTimeout(() => {
-      tracked.timer = undefined;
-      void this.scanNow(capability);
+    const followed = this.followed.get(capability);
+    if (!this.started || followed === undefined || followed.timer !== undefined || followed.scanning !== undefined) return;
+    const interval = Math.max(this.minScanIntervalMs, 4 * followed.lastScanDurationMs);
+    const delay = followed.live ? Math.max(0, followed.scannedAt + interval - Date.now()) : 0;
+    followed.timer = setTimeout(() => {
+      followed.timer = undefined;
+      followed.scanning = this.scan(capability, followed).finally(() => {
+        followed.scanning = undefined;
+        // Followed while its transfer runs; after the last scan of an ended one, forgotten.
+        if (followed.live) this.scheduleScan(capability);
+        else if (this.followed.get(capability) === followed) this.followed.delete(capability);
+      });
     }, delay);
   }
 
-  private scanNow(capability: string): Promise<void> {
-    const tracked = this.track(capability);
-    if (tracked.scanning) {
-      tracked.rescan = true;
-      return tracked.scanning;
-    }
-    tracked.rescan = false;
+  private async scan(capability: string, followed: Followed): Promise<void> {
     const started = Date.now();
-    tracked.scanning = (async () => {
-      let changed = false;
-      try {
-        const scan = await scanUpload(join(this.landing, capability));
-        changed = this.record(capability, scan);
-      } catch (err) {
-        if (isErrno(err, 'ENOENT')) {
-          // The folder is gone (staged, or removed): nothing left to follow.
-          clearTimeout(tracked.timer);
-          this.uploads.delete(capability);
-          return;
-        }
-        this.logger.warn({ err, capability }, 'landing scan failed');
-      } finally {
-        tracked.scanning = undefined;
-        tracked.lastScanAt = Date.now();
-        tracked.lastScanDurationMs = tracked.lastScanAt - started;
-      }
-      // Missed events are possible, so keep scanning while scans still see changes.
-      if ((tracked.rescan || changed) && this.uploads.get(capability) === tracked) {
-        this.scheduleScan(capability);
-      }
-    })();
-    return tracked.scanning;
-  }
-
-  /** Stores a scan; true if it differs from the previous one. */
-  private record(capability: string, scan: UploadScan): boolean {
-    const tracked = this.track(capability);
-    const signature = signatureOf(scan);
-    const changed = tracked.signature !== undefined && tracked.signature !== signature;
-    tracked.scan = scan;
-    tracked.signature = signature;
-    return changed;
+    try {
+      followed.scan = await scanUpload(join(this.landing, capability));
+    } catch (err) {
+      if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) followed.live = false;
+      else this.logger.warn({ err, capability }, 'landing scan failed');
+    } finally {
+      followed.scannedAt = Date.now();
+      followed.lastScanDurationMs = followed.scannedAt - started;
+    }
   }
 }
 

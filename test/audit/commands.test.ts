@@ -38,7 +38,7 @@ async function serve(t: { teardown(fn: () => unknown): void }, w: AuditWorld) {
     storage: w.storage,
     uploadLink: () => 'rsync://example.invalid/x/',
     openLanding: async () => undefined,
-    uploadProgress: () => undefined,
+    uploadProgress: async () => undefined,
     wakeIngest: () => undefined,
     startAudit: (user) => runner.startAudit(user),
   });

@@ -57,7 +57,7 @@ t.test('packages: bag_id and external_id are unique; lookups by either', async (
   const b = newPackage('bob');
   catalog.packages.create(b);
   t.same([...catalog.packages.list()].map((p) => p.bagId), [a.bagId, b.bagId], 'oldest first');
-  t.same([...catalog.packages.list({ user: 'bob' })].map((p) => p.bagId), [b.bagId]);
+  t.same([...catalog.packages.list({ scope: { kind: 'some', users: ['bob'], contentTypes: [] } })].map((p) => p.bagId), [b.bagId]);
 });
 
 t.test('files and stored state', async (t) => {
@@ -184,4 +184,18 @@ t.test('the schema version is recorded, and a newer catalog is refused', async (
   await meta.put('schemaVersion', SCHEMA_VERSION + 1);
   await raw.close();
   t.throws(() => Catalog.open(dir), /newer preservd/);
+});
+
+t.test("a stored package's payload list is kept as the JSON the API sends", async (t) => {
+  const { catalog } = openCatalog(t);
+  const pkg = newPackage();
+  catalog.packages.create(pkg);
+  const record = (path: string) => ({ path, size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } });
+  catalog.packages.putFiles(pkg.bagId, ['bagit.txt', 'data/z.txt', 'data/a/"q".txt', 'data/é.txt', 'manifest-sha256.txt'].map(record));
+  t.equal(catalog.packages.payloadListJson(pkg.bagId).toString('utf8'), '["a/\\"q\\".txt","z.txt","é.txt"]', 'payload only, sorted, escaped');
+  t.same(JSON.parse(catalog.packages.payloadListJson(pkg.bagId).toString('utf8')), catalog.packages.payloadPaths(pkg.bagId));
+  catalog.packages.putFiles(pkg.bagId, ['bagit.txt', 'data/only.txt'].map(record));
+  t.equal(catalog.packages.payloadListJson(pkg.bagId).toString('utf8'), '["only.txt"]', 'written again with the files');
+  catalog.packages.markStored(pkg.bagId, 'x/y/z');
+  t.same(catalog.fixity.get(pkg.bagId), { verifiedAt: catalog.packages.get(pkg.bagId)!.updatedAt }, 'scheduled for audits from its ingest');
 });

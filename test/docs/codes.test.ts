@@ -129,7 +129,7 @@ t.test('every configuration key is in configuration.md', async (t) => {
   };
   walk(defaults(), '');
   // Keys without a default (optional in `Config`).
-  keys.push('upload.rsync.advertisedHost', 'upload.linkTemplate', 'audit.webhookUrl', 'download.offload');
+  keys.push('upload.rsync.advertisedHost', 'upload.linkTemplate', 'audit.webhookUrl', 'audit.everyDays', 'download.offload');
   const documented = new Set([...doc('configuration.md').matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]!));
   t.same(keys.filter((k) => !documented.has(k)).sort(), [], 'each key has a row');
   t.same([...documented].filter((k) => !keys.includes(k)).sort(), [], 'each row is a key');

@@ -1,6 +1,7 @@
 /**
- * The landing watcher: counts that stay right when chokidar misses files, and waiting for an
- * upload to be quiet.
+ * The landing watcher: counts that stay right for a `cp -r` burst (scans, not filesystem
+ * events), uploads followed only while our rsync receives them, and waiting for an upload to be
+ * quiet.
  */
 import { execFile } from 'node:child_process';
 import { mkdtemp, mkdir, rename, rm, symlink, writeFile } from 'node:fs/promises';
@@ -35,7 +36,7 @@ async function waitForProgress(
 ): Promise<UploadProgress | undefined> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const p = watcher.progress(cap);
+    const p = await watcher.progress(cap);
     if (wanted(p)) return p;
     if (Date.now() > deadline) return p;
     await sleep(50);
@@ -85,7 +86,7 @@ t.test('progress counts a cp -r burst of 300 files exactly', async (t) => {
     }
   }
   const watcher = await startWatcher(t, landing);
-  t.match(watcher.progress(cap), { files: 0, bytes: 0, tempFiles: 0 }, 'empty at first');
+  t.match(await watcher.progress(cap), { files: 0, bytes: 0, tempFiles: 0 }, 'empty at first');
 
   await run('cp', ['-r', `${source}/.`, join(landing, cap)]);
   const p = await waitForProgress(watcher, cap, (p) => p?.files === 300 && p.bytes === bytes);
@@ -95,7 +96,7 @@ t.test('progress counts a cp -r burst of 300 files exactly', async (t) => {
   t.ok(p && Date.now() - p.lastWriteAt < 10_000, 'the last write is recent');
 });
 
-t.test('uploads already in the landing zone are counted at start, others are not tracked', async (t) => {
+t.test('uploads in the landing zone are counted when asked; no folder, no progress', async (t) => {
   const root = await tempRoot(t);
   const landing = join(root, 'landing');
   const cap = newCapability();
@@ -103,8 +104,8 @@ t.test('uploads already in the landing zone are counted at start, others are not
   await writeFile(join(landing, cap, 'data', 'a'), 'abc');
   await mkdir(join(landing, 'not-a-capability'));
   const watcher = await startWatcher(t, landing);
-  t.match(watcher.progress(cap), { files: 1, bytes: 3, tempFiles: 0 });
-  t.equal(watcher.progress(newCapability()), undefined, 'no folder, no progress');
+  t.match(await watcher.progress(cap), { files: 1, bytes: 3, tempFiles: 0 });
+  t.equal(await watcher.progress(newCapability()), undefined, 'no folder, no progress');
 
   // A new upload folder is picked up; a folder that goes (staged) is forgotten.
   const fresh = newCapability();
@@ -140,7 +141,7 @@ t.test('waitForQuiet waits while files keep being written, then resolves', async
   const writesBefore = writes;
   t.ok(resolvedAt - lastWrite >= quietMs - 20, `resolved ${resolvedAt - lastWrite} ms after the last write (${writesBefore} of 15 written)`);
   await writer;
-  t.equal(watcher.progress(cap)?.files, 15);
+  t.equal((await watcher.progress(cap))?.files, 15);
 });
 
 t.test('waitForQuiet waits for active transfers and temp files', async (t) => {
@@ -198,4 +199,33 @@ t.test('waitForQuiet stops on abort and returns at once for a missing folder', a
   await watcher.waitForQuiet(newCapability(), { quietMs: 60_000, activeTransfers: async () => 0 });
   t.ok(Date.now() - started < 1000, 'no folder: nothing can be written, nothing to wait for');
   t.throws(() => watcher.progress('nope'), /not an upload capability/);
+});
+
+t.test('only uploads the rsync daemon is receiving are followed, and only while it does', async (t) => {
+  const root = await tempRoot(t);
+  const landing = join(root, 'landing');
+  const active = join(root, 'active');
+  await mkdir(active, { recursive: true });
+  // A thousand open requests, one of them receiving data.
+  const caps = Array.from({ length: 1000 }, () => newCapability());
+  for (const cap of caps) await mkdir(join(landing, cap), { recursive: true });
+  let live: string[] = [];
+  const watcher = new LandingWatcher(landing, { minScanIntervalMs: 50, transfers: { dir: active, live: async () => live, pollMs: 50 } });
+  t.teardown(() => watcher.stop());
+  await watcher.start();
+  t.same(watcher.following(), [], 'no transfer: nothing followed, however many open requests');
+
+  const receiving = caps[500]!;
+  live = [receiving];
+  await writeFile(join(active, '1234'), receiving); // what the gate writes; the watch notices it
+  const deadline = Date.now() + 5_000;
+  while (watcher.following().length === 0 && Date.now() < deadline) await sleep(20);
+  t.same(watcher.following(), [receiving], 'the upload receiving data is followed');
+  await writeFile(join(landing, receiving, 'a.bin'), Buffer.alloc(100));
+  t.match(await waitForProgress(watcher, receiving, (p) => p?.bytes === 100), { files: 1, bytes: 100 });
+
+  live = [];
+  while (watcher.following().length > 0 && Date.now() < deadline + 5_000) await sleep(20);
+  t.same(watcher.following(), [], 'its transfer ended: a last scan, then no longer followed');
+  t.match(await watcher.progress(receiving), { files: 1, bytes: 100 }, 'still counted when asked');
 });

@@ -1,13 +1,16 @@
 /**
  * Finding a resource for a caller: 404 when it does not exist, then 403 when the caller may not
- * see it (the rule itself is auth/access.ts).
+ * see it (the rule itself is auth/access.ts); what a caller's lists may hold (`scopeOf`, the
+ * same rule as data for the catalog's indexes); and the package as the caller may see it.
  */
 import type { FastifyRequest } from 'fastify';
+import type { Scope } from '../../catalog/scan.js';
 import type { Package } from '../../catalog/types.js';
+import type { UploadProgress } from '../../ingest/watcher.js';
 import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { forbidden, notFound } from '../errors.js';
-import { packageView } from '../views.js';
+import { packageBody, packageView } from '../views.js';
 
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
@@ -16,28 +19,42 @@ export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExter
   return pkg;
 }
 
-/** The package as the caller may see it; `single` adds `files` (and upload progress). */
-export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, single: boolean): Record<string, unknown> {
+/**
+ * What a caller's lists may hold: everything, or what they own plus the content types they hold
+ * a role on. The catalog reads exactly the indexes a scope names (owners, content types), so a
+ * regular user's list never scans anyone else's packages.
+ */
+export function scopeOf(request: FastifyRequest): Scope {
+  const v = access(request).visibility;
+  return v.everything ? { kind: 'all' } : { kind: 'some', users: [v.owner], contentTypes: [...v.contentTypes] };
+}
+
+/** Every package the caller may see, oldest first (read through the scope's indexes). */
+export function visiblePackages(ctx: HttpContext, request: FastifyRequest): Package[] {
+  return [...ctx.catalog.packages.list({ scope: scopeOf(request) })];
+}
+
+/** The package as the caller may see it, without `files` (as lists show it); `upload` for a show. */
+export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, upload?: UploadProgress): Record<string, unknown> {
   const storageVisible = access(request).canSeeStorage(pkg);
   return packageView(pkg, {
     storageVisible,
     uploadLink: ctx.uploadLink(pkg),
     storageLocation: storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
     replicas: storageVisible ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : undefined,
-    files: single ? (pkg.stored ? ctx.catalog.packages.payloadPaths(pkg.bagId) : []) : undefined,
-    upload: single && !pkg.stored ? ctx.uploadProgress(pkg) : undefined,
+    fixity: storageVisible && pkg.stored ? ctx.catalog.fixity.get(pkg.bagId) : undefined,
+    upload,
   });
 }
 
-/** Every package the caller may see, oldest first. */
-export function visiblePackages(ctx: HttpContext, request: FastifyRequest): Package[] {
-  const rights = access(request);
-  const all = ctx.catalog.packages.list();
-  return rights.visibility.everything ? [...all] : [...all].filter((pkg) => rights.canSee(pkg));
+/**
+ * One package as the caller may see it, with `files` (and, for an open request, what has
+ * arrived): JSON text. A stored package's file list is the one serialised at ingest: one
+ * catalog read, no list built.
+ */
+export async function packageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<Buffer> {
+  if (pkg.stored) return packageBody(viewPackage(ctx, request, pkg), ctx.catalog.packages.payloadListJson(pkg.bagId));
+  return packageBody(viewPackage(ctx, request, pkg, await ctx.uploadProgress(pkg)), EMPTY_LIST);
 }
 
-/** The bag_ids of every package the caller may see; undefined when that is every package. */
-export function visibleBagIds(ctx: HttpContext, request: FastifyRequest): Set<string> | undefined {
-  if (access(request).visibility.everything) return undefined;
-  return new Set(visiblePackages(ctx, request).map((p) => p.bagId));
-}
+const EMPTY_LIST = Buffer.from('[]');

@@ -4,16 +4,25 @@ import type { PreservationEvent } from '../../catalog/types.js';
 import { requireAdmin } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
+import { pagingOf, pagingQuery, sendList } from '../lists.js';
 import { created, errors, idParam, listOf, ref, seeOther } from '../schemas.js';
 import { auditSummaryView, eventView } from '../views.js';
 
 export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
-  app.get(
+  app.get<{ Querystring: { limit?: string; after?: string } }>(
     '/v1/audits',
-    { schema: { tags: ['audits'], summary: 'Every audit, oldest first', response: { 200: listOf('AuditSummary'), ...errors(401, 403) } } },
-    async (request) => {
+    {
+      schema: {
+        tags: ['audits'],
+        summary: 'Every audit, oldest first',
+        querystring: { type: 'object', properties: pagingQuery },
+        response: { 200: listOf('AuditSummary'), ...errors(400, 401, 403) },
+      },
+    },
+    async (request, reply) => {
       requireAdmin(request);
-      return [...ctx.catalog.audits.list()].map(auditSummaryView);
+      const paging = pagingOf(request.query);
+      return sendList(request, reply, paging, (after, limit) => ctx.catalog.audits.page({ after, limit }), auditSummaryView);
     },
   );
 

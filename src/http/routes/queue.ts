@@ -4,30 +4,34 @@ import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { forbidden, notFound } from '../errors.js';
 import { parseTime, queueReport, type ReportItem } from '../queue-report.js';
+import { pagingOf, pagingQuery, sendList } from '../lists.js';
 import { errors, idParam, listOf, ref } from '../schemas.js';
 import { queueItemView, queueStatusItemView } from '../views.js';
-import { visibleBagIds } from './access.js';
+import { scopeOf } from './access.js';
+
+const EMPTY = { items: [], next: undefined };
 
 export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
-  app.get<{ Querystring: { package?: string } }>(
+  app.get<{ Querystring: { package?: string; limit?: string; after?: string } }>(
     '/v1/queue',
     {
       schema: {
         tags: ['queue'],
         summary: 'Queue items of visible packages, oldest first',
-        querystring: { type: 'object', properties: { package: { type: 'string', description: 'Only this package (bag_id or external_id).' } } },
-        response: { 200: listOf('QueueItem'), ...errors(401) },
+        querystring: { type: 'object', properties: { package: { type: 'string', description: 'Only this package (bag_id or external_id).' }, ...pagingQuery } },
+        response: { 200: listOf('QueueItem'), ...errors(400, 401) },
       },
     },
-    async (request) => {
-      let bagIds: Set<string> | undefined;
+    async (request, reply) => {
+      const paging = pagingOf(request.query);
       const filter = request.query.package;
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
-        if (pkg === undefined || !access(request).canSee(pkg)) return [];
-        bagIds = new Set([pkg.bagId]);
-      } else bagIds = visibleBagIds(ctx, request);
-      return [...ctx.catalog.queue.list({ bagIds })].map(queueItemView);
+        const visible = pkg !== undefined && access(request).canSee(pkg);
+        return sendList(request, reply, paging, (after, limit) => (visible ? ctx.catalog.queue.page({ bagId: pkg.bagId, after, limit }) : EMPTY), queueItemView);
+      }
+      const scope = scopeOf(request);
+      return sendList(request, reply, paging, (after, limit) => ctx.catalog.queue.page({ scope, after, limit }), queueItemView);
     },
   );
 

@@ -8,8 +8,16 @@ import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.js';
-import { queueItemView } from '../views.js';
-import { loadPackage, viewPackage, visiblePackages } from './access.js';
+import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from '../lists.js';
+import { packageBody, queueItemView } from '../views.js';
+import { loadPackage, packageDocument, scopeOf, viewPackage } from './access.js';
+
+interface ListQuery {
+  limit?: string;
+  after?: string;
+  content_type?: string;
+  stored?: string;
+}
 
 const createBody = {
   type: 'object',
@@ -64,18 +72,33 @@ function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
 }
 
 export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
-  const list = { tags: ['requests'], response: { 200: listOf('Package'), ...errors(401) } };
+  const list = {
+    tags: ['requests'],
+    querystring: { type: 'object', properties: { ...pagingQuery, ...packageFilters } },
+    response: { 200: listOf('Package'), ...errors(400, 401) },
+  };
   const show = { tags: ['requests'], params: bagIdParam, response: { 200: ref('Package'), ...errors(401, 403, 404) } };
 
   for (const prefix of ['/v1/requests', '/v1/packages', '/v1/bags']) {
     const deprecated = prefix === '/v1/bags';
-    app.get(prefix, { schema: { ...list, summary: 'Every visible request or package, without files', deprecated } }, async (request) =>
-      visiblePackages(ctx, request).map((pkg) => viewPackage(ctx, request, pkg, false)),
-    );
+    app.get<{ Querystring: ListQuery }>(prefix, { schema: { ...list, summary: 'Every visible request or package, without files', deprecated } }, async (request, reply) => {
+      const paging = pagingOf(request.query);
+      const stored = storedFilterOf(request.query.stored);
+      const contentType = request.query.content_type === '' ? undefined : request.query.content_type;
+      const scope = scopeOf(request);
+      return sendList(
+        request,
+        reply,
+        paging,
+        (after, limit) => ctx.catalog.packages.page({ scope, contentType, stored, after, limit }),
+        (pkg) => viewPackage(ctx, request, pkg),
+      );
+    });
     app.get<{ Params: { bag_id: string } }>(
       `${prefix}/:bag_id`,
       { schema: { ...show, summary: 'One request or package, with its files', deprecated } },
-      async (request) => viewPackage(ctx, request, loadPackage(ctx, request, request.params.bag_id), true),
+      async (request, reply) =>
+        reply.type('application/json; charset=utf-8').send(await packageDocument(ctx, request, loadPackage(ctx, request, request.params.bag_id))),
     );
   }
 
@@ -124,7 +147,8 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       return reply
         .code(201)
         .header('location', `/v1/requests/${result.created.bagId}`)
-        .send(viewPackage(ctx, request, result.created, true));
+        .type('application/json; charset=utf-8')
+        .send(packageBody(viewPackage(ctx, request, result.created), Buffer.from('[]')));
     },
   );
 
