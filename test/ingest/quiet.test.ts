@@ -57,6 +57,14 @@ t.test('an upload through our rsync is ingested without the quiet wait; a local 
   const mixed = await prepare(t, d, token);
   t.equal(rsyncUpload(mixed.bagDir, mixed.link).code, 0);
   const mixedCap = mixed.link.split('/').filter(Boolean).pop()!;
+  // The change must come after the transfer's record (written by rsync's post-xfer hook, which
+  // may run a while after the client exits on a loaded machine): wait for its event first.
+  for (let tries = 0; ; tries++) {
+    const events = (await d.request('GET', `/v1/events?bag_id=${mixed.bagId}`, { token })).json as Array<{ type: string }>;
+    if (events.some((e) => e.type === 'transfer')) break;
+    if (tries > 200) throw new Error('no transfer event after 10 s');
+    await new Promise((r) => setTimeout(r, 50));
+  }
   await new Promise((r) => setTimeout(r, 50));
   await cp(join(mixed.bagDir, 'data/a.txt'), join(d.dataDir, 'landing', mixedCap, 'data/a.txt'));
   const waited = await completeAndTime(d, token, mixed.bagId);
