@@ -75,7 +75,7 @@ export function authenticate(catalog: Catalog, config: Config) {
     }
     const token = tokenFromHeader(request.headers.authorization);
     if (token === undefined) {
-      const reading = request.method === 'GET' || request.method === 'HEAD';
+      const reading = (request.method === 'GET' || request.method === 'HEAD') && request.url.startsWith('/v1/');
       const user = reading ? sessionUser(request, catalog) : undefined;
       if (user === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
       signIn(request, catalog, config, user);

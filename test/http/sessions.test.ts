@@ -134,13 +134,15 @@ t.test('login, the cookie rules, CSRF, logout, revocation', async (t) => {
   });
 });
 
-t.test('sessions expire; http.secureCookies marks the cookies Secure', async (t) => {
-  const d = await TestDaemon.start(t, { config: { auth: { sessionHours: 0.0005 }, http: { secureCookies: true } } });
+t.test('sessions expire; http.secureCookies marks the cookies Secure; the cookie is for /v1 only', async (t) => {
+  const d = await TestDaemon.start(t, { config: { auth: { sessionHours: 0.0005 }, http: { secureCookies: true }, metrics: { access: 'admin' } } });
   const jar = new Jar();
   const { res, setCookies } = await logIn(d, jar, d.adminToken);
   t.equal(res.status, 303);
   t.match(setCookies.find((c) => c.startsWith('preservd_session='))!, /; Max-Age=1; Path=\/; HttpOnly; Secure; SameSite=Strict$/);
   t.equal((await d.request('GET', '/', { token: null, headers: { cookie: jar.header } })).status, 200);
+  t.equal((await d.request('GET', '/metrics', { token: null, headers: { cookie: jar.header } })).status, 401, 'an admin’s cookie does not open /metrics');
+  t.equal((await d.request('GET', '/metrics')).status, 200, 'the admin token does');
   await new Promise((r) => setTimeout(r, 2000));
   t.equal((await d.request('GET', '/', { token: null, headers: { cookie: jar.header } })).status, 303, 'expired after sessionHours');
 });
