@@ -10,7 +10,7 @@ import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
 import { parseTime, queueReport } from '../queue-report.js';
-import { loadPackage, visiblePackages } from '../routes/access.js';
+import { loadPackage, visibleCount, visiblePackages } from '../routes/access.js';
 import { errorText } from '../views.js';
 import { renderPage } from './site.js';
 
@@ -34,7 +34,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
       counts: { done: report.done.length, pending: report.pending.length, failed: report.failed.length },
       failures: report.failed.slice(0, 5).map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) })),
       audit: lastAudit ?? null,
-      packages: visiblePackages(ctx, request).length,
+      packages: visibleCount(ctx, request),
     });
   });
 

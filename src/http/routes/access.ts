@@ -34,6 +34,15 @@ export function visiblePackages(ctx: HttpContext, request: FastifyRequest): Pack
   return [...ctx.catalog.packages.list({ scope: scopeOf(request) })];
 }
 
+/** How many packages the caller may see: an index count for who sees everything. */
+export function visibleCount(ctx: HttpContext, request: FastifyRequest): number {
+  const scope = scopeOf(request);
+  if (scope.kind === 'all') return ctx.catalog.packages.count();
+  let n = 0;
+  for (const _ of ctx.catalog.packages.list({ scope })) n++;
+  return n;
+}
+
 /** The package as the caller may see it, without `files` (as lists show it); `upload` for a show. */
 export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, upload?: UploadProgress): Record<string, unknown> {
   const storageVisible = access(request).canSeeStorage(pkg);
