@@ -15,8 +15,8 @@ export { objectKey, packagePrefix } from './keys.js';
 export { REPLICATION_PROBLEM_CODES } from './problems.js';
 export { Repairer } from './repair.js';
 export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';
-export { summarizeReplicas, type ReplicaSummary } from './summary.js';
-export { ReplicaDown, ReplicaUnusable, type ReplicaTarget, type ReadBack } from './target.js';
+export { summarizeReplicas } from './summary.js';
+export { ReplicaDown, type ReplicaTarget } from './target.js';
 
 export function targetsFor(replicas: readonly ReplicaConfig[], env: NodeJS.ProcessEnv = process.env): ReplicaTarget[] {
   return replicas.map((r) => (r.kind === 's3' ? new S3Target(r, env) : new DirTarget(r)));

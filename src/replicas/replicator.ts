@@ -41,7 +41,7 @@ export interface ReplicatorOptions {
 }
 
 /** Delay before attempt number `attempts + 1`. */
-export function backoff(attempts: number): number {
+function backoff(attempts: number): number {
   return Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(20, Math.max(0, attempts - 1)));
 }
 

@@ -27,7 +27,7 @@ const PROGRAMS = ['ceph-authtool', 'monmaptool', 'ceph-mon', 'ceph-osd', 'radosg
 const INSTALL = 'apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common';
 
 /** Why the S3 tests cannot run here (a program is missing), or undefined when they can. */
-export function cephMissing(): string | undefined {
+function cephMissing(): string | undefined {
   const path = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
   const missing = PROGRAMS.filter((p) => !path.some((dir) => isExecutable(join(dir, p))));
   return missing.length === 0 ? undefined : `the S3 tests need a real Ceph RADOS Gateway, and ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (${INSTALL})`;

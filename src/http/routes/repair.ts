@@ -16,7 +16,7 @@ export async function repairRoutes(app: FastifyInstance, ctx: HttpContext): Prom
         description: 'Starts at once and answers 202; each restored file becomes a `recovery` event of the package (its events list, the Location).',
         params: bagIdParam,
         response: {
-          202: { type: 'object', properties: { bag_id: { type: 'string', format: 'uuid' }, repair: { type: 'string', enum: ['started'] } } },
+          202: { type: 'object', description: 'The repair has started; its results are the package\'s recovery events.', properties: { bag_id: { type: 'string', format: 'uuid' }, repair: { type: 'string', enum: ['started'] } } },
           ...errors(401, 403, 404),
         },
       },
