@@ -15,6 +15,7 @@ import {
   ListObjectVersionsCommand,
 } from '@aws-sdk/client-s3';
 import { randomBytes } from 'node:crypto';
+import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
@@ -40,6 +41,22 @@ t.test('a dir replica alone: verified, the same bytes at the documented paths, o
   const events = await eventsOf(d, bagId, 'replication');
   t.same(events.map((e) => [e.outcome, e.executor]), [['success', 'preservd']]);
   t.match(events[0]!.detail, new RegExp(`^copied to replica mirror \\(dir, folder ${mirror}\\) and read back: ${bagFiles.length} files, \\d+ bytes, sizes and sha256 as in the catalog$`));
+
+  const bytes = bagFiles.reduce((n, p) => n + statSync(join(bagDir, p)).size, 0);
+  const replicas = d.cli(['replicas']);
+  t.same([replicas.code, replicas.stdout], [0, `replica mirror (dir, ${mirror}): 1 of 1 packages verified (${(bytes / 1e3).toFixed(1)} kB), 0 pending, 0 failed\n`]);
+  const status = d.cli(['status']);
+  t.equal(status.code, 0);
+  t.equal(status.stdout.split('\n').at(-2), replicas.stdout.trim(), 'preservd status ends with the replica line');
+  const metrics = await (await fetch(`${d.url}/metrics`)).text();
+  t.same(metrics.split('\n').filter((l) => l.startsWith('preservd_replica_') && !l.startsWith('preservd_replica_bytes_copied')), [
+    'preservd_replica_copies{replica="mirror",status="pending"} 0',
+    'preservd_replica_copies{replica="mirror",status="verified"} 1',
+    'preservd_replica_copies{replica="mirror",status="failed"} 0',
+    `preservd_replica_verified_bytes{replica="mirror"} ${bytes}`,
+    'preservd_replica_oldest_unverified_seconds{replica="mirror"} 0',
+  ]);
+  t.match(metrics, `preservd_replica_bytes_copied_total{replica="mirror"} ${bytes}`);
 });
 
 t.test('a regular user sees no replicas; a missing replica folder stops the daemon at start', async (t) => {
@@ -119,10 +136,17 @@ s3Test(t, 'on Ceph', async (t) => {
     await new Promise((r) => setTimeout(r, 1500));
     t.same((await replicaStates(d, bagId)).map((s) => [s.name, s.status, s.verified_at]), [['ceph', 'pending', null]]);
     t.match(d.output, /replica ceph unavailable/);
+    const short = d.cli(['replicas']);
+    t.equal(short.code, 1, 'preservd replicas exits 1 while a package lacks a verified copy');
+    t.match(short.stdout, /^replica ceph \(s3, bucket outage at http:\/\/127\.0\.0\.1:\d+\): 0 of 1 packages verified \(0 B\), 1 pending, 0 failed; oldest not verified owed for \d+\.\d s\n$/);
+    const metrics = await (await fetch(`${d.url}/metrics`)).text();
+    t.match(metrics, 'preservd_replica_copies{replica="ceph",status="pending"} 1');
+    t.match(metrics, /preservd_replica_oldest_unverified_seconds\{replica="ceph"\} [1-9]/);
     await ceph.startGateway();
     restarted = true;
     await waitForCopies(d, bagId, 'verified', 120_000);
     t.same((await eventsOf(d, bagId, 'replication')).map((e) => e.outcome), ['success'], 'one event: the outage was no failure of the copy');
+    t.equal(d.cli(['replicas']).code, 0);
   });
 
   t.test('kill -9 in the middle of copying a large bag: verified after the restart, no duplicate event', async (t) => {
