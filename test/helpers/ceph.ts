@@ -153,8 +153,8 @@ ms mon client mode = secure crc
 
 const POOLS = ['.rgw.root', 'default.rgw.log', 'default.rgw.control', 'default.rgw.meta', 'default.rgw.buckets.index', 'default.rgw.buckets.data', 'default.rgw.buckets.non-ec'];
 
-/** Starts a cluster for this test; it is torn down when the test ends. */
-export async function startCeph(t: Test): Promise<Ceph> {
+/** Starts a cluster for this test (or benchmark); it is torn down when the test ends. */
+export async function startCeph(t: { teardown(fn: () => unknown): void }): Promise<Ceph> {
   const missing = cephMissing();
   if (missing !== undefined) throw new Error(missing);
   const dir = mkdtempSync(join(tmpdir(), 'preservd-ceph-'));
