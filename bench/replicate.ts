@@ -110,8 +110,10 @@ function rawPut(dir: string, paths: string[]): Promise<number> {
 /** Seconds of `rclone copy dir :s3:bench/rclone` with the defaults. */
 function rclone(dir: string): Promise<number> {
   return withCeph(async (ceph) => {
+    // An AWS_CA_BUNDLE in the environment makes rclone's S3 backend fail on a plain-http endpoint.
+    const { AWS_CA_BUNDLE: _bundle, ...inherited } = process.env;
     const env = {
-      ...process.env,
+      ...inherited,
       RCLONE_CONFIG: '/dev/null',
       RCLONE_S3_PROVIDER: 'Ceph',
       RCLONE_S3_ENDPOINT: ceph.endpoint,
@@ -129,7 +131,7 @@ function rclone(dir: string): Promise<number> {
 }
 
 /** The daemon's copy and verification of the ingested bag: seconds and the highest VmRSS seen meanwhile. */
-function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rssMB: number }> {
+function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rssMB: number; rssAtDoneMB: number }> {
   return withCeph(async (ceph) => {
     const scope = new Scope();
     try {
@@ -147,6 +149,7 @@ function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rss
       }, 100);
       scope.teardown(() => clearInterval(sampler));
       const { request } = await ingestBag(d, d.adminToken, files, { contentType: 'audio' });
+      const rssAtDone = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d.proc.pid}/status`, 'utf8'))?.[1] ?? 0);
       sampling = true;
       for (;;) {
         const pkg = await d.request('GET', `/v1/packages/${request.bag_id}`);
@@ -155,7 +158,8 @@ function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rss
           sampling = false;
           const item = await d.request('GET', `/v1/queue?package=${request.bag_id}`);
           const done = Date.parse((item.json as Array<{ updated_at: string }>)[0]!.updated_at);
-          return { seconds: (Date.parse(copy.verified_at!) - done) / 1000, rssMB: (rssKB * 1024) / 1e6 };
+          if (/unavailable|failed/.test(d.output)) console.error(`the daemon said:\n${d.output.slice(-3000)}`);
+          return { seconds: (Date.parse(copy.verified_at!) - done) / 1000, rssMB: (rssKB * 1024) / 1e6, rssAtDoneMB: (rssAtDone * 1024) / 1e6 };
         }
         if (copy.status === 'failed') throw new Error(`the copy failed: ${JSON.stringify(copy)}`);
         await new Promise((r) => setTimeout(r, 50));
@@ -182,14 +186,14 @@ async function main(): Promise<void> {
       const rc = await rclone(dir);
       const ours = await preservd(files);
       rounds.push({ raw, rclone: rc, preservd: ours.seconds, rssMB: ours.rssMB });
-      if (!o.json) console.log(`round ${r + 1}: raw PUT ${raw.toFixed(2)} s, rclone copy ${rc.toFixed(2)} s, preservd copy + read-back ${ours.seconds.toFixed(2)} s, RSS ≤ ${ours.rssMB.toFixed(0)} MB`);
+      if (!o.json) console.log(`round ${r + 1}: raw PUT ${raw.toFixed(2)} s, rclone copy ${rc.toFixed(2)} s, preservd copy + read-back ${ours.seconds.toFixed(2)} s, RSS ≤ ${ours.rssMB.toFixed(0)} MB (${ours.rssAtDoneMB.toFixed(0)} MB when the ingest was done)`);
     }
     const toRclone = rounds.map((r) => r.preservd / r.rclone);
     const toRaw = rounds.map((r) => r.preservd / r.raw);
     const rss = Math.max(...rounds.map((r) => r.rssMB));
     const result = {
       bag: { files: paths.length, bytes },
-      load: loadavg()[0],
+      load: loadavg()[0] ?? 0,
       seconds: { raw: median(rounds.map((r) => r.raw)), rclone: median(rounds.map((r) => r.rclone)), preservd: median(rounds.map((r) => r.preservd)) },
       ratios: { toRclone: median(toRclone), toRcloneRange: range(toRclone, 2), toRaw: median(toRaw), toRawRange: range(toRaw, 2) },
       peakRssMB: rss,

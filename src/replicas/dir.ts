@@ -63,7 +63,7 @@ export class DirTarget implements ReplicaTarget {
     const folder = dirname(target);
     const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
     try {
-      if (!opts.replace && (await stat(target).then(() => true, () => false))) {
+      if (!opts.replace && opts.absent !== true && (await stat(target).then(() => true, () => false))) {
         source.destroy();
         return 'exists';
       }

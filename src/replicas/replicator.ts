@@ -25,7 +25,7 @@ export const REPLICATION_EXECUTOR = 'preservd';
 const FIRST_RETRY_MS = 2000;
 const LONGEST_RETRY_MS = 5 * 60_000;
 /** Files copied at once within a package, when no ingest runs. */
-const LANES = 2;
+const LANES = 4;
 /** Verified files are recorded at least this often while a copy is made. */
 const PROGRESS_EVERY_MS = 1000;
 

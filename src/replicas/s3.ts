@@ -32,9 +32,9 @@ import { CheckedPassThrough, digestOf } from './hashing.js';
 import { ReplicaDown, ReplicaUnusable, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions } from './target.js';
 
 /** Part size of multipart uploads; files up to this size go in one PUT. */
-const PART_BYTES = 16 * 1024 * 1024;
+const PART_BYTES = 8 * 1024 * 1024;
 /** Parts of one file in flight at once. */
-const QUEUE = 3;
+const QUEUE = 4;
 /** Where the start-up check writes (and keeps: nothing is deleted) a small object. */
 const WRITE_CHECK_KEY = '.preservd/write-check';
 
@@ -124,7 +124,7 @@ export class S3Target implements ReplicaTarget {
     const Key = this.key(key);
     const signal = opts.signal;
     try {
-      if (!opts.replace && (await this.head(Key, signal)) !== undefined) {
+      if (!opts.replace && opts.absent !== true && (await this.head(Key, signal)) !== undefined) {
         source.destroy();
         return 'exists';
       }

@@ -27,6 +27,8 @@ export interface WriteOptions {
    * and `write` answers 'exists' (replication never overwrites silently; repair may replace).
    */
   replace: boolean;
+  /** The caller listed the package's objects just before and this key was not among them: no need to look again. */
+  absent?: boolean;
   signal?: AbortSignal | undefined;
 }
 
