@@ -10,8 +10,8 @@
  * `onVerified` as it goes (the replicator keeps them in the catalog, so a restart skips them) and
  * returns the first problem found, or throws ReplicaDown when the replica is unavailable.
  */
-import { constants, type ReadStream } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { open, type FileHandle } from 'node:fs/promises';
 import type { FileRecord } from '../catalog/types.js';
 import { errorCode } from '../fs/errors.js';
 import { Storage } from '../storage/storage.js';
@@ -33,9 +33,9 @@ export interface CopyOptions {
 export type CopyOutcome = { kind: 'verified'; files: number; bytes: number; written: number } | { kind: 'failed'; problem: ReplicationProblem };
 
 /** A file at least this large is a large one (S3 uploads it in parts). */
-const LARGE_BYTES = 8 * 1024 * 1024;
+const LARGE_BYTES = 64 * 1024 * 1024;
 /** Large files copied at once. */
-const BIG_AT_ONCE = 2;
+const BIG_AT_ONCE = 4;
 
 export async function copyPackage(target: ReplicaTarget, bagId: string, dir: string, files: readonly FileRecord[], opts: CopyOptions): Promise<CopyOutcome> {
   const todo = files.filter((f) => !opts.skip.has(f.path)).sort((a, b) => b.size - a.size);
@@ -91,10 +91,9 @@ async function copyFile(target: ReplicaTarget, bagId: string, dir: string, file:
   if (sha256 === undefined) return { problem: { code: 'primary-changed', replica, path, detail: 'the catalog holds no sha256 for it' } };
   const expected = { size: file.size, sha256 };
   const key = objectKey(bagId, path);
-  let source: ReadStream;
+  let source: FileHandle;
   try {
-    const handle = await open(Storage.resolveInside(dir, path), constants.O_RDONLY | constants.O_NOFOLLOW);
-    source = handle.createReadStream({ highWaterMark: 1 << 20 });
+    source = await open(Storage.resolveInside(dir, path), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     return { problem: { code: 'primary-unreadable', replica, path, detail: errorCode(err) } };
   }
@@ -106,6 +105,8 @@ async function copyFile(target: ReplicaTarget, bagId: string, dir: string, file:
     if (err instanceof ReplicaDown || opts.signal.aborted) throw err;
     if (isPrimaryReadError(err)) return { problem: { code: 'primary-unreadable', replica, path, detail: errorCode(err) } };
     return { problem: { code: 'write-refused', replica, path, detail: (err as Error).message } };
+  } finally {
+    await source.close().catch(() => undefined);
   }
   const back = await target.readBack(key, expected, { signal: opts.signal });
   switch (back.kind) {
