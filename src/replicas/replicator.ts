@@ -156,8 +156,12 @@ export class Replicator {
     const { bagId, replica } = copy;
     const signal = this.abort.signal;
     const pkg = this.catalog.packages.get(bagId);
-    if (pkg?.storagePath === undefined) return;
     const replication = this.catalog.replication;
+    if (pkg?.storagePath === undefined) {
+      // Cannot happen (a copy is owed only once stored); retrying at once would spin.
+      replication.fail(bagId, replica, { error: `package ${bagId} is not recorded as stored in the catalog`, nextAttemptAt: Date.now() + backoff(copy.attempts + 1) });
+      return;
+    }
     const files = this.catalog.packages.listFiles(bagId);
     const skip = replication.verifiedFiles(replica, bagId);
     let unrecorded: string[] = [];

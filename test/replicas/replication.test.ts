@@ -158,12 +158,11 @@ s3Test(t, 'on Ceph', async (t) => {
     for (let i = 0; i < 4; i++) payload[`part-${i}.bin`] = randomBytes(80 * 1024 * 1024);
     const { request } = await ingestBag(first, first.adminToken, payload);
     const bagId = request.bag_id as string;
-    // Kill once some of it is copied (multipart uploads under way), before all of it is.
+    // Kill in the middle of the copy: multipart uploads under way.
     const deadline = Date.now() + 120_000;
     for (;;) {
       const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: 'crash' }));
-      const objects = await s3.send(new ListObjectsV2Command({ Bucket: 'crash', Prefix: 'copies/' }));
-      if ((uploads.Uploads ?? []).length > 0 && (objects.Contents ?? []).length >= 1) break;
+      if ((uploads.Uploads ?? []).length > 0) break;
       if (Date.now() > deadline) throw new Error('the copy never got under way');
       await new Promise((r) => setTimeout(r, 20));
     }
@@ -180,100 +179,5 @@ s3Test(t, 'on Ceph', async (t) => {
       t.equal(objects.Contents?.find((o) => o.Key === key)?.Size, bytes.length, `${name} is there, whole`);
     }
     t.ok((await s3Bytes(s3, 'crash', `copies/${prefix}/data/part-3.bin`)).equals(payload['part-3.bin']!), 'and its bytes are right');
-  });
-});
-
-s3Test(t, 'on Ceph', async (t) => {
-  const ceph = await startCeph(t);
-  const s3 = s3Client(ceph);
-  t.teardown(() => s3.destroy());
-
-  t.test('an S3 and a dir replica: both verified, identical bytes at the documented keys', async (t) => {
-    await createBucket(s3, 'both');
-    const mirror = replicaFolder(t);
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'both'), { name: 'mirror', kind: 'dir', path: mirror }] } });
-    const { request, bagDir } = await ingestBag(d, d.adminToken, { 'a.txt': 'hello\n', 'deep/er/c.dat': randomBytes(300_000) });
-    const bagId = request.bag_id as string;
-    const states = await waitForCopies(d, bagId, 'verified');
-    t.same(states.map((s) => s.name), ['ceph', 'mirror']);
-    const prefix = Storage.storagePath(bagId);
-    const bagFiles = filesUnder(bagDir, { regularOnly: true }).sort();
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'both', Prefix: `copies/${prefix}/` }));
-    t.same((listed.Contents ?? []).map((o) => o.Key).sort(), bagFiles.map((p) => `copies/${prefix}/${p}`).sort(), 'one object per file at copies/ab/cd/ef/<bag_id>/<path>');
-    for (const path of bagFiles) {
-      const original = await readFile(join(bagDir, path));
-      t.ok((await s3Bytes(s3, 'both', `copies/${prefix}/${path}`)).equals(original), `s3 ${path}: identical bytes`);
-      t.ok((await dirBytes(mirror, `${prefix}/${path}`)).equals(original), `dir ${path}: identical bytes`);
-    }
-    t.same((await eventsOf(d, bagId, 'replication')).map((e) => [e.outcome, e.detail!.split(' (')[0]]).sort(), [
-      ['success', 'copied to replica ceph'],
-      ['success', 'copied to replica mirror'],
-    ]);
-  });
-
-  t.test('Object Lock: every object under retention, and a delete of a locked version refused', async (t) => {
-    await createBucket(s3, 'locked', true);
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'locked', { retention: { mode: 'COMPLIANCE', days: 2 } })] } });
-    const { request, bagDir } = await ingestBag(d, d.adminToken, { 'a.txt': 'keep me\n', 'b.bin': randomBytes(20 * 1024 * 1024) });
-    const bagId = request.bag_id as string;
-    await waitForCopies(d, bagId, 'verified');
-    const prefix = `copies/${Storage.storagePath(bagId)}/`;
-    const versions = (await s3.send(new ListObjectVersionsCommand({ Bucket: 'locked', Prefix: prefix }))).Versions ?? [];
-    t.equal(versions.length, filesUnder(bagDir, { regularOnly: true }).length, 'one version per file');
-    const soonest = Date.now() + 47 * 3600_000;
-    for (const v of versions) {
-      const retention = await s3.send(new GetObjectRetentionCommand({ Bucket: 'locked', Key: v.Key!, VersionId: v.VersionId! }));
-      t.equal(retention.Retention?.Mode, 'COMPLIANCE', `${v.Key} is locked`);
-      t.ok(retention.Retention!.RetainUntilDate!.getTime() > soonest, `${v.Key} is locked for two days`);
-    }
-    const victim = versions.find((v) => v.Key!.endsWith('/data/a.txt'))!;
-    await t.rejects(s3.send(new DeleteObjectCommand({ Bucket: 'locked', Key: victim.Key!, VersionId: victim.VersionId! })), { name: 'AccessDenied' });
-    t.ok((await s3Bytes(s3, 'locked', victim.Key!)).equals(Buffer.from('keep me\n')), 'still there');
-  });
-
-  t.test('radosgw killed during replication: DONE anyway, pending, then verified when it is back', async (t) => {
-    await createBucket(s3, 'outage');
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'outage')] } });
-    await ceph.stopGateway();
-    let restarted = false;
-    t.teardown(async () => {
-      if (!restarted) await ceph.startGateway();
-    });
-    const { request, item } = await ingestBag(d, d.adminToken, { 'a.txt': 'while the gateway is down\n' });
-    t.equal(item.status, 'DONE', 'the ingest does not wait for a replica');
-    const bagId = request.bag_id as string;
-    await new Promise((r) => setTimeout(r, 1500));
-    t.same((await replicaStates(d, bagId)).map((s) => [s.name, s.status, s.verified_at]), [['ceph', 'pending', null]]);
-    t.match(d.output, /replica ceph unavailable/);
-    await ceph.startGateway();
-    restarted = true;
-    await waitForCopies(d, bagId, 'verified', 120_000);
-    t.same((await eventsOf(d, bagId, 'replication')).map((e) => e.outcome), ['success'], 'one event: the outage was no failure of the copy');
-  });
-
-  t.test('kill -9 in the middle of copying a large bag: verified after the restart, no duplicate event', async (t) => {
-    await createBucket(s3, 'crash');
-    const replicas = [s3Replica(ceph, 'crash')];
-    const first = await TestDaemon.start(t, { config: { replicas }, keepDataDir: true });
-    const payload: Record<string, Buffer> = {};
-    for (let i = 0; i < 6; i++) payload[`part-${i}.bin`] = randomBytes(40 * 1024 * 1024);
-    const { request } = await ingestBag(first, first.adminToken, payload);
-    const bagId = request.bag_id as string;
-    // Kill once some of it is copied (multipart uploads under way), before all of it is.
-    const deadline = Date.now() + 120_000;
-    for (;;) {
-      const uploads = await s3.send(new ListMultipartUploadsCommand({ Bucket: 'crash' }));
-      const objects = await s3.send(new ListObjectsV2Command({ Bucket: 'crash', Prefix: 'copies/' }));
-      if ((uploads.Uploads ?? []).length > 0 && (objects.Contents ?? []).length >= 1) break;
-      if (Date.now() > deadline) throw new Error('the copy never got under way');
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    await first.kill9();
-    t.same((await replicaStates(await restartOn(first), bagId)).length, 1);
-    async function restartOn(previous: TestDaemon): Promise<TestDaemon> {
-      return TestDaemon.start(t, { dataDir: previous.dataDir, config: { replicas } });
-    }
-    const second = await restartOn(first);
-    void second;
   });
 });
