@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `preservd` command (CLI.md): serve, user, token, grant, revoke, grants, validate, audit,
- * status, backup.
+ * status, replicas, backup.
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
  * does not pay for the daemon's (fastify, lmdb…).
  */
@@ -23,7 +23,9 @@ const HELP = `usage: preservd <command>
                                      validate a bag offline: exit 0 valid, 1 invalid, 2 could not run
   audit [--wait]                     ask the running daemon for an audit; --wait shows progress,
                                      exits 0 when all passed and 1 when any package failed
-  status                             queue and audit summary of the running daemon
+  status                             queue, audit and replica summary of the running daemon
+  replicas                           per replica: packages verified, pending and failed, bytes,
+                                     oldest pending; exits 1 when any package lacks a verified copy
   backup DEST                        a consistent copy of the catalog into DEST (new or empty),
                                      safe while the daemon runs
 
@@ -92,6 +94,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./commands/audit.js')).runAudit(rest, io, config);
     case 'status':
       return (await import('./commands/status.js')).runStatus(rest, io, config);
+    case 'replicas':
+      return (await import('./commands/replicas.js')).runReplicas(rest, io, config);
     case 'backup':
       return (await import('./commands/backup.js')).runBackup(rest, io, config);
     default:

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { ContinuousAudit } from './audit/continuous.js';
 import { AuditRunner } from './audit/runner.js';
 import { Catalog } from './catalog/catalog.js';
-import type { Package } from './catalog/types.js';
+import type { FileRecord, Package } from './catalog/types.js';
 import type { Config } from './config/config.js';
 import { FixityPool } from './fixity/index.js';
 import { writeAtomically } from './fs/atomic.js';
@@ -23,7 +23,7 @@ import { uploadLink } from './ingest/upload-link.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
-import { checkTargets, Replicator, targetsFor } from './replicas/index.js';
+import { checkTargets, openFromReplica, Repairer, Replicator, REPLICATION_EXECUTOR, targetsFor, type ReplicaTarget } from './replicas/index.js';
 import { DataLayout } from './storage/layout.js';
 import { Storage } from './storage/storage.js';
 
@@ -45,6 +45,8 @@ export class Daemon {
     readonly audits: AuditRunner,
     readonly replicator: Replicator,
     readonly continuous: ContinuousAudit,
+    readonly repairer: Repairer,
+    readonly targets: readonly ReplicaTarget[],
     readonly metrics: Metrics,
     private http: FastifyInstance | undefined,
   ) {}
@@ -108,14 +110,19 @@ export class Daemon {
     const replicator = new Replicator({ catalog, storage, targets, logger, ingestBusy: () => ingestActive() > 0, onBytes: (replica, bytes) => metrics.replicated(replica, bytes) });
     const ingest = new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver(), replication: replicator });
     ingestActive = () => ingest.active;
-    const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger });
+    const repairer = new Repairer({ catalog, storage, targets, logger });
+    const rates = new Map(config.replicas.map((r) => [r.name, (r.rateLimitMBps ?? 0) * 1e6]));
+    const audits = new AuditRunner({
+      catalog, storage, hasher: pool, config, logger,
+      ...(targets.length > 0 ? { replicas: { targets, bytesPerSec: (name: string) => rates.get(name) ?? 0, repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR) } } : {}),
+    });
     metrics.watchAudits(audits);
     metrics.watchReplicas(replicator.names);
     const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
     metrics.watchContinuousAudits(continuous);
-    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, continuous, metrics, undefined);
+    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, continuous, repairer, targets, metrics, undefined);
     rsync?.onTransfer((t) => daemon.recordTransfer(t));
-    started.push(() => ingest.stop(), () => replicator.stop(), () => audits.stop(), () => continuous.stop());
+    started.push(() => ingest.stop(), () => replicator.stop(), () => repairer.stop(), () => audits.stop(), () => continuous.stop());
     ingest.start();
     replicator.start();
     audits.start();
@@ -151,6 +158,13 @@ export class Daemon {
       uploadProgress: (pkg) => this.watcher.progress(pkg.capability),
       wakeIngest: () => this.ingest.wake(),
       startAudit: (user) => this.audits.startAudit(user),
+      ...(this.targets.length > 0
+        ? {
+            repairPackage: (bagId: string, user: string) => this.repairer.repairSoon(bagId, user),
+            openFromReplica: (bagId: string, record: FileRecord, range: { start: number; end: number }) =>
+              openFromReplica(this.targets, (replica) => this.catalog.replication.get(bagId, replica)?.status === 'verified', bagId, record.path, range),
+          }
+        : {}),
       metrics: () => this.metrics.render(),
       observeResponse: (route, method, status, seconds) => this.metrics.observeResponse(route, method, status, seconds),
     };
@@ -184,7 +198,9 @@ export class Daemon {
     await this.ingest.stop();
     await this.replicator.stop();
     await this.continuous.stop();
+    await this.repairer.stop();
     await this.audits.stop();
+    for (const target of this.targets) target.close();
     await this.watcher.stop();
     await this.rsync?.stop();
     await this.pool.close();

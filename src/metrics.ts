@@ -7,7 +7,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { Catalog } from './catalog/catalog.js';
 import type { StoredProblem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/deps.js';
-import { summarizeReplicas } from './replicas/summary.js';
+import { summarizeReplicas } from './replicas/index.js';
 
 interface PoolStats {
   stats(): { bytesHashed: number; filesHashed: number; queued: number; running: number };

@@ -17,13 +17,15 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Catalog } from '../catalog/catalog.js';
-import type { Audit } from '../catalog/types.js';
+import type { Audit, FileRecord } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
+import type { ReplicaTarget } from '../replicas/index.js';
 import type { Storage } from '../storage/storage.js';
+import { verifyCopies } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
-import { verifyPackage, type Finding, type PackageHasher } from './verify.js';
+import { findingsDetail, verifyPackage, type Finding, type PackageHasher } from './verify.js';
 import { deliverWebhook, messageOf, webhookPayload, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_TIMEOUT_MS } from './webhook.js';
 
 /** What the runner needs from the fixity pool (FixityPool satisfies it). */
@@ -39,6 +41,11 @@ export interface AuditRunnerOptions {
   logger: Logger;
   /** Told after each package is recorded (metrics). */
   onChecked?: (checked: PackageChecked) => void;
+  /**
+   * The replicas whose copies every check also reads back (copies.ts), at each one's rate
+   * limit; `repair` is asked to repair a package whose check failed, when `audit.repair` is auto.
+   */
+  replicas?: { targets: readonly ReplicaTarget[]; bytesPerSec: (replica: string) => number; repair: (bagId: string) => void };
   /** Webhook delivery: per-attempt timeout (default 10 s) and the delays before retries (default 2 s, 10 s). */
   webhook?: { timeoutMs?: number; retryDelaysMs?: number[] };
 }
@@ -57,6 +64,7 @@ export class AuditRunner {
   private readonly webhookRetryDelaysMs: readonly number[];
   private readonly tracker = new ProgressTracker();
   private readonly recorder: CheckRecorder;
+  private readonly replicas: AuditRunnerOptions['replicas'];
 
   private running = false;
   private loop: Promise<void> | undefined;
@@ -72,6 +80,7 @@ export class AuditRunner {
     this.config = opts.config;
     this.logger = opts.logger;
     this.onChecked = opts.onChecked;
+    this.replicas = opts.replicas;
     this.webhookTimeoutMs = opts.webhook?.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
     this.webhookRetryDelaysMs = opts.webhook?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS;
     this.recorder = new CheckRecorder({
@@ -80,6 +89,7 @@ export class AuditRunner {
       progress: this.tracker,
       onRecorded: (checked, audit) => {
         this.onChecked?.(checked);
+        if (checked.outcome === 'failure' && this.config.audit.repair === 'auto') this.replicas?.repair(checked.bagId);
         if (audit.finishedAt !== undefined) this.finished(audit);
       },
     });
@@ -236,12 +246,14 @@ export class AuditRunner {
     this.tracker.checking(bagId);
     let findings: Finding[];
     try {
-      findings = await verifyPackage(dir, this.catalog.packages.listFiles(bagId), this.hasher, {
+      const files = this.catalog.packages.listFiles(bagId);
+      findings = await verifyPackage(dir, files, this.hasher, {
         algorithms: this.config.audit.algorithms,
         signal,
         onSubmitted,
         onFileRead: (n) => this.tracker.read(bagId, n),
       });
+      if (this.replicas !== undefined) findings.push(...(await this.checkCopies(bagId, files, signal)));
     } catch (err) {
       this.tracker.forget(bagId);
       // Stopped: the package stays in the to-do set; anything else goes up to runAudit.
@@ -251,6 +263,19 @@ export class AuditRunner {
     // A check cut short by a stop is never recorded, whatever it had found so far.
     if (signal.aborted) return undefined;
     return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };
+  }
+
+  /** Findings on the package's replica copies; a copy found damaged is marked so (for repair). */
+  private async checkCopies(bagId: string, files: FileRecord[], signal: AbortSignal): Promise<Finding[]> {
+    const { targets, bytesPerSec } = this.replicas!;
+    const perCopy = await verifyCopies(bagId, files, targets, this.catalog.replication.forPackage(bagId), { signal, bytesPerSec });
+    const findings: Finding[] = [];
+    for (const [replica, found] of perCopy) {
+      findings.push(...found);
+      if (found.length > 0 && !signal.aborted && found.every((f) => f.code !== 'replica-unreachable'))
+        this.catalog.replication.damaged(bagId, replica, findingsDetail(found));
+    }
+    return findings;
   }
 
   /** Exactly one caller sees an audit finish (the record() that emptied its to-do set). */

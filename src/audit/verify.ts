@@ -54,7 +54,9 @@ type FindingCode =
   /** On disk but not in the catalog; `kind` says what it is. */
   | 'file-extra'
   /** The catalog holds no digest for the file, so only its size was checked. */
-  | 'digest-not-recorded';
+  | 'digest-not-recorded'
+  /** A replica could not be read at all (down, refusing); `reason` says why. */
+  | 'replica-unreachable';
 
 /** Every finding an audit can report, with its severity: each one fails the package's check. */
 export const FINDING_CODES: Readonly<Record<FindingCode, 'error'>> = {
@@ -68,10 +70,13 @@ export const FINDING_CODES: Readonly<Record<FindingCode, 'error'>> = {
   'file-not-regular': 'error',
   'file-extra': 'error',
   'digest-not-recorded': 'error',
+  'replica-unreachable': 'error',
 };
 
 export interface Finding {
   code: FindingCode;
+  /** The replica whose copy this is about; absent for the primary copy in storage/. */
+  copy?: string;
   /** Relative to the bag root, as in the catalog; absent for findings about the whole package. */
   path?: string;
   algorithm?: Algorithm;
@@ -286,8 +291,15 @@ const KIND_NOUN: Record<EntryKind, string> = {
   unknown: 'entry of unknown type',
 };
 
-/** One finding as a sentence for people. Never names a server path: paths are bag-relative. */
+/**
+ * One finding as a sentence for people. Never names a server path: paths are bag-relative. A
+ * finding about a replica's copy starts with `replica <name>: `.
+ */
 export function describeFinding(f: Finding): string {
+  return f.copy === undefined ? describeOnCopy(f) : `replica ${f.copy}: ${describeOnCopy(f)}`;
+}
+
+function describeOnCopy(f: Finding): string {
   const where = f.path ?? 'the package';
   switch (f.code) {
     case 'package-missing':
@@ -310,6 +322,8 @@ export function describeFinding(f: Finding): string {
       return `${where}: extra ${KIND_NOUN[f.kind ?? 'file']} not in the catalog`;
     case 'digest-not-recorded':
       return `${where}: no digest recorded in the catalog; only its size was checked`;
+    case 'replica-unreachable':
+      return `could not be read (${f.reason ?? 'unknown error'})`;
   }
 }
 

@@ -1,14 +1,16 @@
 /**
  * `preservd status`: what the running daemon is doing, from its API: queue counts by status
  * (GET /v1/queue) and the latest audit (GET /v1/audits), with its progress while it runs; with
- * `audit.everyDays`, the packages overdue for a fixity check (from the catalog, read-only).
+ * `audit.everyDays`, the packages overdue for a fixity check; and, with replicas configured, one
+ * line per replica (both from the catalog, read-only, as `preservd replicas` does).
  * Exit 0, or 2 when the daemon cannot be asked (down, bad token).
  */
 import { formatBytes } from '../audit/runner.js';
-import type { Catalog } from '../catalog/catalog.js';
+import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
 import { formatClock, formatDuration, isComplete, type AuditCommandIO, type AuditSummary } from './audit.js';
 import { DaemonClient, DaemonError } from './daemon-client.js';
+import { replicaLines } from './replicas.js';
 
 export async function runStatus(argv: string[], io: AuditCommandIO, config: Config): Promise<number> {
   if (argv.length > 0) {
@@ -29,6 +31,14 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
     const latest = list.at(-1);
     io.stdout.write(`${latest === undefined ? 'audits: none yet' : describeAudit(latest, Date.now())}\n`);
     if (config.audit.everyDays !== undefined) io.stdout.write(`${await describeContinuous(config, config.audit.everyDays)}\n`);
+    if (config.replicas.length > 0) {
+      const catalog = Catalog.open(config.dataDir, { readOnly: true });
+      try {
+        io.stdout.write(replicaLines(catalog, config, Date.now()).lines.join('\n') + '\n');
+      } finally {
+        await catalog.close();
+      }
+    }
     return 0;
   } catch (err) {
     if (err instanceof DaemonError) {

@@ -9,8 +9,6 @@ import { dirname, isAbsolute, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { checkReplicas, withReplicaDefaults, type ReplicaConfig } from './replicas.js';
 
-export type { ReplicaConfig } from './replicas.js';
-
 export interface ContentTypeConfig {
   /** A chipmunk bag-info profile (JSON), absolute or relative to the config file. */
   profile?: string;

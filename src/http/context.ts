@@ -3,7 +3,8 @@
  * back into `http`.
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { Audit, Package } from '../catalog/types.js';
+import type { Readable } from 'node:stream';
+import type { Audit, FileRecord, Package } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Storage } from '../storage/storage.js';
 import type { UploadProgress } from '../ingest/watcher.js';
@@ -22,6 +23,13 @@ export interface HttpContext {
   wakeIngest(): void;
   /** Starts an audit (or returns the one in progress) and wakes the audit runner. */
   startAudit(user: string): { created: Audit } | { existing: Audit };
+  /** Starts a repair of the package from its copies (replicas), recorded as done by `user`. */
+  repairPackage?: (bagId: string, user: string) => void;
+  /**
+   * Bytes of a stored file from a replica whose copy is verified, for a download when the
+   * primary cannot be read; undefined when no replica has one.
+   */
+  openFromReplica?: (bagId: string, record: FileRecord, range: { start: number; end: number }) => Promise<Readable | undefined>;
   /** Prometheus text for /metrics, if metrics are on. */
   metrics?: () => Promise<{ contentType: string; body: string }>;
   /** Records an HTTP response for metrics. */

@@ -18,6 +18,7 @@ import { auditRoutes } from './routes/audits.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventRoutes } from './routes/events.js';
 import { queueRoutes } from './routes/queue.js';
+import { repairRoutes } from './routes/repair.js';
 import { requestRoutes } from './routes/requests.js';
 import { errors, sharedSchemas } from './schemas.js';
 
@@ -92,6 +93,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
         { name: 'downloads', description: 'Stored packages, file by file or as one zip.' },
         { name: 'events', description: 'PREMIS events of packages.' },
         { name: 'audits', description: 'Fixity audits of the whole repository (administrators only).' },
+        { name: 'replicas', description: 'Repair of a package from its copies on replicas (administrators only).' },
         { name: 'meta', description: 'This document and the metrics.' },
       ],
     },
@@ -183,6 +185,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(async (scope) => queueRoutes(scope, ctx));
   await app.register(async (scope) => eventRoutes(scope, ctx));
   await app.register(async (scope) => auditRoutes(scope, ctx));
+  await app.register(async (scope) => repairRoutes(scope, ctx));
   await app.register(async (scope) => downloadRoutes(scope, ctx));
   await app.register(async (scope) => sessionRoutes(scope, ctx));
   await app.register(async (scope) => pageRoutes(scope, ctx));

@@ -15,7 +15,7 @@ import type { DirReplicaConfig } from '../config/replicas.js';
 import { errorCode } from '../fs/errors.js';
 import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
-import { ReplicaDown, ReplicaUnusable, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions } from './target.js';
+import { ReplicaDown, ReplicaUnusable, streamOf, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
 
 /** Our temporary files: `.<name>.preservd-<hex>.tmp`. */
 const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/;
@@ -58,12 +58,13 @@ export class DirTarget implements ReplicaTarget {
     }
   }
 
-  async write(key: string, source: Readable, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+  async write(key: string, from: WriteSource, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+    const source = streamOf(from, expected.size + 1);
     const target = this.path(key);
     const folder = dirname(target);
     const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
     try {
-      if (!opts.replace && (await stat(target).then(() => true, () => false))) {
+      if (!opts.replace && opts.absent !== true && (await stat(target).then(() => true, () => false))) {
         source.destroy();
         return 'exists';
       }

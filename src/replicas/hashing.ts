@@ -1,8 +1,8 @@
 /**
  * Hashing bytes on their way through a stream: `CheckedPassThrough` lets them pass and, at the
  * end, fails the stream with a SourceChanged instead of ending it when they are not what the
- * catalog records, so a writer reading from it (an S3 upload, a temporary file) never completes
- * a wrong copy. `digestOf` hashes a whole stream, for read-backs, optionally at a rate limit.
+ * catalog records. It holds the last chunk back until the check is done, so a writer reading from
+ * it (an S3 PUT of known length, a temporary file) never receives a wrong copy whole. `digestOf` hashes a whole stream, for read-backs, optionally at a rate limit.
  */
 import { createHash, type Hash } from 'node:crypto';
 import type { Readable } from 'node:stream';
@@ -13,6 +13,7 @@ import { SourceChanged, type ExpectedFile } from './target.js';
 export class CheckedPassThrough extends Transform {
   private readonly hash: Hash = createHash('sha256');
   private size = 0;
+  private held: Buffer | undefined;
 
   constructor(private readonly expected: ExpectedFile) {
     super({ highWaterMark: 1 << 20 });
@@ -21,13 +22,15 @@ export class CheckedPassThrough extends Transform {
   override _transform(chunk: Buffer, _encoding: BufferEncoding, done: TransformCallback): void {
     this.hash.update(chunk);
     this.size += chunk.length;
-    done(null, chunk);
+    const previous = this.held;
+    this.held = chunk;
+    done(null, previous);
   }
 
   override _flush(done: TransformCallback): void {
     const sha256 = this.hash.digest('hex');
     if (this.size !== this.expected.size || sha256 !== this.expected.sha256.toLowerCase()) done(new SourceChanged(this.size, sha256));
-    else done();
+    else done(null, this.held);
   }
 }
 

@@ -4,15 +4,19 @@
  * audits and used to repair. `targetsFor` builds a target per configured replica; `checkTargets`
  * is the start-up check that refuses a bucket or folder that is missing or cannot be written.
  */
+import type { Readable } from 'node:stream';
 import type { ReplicaConfig } from '../config/replicas.js';
 import { DirTarget } from './dir.js';
+import { objectKey } from './keys.js';
 import { S3Target } from './s3.js';
 import type { ReplicaTarget } from './target.js';
 
 export { objectKey, packagePrefix } from './keys.js';
 export { REPLICATION_PROBLEM_CODES } from './problems.js';
+export { Repairer } from './repair.js';
 export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';
-export { ReplicaDown, ReplicaUnusable, type ReplicaTarget, type ReadBack } from './target.js';
+export { summarizeReplicas } from './summary.js';
+export { ReplicaDown, type ReplicaTarget } from './target.js';
 
 export function targetsFor(replicas: readonly ReplicaConfig[], env: NodeJS.ProcessEnv = process.env): ReplicaTarget[] {
   return replicas.map((r) => (r.kind === 's3' ? new S3Target(r, env) : new DirTarget(r)));
@@ -23,4 +27,27 @@ export async function checkTargets(targets: readonly ReplicaTarget[]): Promise<v
   const results = await Promise.allSettled(targets.map((t) => t.check(AbortSignal.timeout(30_000))));
   const problems = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
   if (problems.length > 0) throw new Error(`a replica cannot be used:\n  ${problems.join('\n  ')}`);
+}
+
+/**
+ * A file's bytes from the first replica whose copy of the package is verified and has it; for
+ * downloads when the primary cannot be read.
+ */
+export async function openFromReplica(
+  targets: readonly ReplicaTarget[],
+  verified: (replica: string) => boolean,
+  bagId: string,
+  path: string,
+  range: { start: number; end: number },
+): Promise<Readable | undefined> {
+  for (const target of targets) {
+    if (!verified(target.name)) continue;
+    try {
+      const stream = await target.open(objectKey(bagId, path), range);
+      if (stream !== undefined) return stream;
+    } catch {
+      // this replica cannot serve it now; try the next
+    }
+  }
+  return undefined;
 }

@@ -25,7 +25,7 @@ export const REPLICATION_EXECUTOR = 'preservd';
 const FIRST_RETRY_MS = 2000;
 const LONGEST_RETRY_MS = 5 * 60_000;
 /** Files copied at once within a package, when no ingest runs. */
-const LANES = 2;
+const LANES = 4;
 /** Verified files are recorded at least this often while a copy is made. */
 const PROGRESS_EVERY_MS = 1000;
 
@@ -41,7 +41,7 @@ export interface ReplicatorOptions {
 }
 
 /** Delay before attempt number `attempts + 1`. */
-export function backoff(attempts: number): number {
+function backoff(attempts: number): number {
   return Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(20, Math.max(0, attempts - 1)));
 }
 
@@ -156,8 +156,12 @@ export class Replicator {
     const { bagId, replica } = copy;
     const signal = this.abort.signal;
     const pkg = this.catalog.packages.get(bagId);
-    if (pkg?.storagePath === undefined) return;
     const replication = this.catalog.replication;
+    if (pkg?.storagePath === undefined) {
+      // Cannot happen (a copy is owed only once stored); retrying at once would spin.
+      replication.fail(bagId, replica, { error: `package ${bagId} is not recorded as stored in the catalog`, nextAttemptAt: Date.now() + backoff(copy.attempts + 1) });
+      return;
+    }
     const files = this.catalog.packages.listFiles(bagId);
     const skip = replication.verifiedFiles(replica, bagId);
     let unrecorded: string[] = [];

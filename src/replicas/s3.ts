@@ -1,9 +1,10 @@
 /**
  * A replica in an S3-compatible bucket (Ceph RGW, MinIO, AWS S3) through the AWS SDK v3. Files
- * go up streamed from disk through lib-storage's `Upload`: one PUT for a small file, a multipart
- * upload of PART_BYTES parts, QUEUE parts at a time, for a large one, so at most
- * PART_BYTES × QUEUE bytes of a file are in memory. The bytes are hashed on the way and an upload
- * whose source turns out not to match the catalog is aborted before it completes. With
+ * go up streamed from disk: one PUT for a file up to SINGLE_PUT_BYTES, a multipart upload of
+ * PART_BYTES parts, QUEUE at a time, each read straight from its range of the file, for a larger
+ * one (nothing of the file is buffered). The bytes are hashed on the way and an upload whose
+ * source turns out not to match the catalog never completes. A large object that comes as a
+ * stream (a repair from another replica) goes through lib-storage's `Upload`. With
  * `retention`, every object is written under S3 Object Lock in that mode until that date (set
  * again on the finished version after a multipart upload, which RGW 16.2 would leave unlocked).
  *
@@ -12,9 +13,12 @@
  * ETag after CompleteMultipartUpload does not matter, since every copy is verified by reading
  * it back. Nothing here deletes an object.
  */
+import type { FileHandle } from 'node:fs/promises';
 import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CreateMultipartUploadCommand,
   GetObjectCommand,
   GetObjectLockConfigurationCommand,
   HeadBucketCommand,
@@ -24,17 +28,20 @@ import {
   PutObjectCommand,
   PutObjectRetentionCommand,
   S3Client,
+  UploadPartCommand,
   type PutObjectCommandInput,
 } from '@aws-sdk/client-s3';
 import { Upload } from '@aws-sdk/lib-storage';
 import type { S3ReplicaConfig } from '../config/replicas.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
-import { ReplicaDown, ReplicaUnusable, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions } from './target.js';
+import { isFile, rangeOf, ReplicaDown, ReplicaUnusable, SourceChanged, streamOf, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
 
-/** Part size of multipart uploads; files up to this size go in one PUT. */
+/** Files up to this size go in one streamed PUT; larger ones in a multipart upload. */
+const SINGLE_PUT_BYTES = 64 * 1024 * 1024;
+/** Part size of multipart uploads. */
 const PART_BYTES = 16 * 1024 * 1024;
 /** Parts of one file in flight at once. */
-const QUEUE = 3;
+const QUEUE = 2;
 /** Where the start-up check writes (and keeps: nothing is deleted) a small object. */
 const WRITE_CHECK_KEY = '.preservd/write-check';
 
@@ -120,37 +127,117 @@ export class S3Target implements ReplicaTarget {
     return { ObjectLockMode: r.mode, ObjectLockRetainUntilDate: new Date(Date.now() + r.days * 86_400_000) };
   }
 
-  async write(key: string, source: Readable, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+  async write(key: string, source: WriteSource, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
     const Key = this.key(key);
     const signal = opts.signal;
     try {
-      if (!opts.replace && (await this.head(Key, signal)) !== undefined) {
-        source.destroy();
+      if (!opts.replace && opts.absent !== true && (await this.head(Key, signal)) !== undefined) {
+        if (!isFile(source)) source.destroy();
         return 'exists';
       }
-      const body = source.pipe(new CheckedPassThrough(expected));
-      source.once('error', (err) => body.destroy(err));
-      const controller = new AbortController();
-      const onAbort = () => controller.abort();
-      signal?.addEventListener('abort', onAbort, { once: true });
-      try {
-        const upload = new Upload({
-          client: this.client,
-          partSize: PART_BYTES,
-          queueSize: QUEUE,
-          abortController: controller,
-          params: { Bucket: this.config.bucket, Key, Body: body, ContentLength: expected.size, Metadata: { sha256: expected.sha256 }, ...this.lockParams() },
-        });
-        await upload.done();
-        if (this.config.retention !== undefined && expected.size >= PART_BYTES) await this.lockAfterMultipart(Key, signal);
-      } finally {
-        signal?.removeEventListener('abort', onAbort);
-        source.destroy();
-      }
+      if (expected.size <= SINGLE_PUT_BYTES) await this.put(Key, streamOf(source, expected.size + 1), expected, signal);
+      else if (isFile(source)) await this.putInParts(Key, source, expected, signal);
+      else await this.putStreamInParts(Key, source, expected, signal);
+      if (this.config.retention !== undefined && expected.size > SINGLE_PUT_BYTES) await this.lockAfterMultipart(Key, signal);
       return 'written';
     } catch (err) {
       signal?.throwIfAborted();
       throw this.translate(err);
+    } finally {
+      if (!isFile(source)) source.destroy();
+    }
+  }
+
+  private params(Key: string, expected: ExpectedFile) {
+    return { Bucket: this.config.bucket, Key, Metadata: { sha256: expected.sha256 }, ...this.lockParams() };
+  }
+
+  /** One PUT of known length, streamed; the check holds the last bytes back, so a wrong body never completes. */
+  private async put(Key: string, stream: Readable, expected: ExpectedFile, signal: AbortSignal | undefined): Promise<void> {
+    const body = stream.pipe(new CheckedPassThrough(expected));
+    stream.once('error', (err) => body.destroy(err));
+    try {
+      await this.sendBody(body, signal, (abortSignal) => this.client.send(new PutObjectCommand({ ...this.params(Key, expected), Body: body, ContentLength: expected.size }), { abortSignal }));
+    } finally {
+      stream.destroy();
+    }
+  }
+
+  /**
+   * Sends a request whose body is a stream. The SDK pipes the stream into the request and does not
+   * hear of its errors (the request would wait for the rest of the body): an error of the body
+   * aborts the request, and is what this rejects with.
+   */
+  private async sendBody<O>(body: Readable, signal: AbortSignal | undefined, send: (abortSignal: AbortSignal) => Promise<O>): Promise<O> {
+    const controller = new AbortController();
+    let failure: { err: unknown } | undefined;
+    const onError = (err: unknown) => {
+      failure ??= { err };
+      controller.abort();
+    };
+    const onAbort = () => controller.abort();
+    body.on('error', onError);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await send(controller.signal);
+    } catch (err) {
+      throw failure === undefined ? err : failure.err;
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+  }
+
+  /**
+   * A multipart upload read straight from the file: PART_BYTES parts, QUEUE at once, each its own
+   * range of the file (nothing buffered here), while one more read hashes the file in order; the
+   * upload is completed only if that hash is the catalog's, and aborted otherwise.
+   */
+  private async putInParts(Key: string, file: FileHandle, expected: ExpectedFile, signal: AbortSignal | undefined): Promise<void> {
+    const opts = signal ? { abortSignal: signal } : {};
+    const Bucket = this.config.bucket;
+    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand(this.params(Key, expected)), opts);
+    try {
+      const hashed = digestOf(rangeOf(file, 0, Number.MAX_SAFE_INTEGER), { signal });
+      const count = Math.ceil(expected.size / PART_BYTES);
+      const parts: Array<{ PartNumber: number; ETag: string }> = [];
+      let next = 0;
+      const lane = async (): Promise<void> => {
+        while (next < count) {
+          const i = next++;
+          const start = i * PART_BYTES;
+          const length = Math.min(PART_BYTES, expected.size - start);
+          const Body = rangeOf(file, start, start + length);
+          try {
+            const part = await this.sendBody(Body, signal, (abortSignal) => this.client.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber: i + 1, Body, ContentLength: length }), { abortSignal }));
+            parts.push({ PartNumber: i + 1, ETag: part.ETag ?? '' });
+          } finally {
+            Body.destroy();
+          }
+        }
+      };
+      await Promise.all(Array.from({ length: Math.min(QUEUE, count) }, lane));
+      const found = await hashed;
+      if (found.size !== expected.size || found.sha256 !== expected.sha256.toLowerCase()) throw new SourceChanged(found.size, found.sha256);
+      parts.sort((a, b) => a.PartNumber - b.PartNumber);
+      await this.client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts: parts } }), opts);
+    } catch (err) {
+      await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
+      throw err;
+    }
+  }
+
+  /** A large object from a stream (repair from another replica): lib-storage's Upload, which buffers its parts. */
+  private async putStreamInParts(Key: string, stream: Readable, expected: ExpectedFile, signal: AbortSignal | undefined): Promise<void> {
+    const body = stream.pipe(new CheckedPassThrough(expected));
+    stream.once('error', (err) => body.destroy(err));
+    const controller = new AbortController();
+    const onAbort = () => controller.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const upload = new Upload({ client: this.client, partSize: PART_BYTES, queueSize: 2, abortController: controller, params: { ...this.params(Key, expected), Body: body, ContentLength: expected.size } });
+      await upload.done();
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 

@@ -5,7 +5,8 @@
  * what to copy, when, and what a mismatch means is the replicator's (replicator.ts) and the
  * audit's job. No target ever deletes an object.
  */
-import type { Readable } from 'node:stream';
+import type { FileHandle } from 'node:fs/promises';
+import { Readable } from 'node:stream';
 
 /** What the catalog says one file must be. */
 export interface ExpectedFile {
@@ -21,12 +22,49 @@ export type ReadBack =
   | { kind: 'differs'; size: number; sha256: string }
   | { kind: 'unreadable'; reason: string };
 
+/**
+ * What is written: a stream, or an open file, which a target may read in ranges (an S3 multipart
+ * upload sends its parts side by side, each read straight from the file). The caller closes a file.
+ */
+export type WriteSource = Readable | FileHandle;
+
+/** The whole of a source as one stream (a file is not closed by it). */
+export function streamOf(source: WriteSource, size?: number): Readable {
+  return isFile(source) ? rangeOf(source, 0, size ?? Number.MAX_SAFE_INTEGER) : source;
+}
+
+/**
+ * Bytes `start` up to `end` (exclusive, or the end of the file) of an open file, by positional
+ * reads of 512 KiB: several of these may read one file side by side (fs streams on one FileHandle
+ * may not, they close one another).
+ */
+export function rangeOf(file: FileHandle, start: number, end: number): Readable {
+  return Readable.from(
+    (async function* () {
+      for (let position = start; position < end; ) {
+        const buf = Buffer.allocUnsafe(Math.min(1 << 19, end - position));
+        const { bytesRead } = await file.read(buf, 0, buf.length, position);
+        if (bytesRead === 0) return;
+        position += bytesRead;
+        yield bytesRead === buf.length ? buf : buf.subarray(0, bytesRead);
+      }
+    })(),
+    { objectMode: false },
+  );
+}
+
+export function isFile(source: WriteSource): source is FileHandle {
+  return typeof (source as FileHandle).fd === 'number' && typeof (source as FileHandle).stat === 'function';
+}
+
 export interface WriteOptions {
   /**
    * May an object already at the key be replaced? Without it an existing object is left alone
    * and `write` answers 'exists' (replication never overwrites silently; repair may replace).
    */
   replace: boolean;
+  /** The caller listed the package's objects just before and this key was not among them: no need to look again. */
+  absent?: boolean;
   signal?: AbortSignal | undefined;
 }
 
@@ -42,7 +80,7 @@ export interface ReplicaTarget {
    * (the primary changed since ingest), a SourceChanged is thrown and nothing lands at the key.
    * 'exists': an object was already there and `replace` was false; nothing was written.
    */
-  write(key: string, source: Readable, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'>;
+  write(key: string, source: WriteSource, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'>;
   /** Reads the object back, whole, and compares it with `expected`. Throws only for an abort. */
   readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack>;
   /** The object's bytes (from `start` to `end` inclusive when given), or undefined when it is missing. */

@@ -71,3 +71,39 @@ t.test('rsync off requires a link template', async (t) => {
   const c = loadConfig({ PRESERVD_CONFIG: file('ssh.json', { upload: { rsync: { enabled: false }, linkTemplate: 'up@host:landing/{capability}/' } }) });
   t.equal(c.upload.linkTemplate, 'up@host:landing/{capability}/');
 });
+
+t.test('replicas: defaults filled in, relative folders resolved, every mistake named', async (t) => {
+  const ok = loadConfig({ PRESERVD_CONFIG: file('replicas.json', JSON.stringify({
+    replicas: [
+      { name: 'ceph', kind: 's3', endpoint: 'http://127.0.0.1:7480', bucket: 'b' },
+      { name: 'mirror', kind: 'dir', path: 'second' },
+    ],
+    audit: { repair: 'auto' },
+  })) }, '/srv');
+  t.same(ok.replicas, [
+    { region: 'us-east-1', prefix: '', forcePathStyle: true, name: 'ceph', kind: 's3', endpoint: 'http://127.0.0.1:7480', bucket: 'b' },
+    { name: 'mirror', kind: 'dir', path: '/srv/second' },
+  ]);
+  t.equal(ok.audit.repair, 'auto');
+  const err = t.throws(() => loadConfig({ PRESERVD_CONFIG: file('bad-replicas.json', JSON.stringify({
+    replicas: [
+      { name: 'Ceph!', kind: 's3', endpoint: 'ftp://x', bucket: '', retention: { mode: 'FOREVER', days: 0 } },
+      { name: 'mirror', kind: 'dir' },
+      { name: 'mirror', kind: 'tape' },
+      { name: 'primary', kind: 'dir', path: '/x' },
+    ],
+    audit: { repair: 'sometimes' },
+  })) })) as ConfigError;
+  t.same(err.problems, [
+    'audit.repair: must be "off" or "auto"',
+    'replicas[0].name: must be 1 to 32 of a-z, 0-9 and -',
+    'replicas[0].bucket: must be a non-empty string',
+    'replicas[0].endpoint: must be an http(s) URL',
+    'replicas[0].retention.mode: must be "COMPLIANCE" or "GOVERNANCE"',
+    'replicas[0].retention.days: must be an integer from 1 to 36500',
+    'replicas[1].path: must be a non-empty string',
+    'replicas[2].name: "mirror" is used twice',
+    'replicas[2].kind: must be "s3" or "dir"',
+    'replicas[3].name: "primary" is reserved for the copy in storage/',
+  ]);
+});

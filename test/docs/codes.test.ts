@@ -13,6 +13,7 @@ import { FINDING_CODES } from '../../src/audit/verify.js';
 import { BAG_PROBLEM_CODES } from '../../src/bagit/problems.js';
 import { CHIPMUNK_PROBLEM_CODES } from '../../src/ingest/chipmunk/index.js';
 import { INGEST_PROBLEM_CODES } from '../../src/ingest/problems.js';
+import { REPLICATION_PROBLEM_CODES } from '../../src/replicas/index.js';
 import { defaults } from '../../src/config/config.js';
 import { eventSchema } from '../../src/http/schemas.js';
 import { repoRoot } from '../helpers/daemon.js';
@@ -61,10 +62,10 @@ const section = (title: string) => {
   return rows;
 };
 
-t.test('src/download reports no problem codes (its literals are internal stream errors)', async (t) => {
+t.test('problem codes come from bagit/, ingest/, audit/ and replicas/ only (download/ literals are internal stream errors)', async (t) => {
   // If this fails, a new folder started reporting codes: decide which section of errors.md they belong to.
-  const placed = ['bagit/', 'ingest/', 'audit/', 'download/'];
-  t.same([...literalCodes.keys()].filter((f) => !placed.some((p) => f.startsWith(p))), [], 'codes only in bagit/, ingest/, audit/ (and download/ internals)');
+  const placed = ['bagit/', 'ingest/', 'audit/', 'replicas/', 'download/'];
+  t.same([...literalCodes.keys()].filter((f) => !placed.some((p) => f.startsWith(p))), [], 'codes only in bagit/, ingest/, audit/, replicas/ (and download/ internals)');
 });
 
 t.test('every bag problem code is in errors.md with its severity, and nothing else is', async (t) => {
@@ -97,6 +98,13 @@ t.test('every audit finding is in errors.md with its severity, and nothing else 
   const audits = tableRows(doc('audits.md'));
   const inAuditsMd = [...audits.values()].flatMap((rows) => [...rows.keys()]);
   t.same(sorted(findings).filter((c) => !inAuditsMd.includes(c)), [], 'docs/audits.md lists them too');
+});
+
+t.test('every replication problem is in errors.md with its severity, and nothing else is', async (t) => {
+  const rows = section('Replication problems');
+  t.same(sorted(rows.keys()), sorted(Object.keys(REPLICATION_PROBLEM_CODES)));
+  t.same([...codesIn('replicas/')].filter((c) => !(c in REPLICATION_PROBLEM_CODES)), [], 'every literal in src/replicas is in REPLICATION_PROBLEM_CODES');
+  for (const [code, severity] of Object.entries(REPLICATION_PROBLEM_CODES)) t.equal(rows.get(code)?.[0], severity, `${code} is documented as ${severity}`);
 });
 
 t.test('every HTTP error status the routes declare or send is in errors.md', async (t) => {

@@ -27,7 +27,7 @@ const PROGRAMS = ['ceph-authtool', 'monmaptool', 'ceph-mon', 'ceph-osd', 'radosg
 const INSTALL = 'apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common';
 
 /** Why the S3 tests cannot run here (a program is missing), or undefined when they can. */
-export function cephMissing(): string | undefined {
+function cephMissing(): string | undefined {
   const path = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
   const missing = PROGRAMS.filter((p) => !path.some((dir) => isExecutable(join(dir, p))));
   return missing.length === 0 ? undefined : `the S3 tests need a real Ceph RADOS Gateway, and ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (${INSTALL})`;
@@ -153,8 +153,8 @@ ms mon client mode = secure crc
 
 const POOLS = ['.rgw.root', 'default.rgw.log', 'default.rgw.control', 'default.rgw.meta', 'default.rgw.buckets.index', 'default.rgw.buckets.data', 'default.rgw.buckets.non-ec'];
 
-/** Starts a cluster for this test; it is torn down when the test ends. */
-export async function startCeph(t: Test): Promise<Ceph> {
+/** Starts a cluster for this test (or benchmark); it is torn down when the test ends. */
+export async function startCeph(t: { teardown(fn: () => unknown): void }): Promise<Ceph> {
   const missing = cephMissing();
   if (missing !== undefined) throw new Error(missing);
   const dir = mkdtempSync(join(tmpdir(), 'preservd-ceph-'));

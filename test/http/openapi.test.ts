@@ -62,6 +62,7 @@ const API_MD_STATUSES: Record<string, number[]> = {
   'get /v1/bags/{bag_id}/events': [200, 401, 403, 404],
   'get /v1/events': [200, 401],
   'post /v1/audits': [201, 303, 401, 403],
+  'post /v1/packages/{bag_id}/repair': [202, 401, 403, 404],
   'get /v1/audits': [200, 401, 403],
   'get /v1/audits/{id}': [200, 400, 401, 403, 404],
 };

@@ -5,10 +5,10 @@
  * check names a missing bucket or folder; a large file goes up in parts and a kill of the
  * gateway is ReplicaDown, not a problem of the object.
  */
-import { CreateBucketCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, ListMultipartUploadsCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
-import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -41,14 +41,24 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
   t.equal(await target.write(key, Readable.from([other]), { size: other.length, sha256: sha(other) }, { replace: true }), 'written');
   t.same(await target.readBack(key, expected, {}), { kind: 'differs', size: other.length, sha256: sha(other) });
 
-  // A large file, streamed (multipart on S3).
+  // A large file, from an open file (S3: a multipart upload of ranges read side by side) and as a stream.
   const big = randomBytes(40 * 1024 * 1024 + 123);
   const bigFile = join(scratch, 'big');
   await writeFile(bigFile, big);
   const bigKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin';
   const bigExpected = { size: big.length, sha256: sha(big) };
-  t.equal(await target.write(bigKey, createReadStream(bigFile), bigExpected, { replace: false }), 'written');
+  const handle = await open(bigFile);
+  t.equal(await target.write(bigKey, handle, bigExpected, { replace: false }), 'written');
   t.same(await target.readBack(bigKey, bigExpected, {}), { kind: 'match' });
+  const streamedKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/streamed/big.bin';
+  t.equal(await target.write(streamedKey, createReadStream(bigFile), bigExpected, { replace: false, absent: true }), 'written');
+  t.same(await target.readBack(streamedKey, bigExpected, {}), { kind: 'match' });
+  // A large file that is not what the catalog says: nothing lands, from a file or a stream.
+  const wrongBig = { size: big.length, sha256: sha(Buffer.from('something else')) };
+  await t.rejects(target.write(`${bigKey}.wrong`, handle, wrongBig, { replace: false }), { name: 'SourceChanged' });
+  await t.rejects(target.write(`${bigKey}.wrong`, createReadStream(bigFile), wrongBig, { replace: false }), { name: 'SourceChanged' });
+  t.same(await target.readBack(`${bigKey}.wrong`, wrongBig, {}), { kind: 'missing' });
+  await handle.close();
   const range = await target.open(bigKey, { start: 1000, end: 1999 });
   const chunks: Buffer[] = [];
   for await (const c of range!) chunks.push(c as Buffer);
@@ -56,7 +66,7 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
 
   const listed: string[] = [];
   for await (const o of target.list('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/')) listed.push(`${o.key} ${o.size}`);
-  t.same(listed, [`${bigKey} ${big.length}`, `${key} ${other.length}`]);
+  t.same(listed, [`${bigKey} ${big.length}`, `${key} ${other.length}`, `${streamedKey} ${big.length}`]);
   t.equal(await target.open('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/nothing'), undefined);
 }
 
@@ -103,9 +113,14 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   });
   locked!.close();
 
-  // Keys are under the prefix, as the storage lays bags out.
+  // Keys are under the prefix, as the storage lays bags out; no upload was left unfinished.
   const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: 'replica-one', Prefix: 'pre/ab/' }));
-  t.same((versions.Versions ?? []).map((v) => v.Key).sort(), ['pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin', 'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/hello.txt']);
+  t.same((versions.Versions ?? []).map((v) => v.Key).sort(), [
+    'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin',
+    'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/hello.txt',
+    'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/streamed/big.bin',
+  ]);
+  t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: 'replica-one' }))).Uploads ?? [], [], 'the refused uploads were aborted');
 
   // The gateway down: ReplicaDown, not a problem with the object; back up: works again.
   await ceph.stopGateway();

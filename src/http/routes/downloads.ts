@@ -1,6 +1,6 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import { answerFile, answerZip } from '../../download/index.js';
+import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
 import { Storage } from '../../storage/storage.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
@@ -59,7 +59,17 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
       const dir = ctx.storage.packageDir(pkg.storagePath);
       const file = { absPath: Storage.resolveInside(dir, record.path), storageRelativePath: `${pkg.storagePath}/${record.path}`, record };
-      return sendDownload(request, reply, await answerFile(file, request, { offload: ctx.config.download.offload }));
+      const answer = await answerFile(file, request, { offload: ctx.config.download.offload });
+      // The primary cannot be read as the catalog says: serve a verified replica's copy instead.
+      const openFromReplica = ctx.openFromReplica;
+      if (answer.kind === 'error' && answer.status === 500 && openFromReplica !== undefined) {
+        const fallback = await answerFromCopy(record, request, (range) => openFromReplica(pkg.bagId, record, range));
+        if (fallback !== undefined) {
+          request.log.warn({ bagId: pkg.bagId, path: record.path, err: answer.message }, `${record.path} of ${pkg.bagId} served from a replica: ${answer.message}`);
+          return sendDownload(request, reply, fallback);
+        }
+      }
+      return sendDownload(request, reply, answer);
     },
   );
 }

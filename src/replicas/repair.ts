@@ -1,0 +1,198 @@
+/**
+ * Repairing a package from its copies: every file is checked on the primary (read and hashed)
+ * and on each replica holding a copy (read back), against the catalog's size and sha256. A file
+ * damaged or missing on the primary is restored from a replica whose copy matches; a damaged or
+ * missing replica object is rewritten from the primary (or from another replica that matches).
+ * Every restored file is one `recovery` event; a file with no good copy anywhere is one `recovery`
+ * failure and nothing is overwritten. Files the catalog does not know are left alone.
+ *
+ * Restoring the primary writes into `storage/` the way a dir replica writes: a temporary name in
+ * the package folder, fsync, rename, fsync of the folder. One repair per package at a time.
+ */
+import { randomBytes } from 'node:crypto';
+import { constants } from 'node:fs';
+import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
+import type { Readable } from 'node:stream';
+import type { Catalog } from '../catalog/catalog.js';
+import type { FileRecord } from '../catalog/types.js';
+import type { Logger } from '../logger.js';
+import { Storage } from '../storage/storage.js';
+import { CheckedPassThrough, digestOf } from './hashing.js';
+import { objectKey } from './keys.js';
+import { ReplicaDown, type ExpectedFile, type ReplicaTarget } from './target.js';
+
+export interface RepairOptions {
+  catalog: Catalog;
+  storage: Storage;
+  targets: readonly ReplicaTarget[];
+  logger: Logger;
+}
+
+/** What one repair did. */
+export interface RepairReport {
+  restored: number;
+  /** Files damaged somewhere with no good copy to restore them from. */
+  unrecoverable: number;
+}
+
+/** Where a file is good: 'primary' or a replica's name. */
+type Copy = string;
+const PRIMARY = 'primary';
+
+export class Repairer {
+  private readonly running = new Map<string, Promise<RepairReport>>();
+  private readonly abort = new AbortController();
+
+  constructor(private readonly opts: RepairOptions) {}
+
+  /** Repairs the package unless a repair of it is under way (then joins that one). */
+  repair(bagId: string, executor: string): Promise<RepairReport> {
+    const existing = this.running.get(bagId);
+    if (existing !== undefined) return existing;
+    const run = this.repairNow(bagId, executor).finally(() => this.running.delete(bagId));
+    this.running.set(bagId, run);
+    return run;
+  }
+
+  /** Starts a repair in the background; its failure is logged. */
+  repairSoon(bagId: string, executor: string): void {
+    this.repair(bagId, executor).catch((err: unknown) => {
+      if (!this.abort.signal.aborted) this.opts.logger.error({ err, bagId }, `repair of ${bagId} could not be done: ${(err as Error).message}`);
+    });
+  }
+
+  async stop(): Promise<void> {
+    this.abort.abort(new Error('repairs are stopping'));
+    await Promise.allSettled([...this.running.values()]);
+  }
+
+  private async repairNow(bagId: string, executor: string): Promise<RepairReport> {
+    const { catalog, storage, logger } = this.opts;
+    const pkg = catalog.packages.get(bagId);
+    if (pkg?.storagePath === undefined) throw new Error(`package ${bagId} is not stored`);
+    const dir = storage.packageDir(pkg.storagePath);
+    const signal = this.abort.signal;
+    // Replicas whose copy was made (or was, before it was found damaged); a pending copy is the replicator's.
+    const copies = catalog.replication.forPackage(bagId);
+    const targets = this.opts.targets.filter((t) => copies.some((c) => c.replica === t.name && c.status !== 'pending'));
+    const unavailable = new Set<string>();
+    const whole = new Set(targets.map((t) => t.name));
+    const report: RepairReport = { restored: 0, unrecoverable: 0 };
+    const record = (outcome: 'success' | 'failure', detail: string) => catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
+
+    for (const file of catalog.packages.listFiles(bagId)) {
+      signal.throwIfAborted();
+      const sha256 = file.digests.sha256;
+      if (sha256 === undefined) continue;
+      const expected = { size: file.size, sha256 };
+      const good = new Set<Copy>();
+      const bad = new Set<Copy>();
+      if (await primaryMatches(dir, file, signal)) good.add(PRIMARY);
+      else bad.add(PRIMARY);
+      for (const target of targets) {
+        if (unavailable.has(target.name)) continue;
+        try {
+          const back = await target.readBack(objectKey(bagId, file.path), expected, { signal });
+          (back.kind === 'match' ? good : bad).add(target.name);
+        } catch (err) {
+          if (!(err instanceof ReplicaDown)) throw err;
+          unavailable.add(target.name);
+          whole.delete(target.name);
+          logger.warn({ bagId, replica: target.name, reason: err.reason }, `repair of ${bagId}: replica ${target.name} unavailable (${err.reason})`);
+        }
+      }
+      for (const place of bad) {
+        const from = good.has(PRIMARY) ? PRIMARY : [...good][0];
+        if (from === undefined) {
+          report.unrecoverable++;
+          whole.delete(place);
+          record('failure', `${file.path}: damaged or missing on ${describePlace(place)}, and no copy matches the catalog; nothing was overwritten`);
+          continue;
+        }
+        const source = await this.openSource(from, dir, bagId, file, signal);
+        if (place === PRIMARY) await restorePrimary(dir, file.path, source, expected, signal);
+        else {
+          const target = this.opts.targets.find((t) => t.name === place)!;
+          await target.write(objectKey(bagId, file.path), source, expected, { replace: true, signal });
+          const back = await target.readBack(objectKey(bagId, file.path), expected, { signal });
+          if (back.kind !== 'match') {
+            whole.delete(place);
+            report.unrecoverable++;
+            record('failure', `${file.path}: rewritten on ${describePlace(place)} from ${describePlace(from)}, but it still does not read back as the catalog records`);
+            continue;
+          }
+        }
+        good.add(place);
+        report.restored++;
+        record('success', `${file.path}: restored on ${describePlace(place)} from ${describePlace(from)}`);
+        logger.info({ bagId, path: file.path, to: place, from }, `repair of ${bagId}: ${file.path} restored on ${describePlace(place)} from ${describePlace(from)}`);
+      }
+    }
+    for (const name of whole) {
+      const copy = catalog.replication.get(bagId, name);
+      if (copy !== undefined && copy.status !== 'verified') catalog.replication.repaired(bagId, name);
+    }
+    return report;
+  }
+
+  private async openSource(from: Copy, dir: string, bagId: string, file: FileRecord, signal: AbortSignal): Promise<Readable> {
+    if (from === PRIMARY) {
+      const handle = await open(Storage.resolveInside(dir, file.path), constants.O_RDONLY | constants.O_NOFOLLOW);
+      return handle.createReadStream({ highWaterMark: 1 << 20 });
+    }
+    const stream = await this.opts.targets.find((t) => t.name === from)!.open(objectKey(bagId, file.path), undefined, signal);
+    if (stream === undefined) throw new Error(`${file.path} vanished from replica ${from} while it was being repaired`);
+    return stream;
+  }
+}
+
+const describePlace = (place: Copy): string => (place === PRIMARY ? 'the primary copy' : `replica ${place}`);
+
+/** Whether the primary file is there and reads as the catalog records. */
+async function primaryMatches(dir: string, file: FileRecord, signal: AbortSignal): Promise<boolean> {
+  let handle;
+  try {
+    handle = await open(Storage.resolveInside(dir, file.path), constants.O_RDONLY | constants.O_NOFOLLOW);
+  } catch {
+    return false;
+  }
+  const stream = handle.createReadStream({ highWaterMark: 1 << 20 });
+  try {
+    const found = await digestOf(stream, { signal });
+    return found.size === file.size && found.sha256 === file.digests.sha256?.toLowerCase();
+  } catch {
+    signal.throwIfAborted();
+    return false;
+  } finally {
+    stream.destroy();
+  }
+}
+
+/** Writes a primary file from a good copy: temporary name, checked on the way, fsync, rename, folder fsync. */
+async function restorePrimary(dir: string, path: string, source: Readable, expected: ExpectedFile, signal: AbortSignal): Promise<void> {
+  const target = Storage.resolveInside(dir, path);
+  const folder = dirname(target);
+  await mkdir(folder, { recursive: true, mode: 0o750 });
+  const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
+  const handle = await open(temporary, 'wx', 0o640);
+  try {
+    const checked = source.pipe(new CheckedPassThrough(expected));
+    source.once('error', (err) => checked.destroy(err));
+    for await (const chunk of checked) {
+      signal.throwIfAborted();
+      await handle.write(chunk as Buffer);
+    }
+    await handle.sync();
+    await handle.close();
+    await rename(temporary, target);
+  } catch (err) {
+    await handle.close().catch(() => undefined);
+    await unlink(temporary).catch(() => undefined);
+    throw err;
+  } finally {
+    source.destroy();
+  }
+  const folderHandle = await open(folder, constants.O_RDONLY | constants.O_DIRECTORY);
+  await folderHandle.sync().finally(() => folderHandle.close());
+}
