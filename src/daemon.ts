@@ -112,13 +112,11 @@ export class Daemon {
     ingestActive = () => ingest.active;
     const repairer = new Repairer({ catalog, storage, targets, logger });
     const rates = new Map(config.replicas.map((r) => [r.name, (r.rateLimitMBps ?? 0) * 1e6]));
-    const audits = new AuditRunner({
-      catalog, storage, hasher: pool, config, logger,
-      ...(targets.length > 0 ? { replicas: { targets, bytesPerSec: (name: string) => rates.get(name) ?? 0, repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR) } } : {}),
-    });
+    const auditedReplicas = targets.length > 0 ? { targets, bytesPerSec: (name: string) => rates.get(name) ?? 0, repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR) } : undefined;
+    const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger, ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }) });
     metrics.watchAudits(audits);
     metrics.watchReplicas(replicator.names);
-    const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
+    const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, replicas: auditedReplicas, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
     metrics.watchContinuousAudits(continuous);
     const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, continuous, repairer, targets, metrics, undefined);
     rsync?.onTransfer((t) => daemon.recordTransfer(t));

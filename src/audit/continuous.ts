@@ -18,6 +18,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
+import { auditCopies, type AuditedReplicas } from './copies.js';
 import { findingsDetail, verifyPackage, type Finding, type PackageHasher } from './verify.js';
 
 const DAY_MS = 86_400_000;
@@ -36,6 +37,8 @@ export interface ContinuousAuditOptions {
   logger: Logger;
   /** The clock (injected by tests). */
   now?: () => number;
+  /** The replicas whose copies each check also reads back, as full audits do (copies.ts). */
+  replicas?: AuditedReplicas | undefined;
   /** Whether a full audit is running: rounds wait for it. */
   fullAuditRunning?: () => boolean;
   tickMs?: number;
@@ -49,6 +52,7 @@ export class ContinuousAudit {
   private readonly logger: Logger;
   private readonly now: () => number;
   private readonly fullAuditRunning: () => boolean;
+  private readonly replicas: AuditedReplicas | undefined;
   private readonly tickMs: number;
   private timer: NodeJS.Timeout | undefined;
   private round: Promise<number> | undefined;
@@ -58,6 +62,7 @@ export class ContinuousAudit {
     this.catalog = opts.catalog;
     this.storage = opts.storage;
     this.hasher = opts.hasher;
+    this.replicas = opts.replicas;
     this.config = opts.config;
     this.logger = opts.logger;
     this.now = opts.now ?? Date.now;
@@ -145,10 +150,9 @@ export class ContinuousAudit {
     else {
       const signal = this.abort.signal;
       try {
-        findings = await verifyPackage(dir, this.catalog.packages.listFiles(bagId), this.hasher, {
-          algorithms: this.config.audit.algorithms,
-          signal,
-        });
+        const files = this.catalog.packages.listFiles(bagId);
+        findings = await verifyPackage(dir, files, this.hasher, { algorithms: this.config.audit.algorithms, signal });
+        if (this.replicas !== undefined) findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, files, signal)));
       } catch (err) {
         if (signal.aborted) return;
         throw err;
@@ -162,6 +166,7 @@ export class ContinuousAudit {
       this.catalog.events.add({ bagId, type: 'fixity check', executor: CONTINUOUS_EXECUTOR, outcome, detail, date });
       this.catalog.fixity.checked(bagId, date, outcome);
     });
+    if (outcome === 'failure' && this.config.audit.repair === 'auto') this.replicas?.repair(bagId);
     if (outcome === 'failure') this.logger.warn({ bagId, findings: findings.length }, `continuous fixity check of ${bagId} failed: ${findingsDetail(findings.slice(0, 3)).replaceAll('\n', '; ')}`);
   }
 }

@@ -5,12 +5,37 @@
  * prefix that the catalog does not know are extra. Each finding names its copy. A replica that
  * cannot be read at all is one finding, not one per file.
  *
- * Copies not yet made (pending) are the replicator's business, not an audit's. This module only
- * reads; marking a copy damaged and repairing it are the runner's and repair's.
+ * Copies not yet made (pending) are the replicator's business, not an audit's. `auditCopies` is
+ * what both kinds of audit (full sweeps and continuous) do with a package's copies: verify them
+ * and mark a damaged one so, for repair; repairing is replicas/repair.ts's.
  */
+import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord, ReplicaCopy } from '../catalog/types.js';
 import { objectKey, packagePrefix, ReplicaDown, type ReplicaTarget } from '../replicas/index.js';
-import type { Finding } from './verify.js';
+import { findingsDetail, type Finding } from './verify.js';
+
+/** What audits need to check copies: the replicas, their read rates, and the repair to ask for. */
+export interface AuditedReplicas {
+  targets: readonly ReplicaTarget[];
+  bytesPerSec: (replica: string) => number;
+  /** Asked to repair a package whose check failed, when `audit.repair` is auto. */
+  repair: (bagId: string) => void;
+}
+
+/**
+ * Findings on the package's replica copies, each naming its copy; a copy found damaged (not
+ * merely unreachable) is marked so in the catalog, for repair.
+ */
+export async function auditCopies(catalog: Catalog, replicas: AuditedReplicas, bagId: string, files: readonly FileRecord[], signal: AbortSignal): Promise<Finding[]> {
+  const perCopy = await verifyCopies(bagId, files, replicas.targets, catalog.replication.forPackage(bagId), { signal, bytesPerSec: replicas.bytesPerSec });
+  const findings: Finding[] = [];
+  for (const [replica, found] of perCopy) {
+    findings.push(...found);
+    if (found.length > 0 && !signal.aborted && found.every((f) => f.code !== 'replica-unreachable'))
+      catalog.replication.damaged(bagId, replica, findingsDetail(found));
+  }
+  return findings;
+}
 
 export interface CopyCheckOptions {
   signal?: AbortSignal | undefined;
@@ -19,7 +44,7 @@ export interface CopyCheckOptions {
 }
 
 /** Findings per replica checked (an empty list: the copy is intact). */
-export async function verifyCopies(
+async function verifyCopies(
   bagId: string,
   files: readonly FileRecord[],
   targets: readonly ReplicaTarget[],

@@ -17,15 +17,14 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Catalog } from '../catalog/catalog.js';
-import type { Audit, FileRecord } from '../catalog/types.js';
+import type { Audit } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
-import type { ReplicaTarget } from '../replicas/index.js';
 import type { Storage } from '../storage/storage.js';
-import { verifyCopies } from './copies.js';
+import { auditCopies, type AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
-import { findingsDetail, verifyPackage, type Finding, type PackageHasher } from './verify.js';
+import { verifyPackage, type Finding, type PackageHasher } from './verify.js';
 import { deliverWebhook, messageOf, webhookPayload, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_TIMEOUT_MS } from './webhook.js';
 
 /** What the runner needs from the fixity pool (FixityPool satisfies it). */
@@ -45,7 +44,7 @@ export interface AuditRunnerOptions {
    * The replicas whose copies every check also reads back (copies.ts), at each one's rate
    * limit; `repair` is asked to repair a package whose check failed, when `audit.repair` is auto.
    */
-  replicas?: { targets: readonly ReplicaTarget[]; bytesPerSec: (replica: string) => number; repair: (bagId: string) => void };
+  replicas?: AuditedReplicas;
   /** Webhook delivery: per-attempt timeout (default 10 s) and the delays before retries (default 2 s, 10 s). */
   webhook?: { timeoutMs?: number; retryDelaysMs?: number[] };
 }
@@ -253,7 +252,7 @@ export class AuditRunner {
         onSubmitted,
         onFileRead: (n) => this.tracker.read(bagId, n),
       });
-      if (this.replicas !== undefined) findings.push(...(await this.checkCopies(bagId, files, signal)));
+      if (this.replicas !== undefined) findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, files, signal)));
     } catch (err) {
       this.tracker.forget(bagId);
       // Stopped: the package stays in the to-do set; anything else goes up to runAudit.
@@ -263,19 +262,6 @@ export class AuditRunner {
     // A check cut short by a stop is never recorded, whatever it had found so far.
     if (signal.aborted) return undefined;
     return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };
-  }
-
-  /** Findings on the package's replica copies; a copy found damaged is marked so (for repair). */
-  private async checkCopies(bagId: string, files: FileRecord[], signal: AbortSignal): Promise<Finding[]> {
-    const { targets, bytesPerSec } = this.replicas!;
-    const perCopy = await verifyCopies(bagId, files, targets, this.catalog.replication.forPackage(bagId), { signal, bytesPerSec });
-    const findings: Finding[] = [];
-    for (const [replica, found] of perCopy) {
-      findings.push(...found);
-      if (found.length > 0 && !signal.aborted && found.every((f) => f.code !== 'replica-unreachable'))
-        this.catalog.replication.damaged(bagId, replica, findingsDetail(found));
-    }
-    return findings;
   }
 
   /** Exactly one caller sees an audit finish (the record() that emptied its to-do set). */

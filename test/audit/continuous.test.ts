@@ -125,3 +125,34 @@ t.test('the daemon runs them: the overdue package is checked at start, counted b
   const metrics = await d.request('GET', '/metrics', { token: null });
   t.match(metrics.text, /\npreservd_audit_overdue_packages 0\n/);
 });
+
+t.test('continuous checks read every replica copy back too: a damaged copy is named, marked, and repair asked for', async (t) => {
+  const { cp, mkdtemp, rm, writeFile } = await import('node:fs/promises');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { targetsFor, objectKey } = await import('../../src/replicas/index.js');
+  const w = await makeWorld(t, { packages: 2, audit: { everyDays: 1, repair: 'auto' } });
+  const mirror = await mkdtemp(join(tmpdir(), 'preservd-mirror-'));
+  t.teardown(() => rm(mirror, { recursive: true, force: true }));
+  // Each package's copy on the dir replica, byte for byte, recorded verified.
+  for (const p of w.packages) {
+    for (const f of p.files) await cp(join(p.dir, f.path), join(mirror, objectKey(p.bagId, f.path)), { recursive: true });
+    w.catalog.replication.enqueue(p.bagId, ['mirror'], p.bytes);
+    w.catalog.replication.verified(p.bagId, 'mirror', () => w.catalog.events.add({ bagId: p.bagId, type: 'replication', executor: 'preservd', outcome: 'success', detail: 'copied' }));
+  }
+  const bad = w.packages[1]!;
+  await writeFile(join(mirror, objectKey(bad.bagId, 'data/hello.txt')), 'tampered on the replica\n');
+
+  const repairs: string[] = [];
+  const replicas = { targets: targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]), bytesPerSec: () => 0, repair: (bagId: string) => repairs.push(bagId) };
+  const now = Date.now() + 2 * DAY;
+  const continuous = new ContinuousAudit({ catalog: w.catalog, storage: w.storage, hasher: w.pool, config: w.config, logger: w.logger, now: () => now, replicas });
+  t.equal(await continuous.runOnce(), 2, 'both packages checked');
+  const outcomes = w.packages.map((p) => w.catalog.fixity.get(p.bagId)?.outcome);
+  t.same(outcomes, ['success', 'failure'], 'the package whose copy is damaged fails, its primary intact');
+  const event = [...w.catalog.events.forPackage(bad.bagId)].find((e) => e.type === 'fixity check')!;
+  t.match(event.detail, /mirror.*data\/hello\.txt|data\/hello\.txt.*mirror/, `the finding names the copy and the file: ${event.detail}`);
+  t.equal(w.catalog.replication.get(bad.bagId, 'mirror')?.damaged, true, 'the copy is marked damaged, for repair');
+  t.equal(w.catalog.replication.get(w.packages[0]!.bagId, 'mirror')?.status, 'verified', 'the intact copy stays verified');
+  t.same(repairs, [bad.bagId], 'audit.repair auto: repair asked for the damaged package only');
+});
