@@ -23,6 +23,7 @@ import { Storage } from '../../src/storage/storage.js';
 import { s3Test, startCeph } from '../helpers/ceph.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
+import { getPage, Jar, logIn } from '../helpers/session.js';
 import { filesUnder } from '../helpers/walk.js';
 import { createBucket, dirBytes, eventsOf, replicaFolder, replicaStates, s3Bytes, s3Client, s3Replica, waitForCopies } from './fixtures/replica-world.js';
 
@@ -57,6 +58,14 @@ t.test('a dir replica alone: verified, the same bytes at the documented paths, o
     'preservd_replica_oldest_unverified_seconds{replica="mirror"} 0',
   ]);
   t.match(metrics, `preservd_replica_bytes_copied_total{replica="mirror"} ${bytes}`);
+
+  // The pages show the same to an admin: the copy on the package page, the counts on the overview.
+  const jar = new Jar();
+  t.equal((await logIn(d, jar, d.adminToken)).res.status, 303, 'logged in to the pages');
+  const pkgPage = (await getPage(d, jar, `/packages/${bagId}`)).text;
+  t.match(pkgPage, /<td>mirror<\/td>\s*<td class="replica-verified">verified<\/td>\s*<td><time datetime="\d{4}-/, 'the package page shows the verified copy');
+  const overview = (await getPage(d, jar, '/')).text;
+  t.match(overview, /<td>mirror<\/td>\s*<td class="number">1<\/td>\s*<td class="number">0<\/td>\s*<td class="number">0<\/td>/, 'the overview counts it');
 });
 
 t.test('a regular user sees no replicas; a missing replica folder stops the daemon at start', async (t) => {

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { errorsOf } from '../../catalog/types.js';
+import { summarizeReplicas } from '../../replicas/index.js';
 import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
@@ -35,6 +36,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
       failures: report.failed.slice(0, 5).map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) })),
       audit: lastAudit ?? null,
       packages: visibleCount(ctx, request),
+      replicas: rights.isAdmin ? summarizeReplicas(ctx.catalog, ctx.config.replicas.map((r) => r.name)) : [],
     });
   });
 
@@ -85,6 +87,8 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
       pkg,
       storageVisible,
       storageLocation: storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : null,
+      // Each configured replica and the package's copy there (none yet: pending, as the API says).
+      replicas: storageVisible ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : [],
       payload,
       tags,
       totalBytes: files.reduce((sum, f) => sum + f.size, 0),
