@@ -1,7 +1,7 @@
 /**
  * `npm run bench`: runs every benchmark in this folder, one after another (they measure the
- * machine, so never two at once), each in its own process. `npm run bench -- audit fixity` runs
- * only those. Each prints its own ratios against the limits it measures in the same run.
+ * machine, so never two at once), each in its own process, except the long `scale`. `npm run
+ * bench -- audit fixity` runs only those (`-- scale` that one). Each prints its own ratios against the limits it measures in the same run.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
@@ -13,6 +13,8 @@ const available = readdirSync(here)
   .filter((name) => name.endsWith('.js') && name !== 'run.js' && name !== 'stats.js')
   .map((name) => basename(name, '.js'))
   .sort();
+/** Benchmarks that take long (hours) run only when named: `npm run bench -- scale`. */
+const LONG = ['scale'];
 const wanted = process.argv.slice(2);
 const unknown = wanted.filter((name) => !available.includes(name));
 if (unknown.length > 0) {
@@ -21,7 +23,7 @@ if (unknown.length > 0) {
 }
 
 let failed = 0;
-for (const name of wanted.length > 0 ? wanted : available) {
+for (const name of wanted.length > 0 ? wanted : available.filter((name) => !LONG.includes(name))) {
   console.log(`\n## bench/${name}`);
   const run = spawnSync(process.execPath, [join(here, `${name}.js`)], { stdio: 'inherit' });
   if (run.status !== 0) {

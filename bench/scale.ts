@@ -1,0 +1,411 @@
+/**
+ * A million packages and a 200,000-file bag (`node dist/bench/scale.js [--packages N]
+ * [--bag-files N] [--parts catalog,open,bag] [--json]`; long: run it alone, `npm run bench --
+ * scale`):
+ *
+ * - a catalog of N (default 1,000,000) synthetic packages written through the catalog's own API
+ *   (create, putFiles of 20 records, markStored, one ingestion event each; one in a thousand
+ *   owned by the regular user `solo`), one of 2,040 files, and 1,000 real stored bags; its bytes
+ *   per package;
+ * - daemon start-up on it (spawn → serving; target ≤ 3 s);
+ * - a show of the 2,040-file package with 32 requests in flight, p50/p99 (target p99 ≤ 5 ms);
+ *   the first page of 100 of a list, and one from the middle (target ≤ 10 ms); `solo`'s first
+ *   page and whole list among everyone's; the whole unpaged list streamed: time, and the
+ *   daemon's peak RSS while it streams (target ≤ 200 MB);
+ * - requests created per second through the API (16 clients) with 1,000 and with 100,000 open
+ *   requests already there, and the daemon's RSS after each (target: the same rate, flat RSS);
+ * - a bag of 200,000 small files: `preservd validate` (whole process) against the ingest through
+ *   the daemon (rsync exit → complete → DONE), then its zip download and a full audit of it, the
+ *   daemon's peak RSS over all three (target ≤ 500 MB).
+ *
+ * The machine is shared: figures are medians where there are rounds, and every limit is printed
+ * beside its figure. Everything is written under the OS temporary folder and deleted at the end.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Catalog } from '../src/catalog/catalog.js';
+import { encodeCursor } from '../src/catalog/scan.js';
+import type { FileRecord } from '../src/catalog/types.js';
+import { newCapability } from '../src/ingest/capability.js';
+import { Storage } from '../src/storage/storage.js';
+import { TestDaemon } from '../test/helpers/daemon.js';
+import { createStoredPackage } from '../test/helpers/stored-package.js';
+import { median } from './stats.js';
+
+const MB = 1e6;
+const TARGETS = { showP99Ms: 5, firstPageMs: 10, streamRssMB: 200, startupS: 3, bagRssMB: 500 };
+const TYPES = ['audio', 'bentleyaudio', 'video', 'digital', 'video_game'];
+const args = process.argv.slice(2);
+const option = (name: string, fallback: number) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? Number(args[i + 1]) : fallback;
+};
+const PACKAGES = option('packages', 1_000_000);
+const BAG_FILES = option('bag-files', 200_000);
+const REAL = Math.min(1_000, PACKAGES);
+/** Which parts run: `--parts catalog,open,bag` (default all). */
+const parts = (args.includes('--parts') ? args[args.indexOf('--parts') + 1]! : 'catalog,open,bag').split(',');
+const results: Record<string, unknown> = {};
+const teardowns: Array<() => unknown> = [];
+const t = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
+
+function report(key: string, value: number, unit: string, target?: { limit: number; below: boolean }): void {
+  results[key] = value;
+  const verdict = target === undefined ? '' : `   target ${target.below ? '≤' : '≥'} ${target.limit} ${unit.split(' ')[0]}   ${(target.below ? value <= target.limit : value >= target.limit) ? 'met' : 'MISSED'}`;
+  console.log(`  ${key}: ${value.toFixed(value < 10 ? 2 : 1)} ${unit}${verdict}`);
+}
+
+function status(pid: number, field: 'VmRSS' | 'VmHWM' | 'RssAnon' | 'RssFile'): number {
+  const m = new RegExp(`${field}:\\s+(\\d+) kB`).exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  return Number(m![1]) * 1024;
+}
+
+/**
+ * Samples a process's VmRSS every 20 ms until stopped; returns the peak, and the peak of its
+ * anonymous part (RssAnon: its own memory; the rest is mapped files, mostly catalog pages the
+ * kernel maps around each page read, which the page cache holds anyway).
+ */
+function rssSampler(pid: number): () => number {
+  let peak = status(pid, 'VmRSS');
+  peakAnon = status(pid, 'RssAnon');
+  const timer = setInterval(() => {
+    try {
+      peak = Math.max(peak, status(pid, 'VmRSS'));
+      peakAnon = Math.max(peakAnon, status(pid, 'RssAnon'));
+    } catch {
+      // exited
+    }
+  }, 20);
+  return () => {
+    clearInterval(timer);
+    return peak;
+  };
+}
+/** The anonymous peak of the last sampler. */
+let peakAnon = 0;
+
+const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+// ---------------------------------------------------------------- the catalog
+
+const fileRecord = (path: string, i: number): FileRecord => ({
+  path,
+  size: 1000 + i,
+  crc32: (i * 2654435761 >>> 0).toString(16).padStart(8, '0'),
+  digests: { md5: createHash('md5').update(path).digest('hex'), sha256: createHash('sha256').update(path).digest('hex') },
+});
+
+function syntheticFiles(count: number): FileRecord[] {
+  const files = ['bag-info.txt', 'bagit.txt', 'chipmunk-info.txt', 'manifest-md5.txt', 'manifest-sha256.txt', 'tagmanifest-sha256.txt'].map(fileRecord);
+  const payload = count - files.length;
+  for (let i = 0; i < payload; i++) files.push(fileRecord(`data/${String(Math.floor(i / 100)).padStart(3, '0')}/file-${String(i).padStart(5, '0')}.wav`, i));
+  return files.sort((a, b) => (a.path < b.path ? -1 : 1));
+}
+
+async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; seconds: number }> {
+  const catalog = Catalog.open(dataDir);
+  const storage = new Storage(dataDir);
+  const started = Date.now();
+  const twenty = syntheticFiles(20);
+  const synthetic = PACKAGES - REAL - 1;
+  for (let from = 0; from < synthetic; from += 1_000) {
+    catalog.transaction(() => {
+      for (let i = from; i < Math.min(synthetic, from + 1_000); i++) {
+        const bagId = randomUUID();
+        const user = i % 1_000 === 500 ? 'solo' : `depositor${i % 97}`;
+        catalog.packages.create({ bagId, externalId: `synthetic-${i}`, contentType: TYPES[i % TYPES.length]!, user, capability: newCapability() });
+        catalog.packages.putFiles(bagId, twenty);
+        catalog.packages.markStored(bagId, Storage.storagePath(bagId));
+        catalog.events.add({ bagId, type: 'ingestion', executor: user, outcome: 'success', detail: `stored at ${Storage.storagePath(bagId)}` });
+      }
+    });
+    if (from % 100_000 === 0) process.stdout.write(`  … ${from} packages (${((Date.now() - started) / 1000).toFixed(0)} s)\n`);
+  }
+  const bigBagId = randomUUID();
+  catalog.packages.create({ bagId: bigBagId, externalId: 'big', contentType: 'audio', user: 'solo', capability: newCapability() });
+  catalog.packages.putFiles(bigBagId, syntheticFiles(2_040));
+  catalog.packages.markStored(bigBagId, Storage.storagePath(bigBagId));
+  for (let i = 0; i < REAL; i++) await createStoredPackage(catalog, storage, { user: i % 10 === 0 ? 'solo' : 'depositor1', contentType: TYPES[i % TYPES.length]! });
+  await catalog.close();
+  return { bigBagId, seconds: (Date.now() - started) / 1000 };
+}
+
+// ---------------------------------------------------------------- HTTP load
+
+async function timedGet(url: string, token: string): Promise<{ ms: number; bytes: number; status: number }> {
+  const started = process.hrtime.bigint();
+  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  let bytes = 0;
+  for await (const chunk of res.body!) bytes += (chunk as Uint8Array).length; // counted, not kept
+  return { ms: Number(process.hrtime.bigint() - started) / 1e6, bytes, status: res.status };
+}
+
+/** `total` GETs of `url` with `inFlight` at once; latencies in ms. */
+async function load(url: string, token: string, inFlight: number, total: number): Promise<number[]> {
+  const latencies: number[] = [];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: inFlight }, async () => {
+      while (next++ < total) {
+        const r = await timedGet(url, token);
+        if (r.status !== 200) throw new Error(`${url}: ${r.status}`);
+        latencies.push(r.ms);
+      }
+    }),
+  );
+  return latencies;
+}
+
+/**
+ * The floor for a show: a bare node:http server in its own process answering every request with
+ * the same bytes from memory (the show's body); its port.
+ */
+async function floorServer(body: Buffer): Promise<{ url: string; stop: () => void }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', `
+    import { createServer } from 'node:http';
+    const body = Buffer.from(process.env.BODY, 'base64');
+    const server = createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }); res.end(body); });
+    server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
+  `], { env: { ...process.env, BODY: body.toString('base64') }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const port = await new Promise<string>((ok) => child.stdout.once('data', (d: Buffer) => ok(d.toString().trim())));
+  return { url: `http://127.0.0.1:${port}/`, stop: () => child.kill() };
+}
+
+async function wholeList(d: TestDaemon): Promise<void> {
+  const pid = d.proc.pid!;
+  const rssBefore = status(pid, 'VmRSS');
+  const stop = rssSampler(pid);
+  const whole = await timedGet(`${d.url}/v1/packages`, d.adminToken);
+  const peak = stop();
+  console.log(`the whole unpaged list (${PACKAGES.toLocaleString('en')} packages), from a daemon just started:`);
+  report('whole_list_s', whole.ms / 1000, `s (${(whole.bytes / MB).toFixed(0)} MB, ${(whole.bytes / MB / (whole.ms / 1000)).toFixed(0)} MB/s)`);
+  report('whole_list_daemon_rss_before_mb', rssBefore / MB, 'MB');
+  report('whole_list_daemon_peak_rss_mb', peak / MB, 'MB', { limit: TARGETS.streamRssMB, below: true });
+  report('whole_list_daemon_peak_rss_anon_mb', peakAnon / MB, `MB (its own memory; mapped catalog and code pages after: ${(status(pid, 'RssFile') / MB).toFixed(0)} MB)`);
+}
+
+async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
+  const admin = d.adminToken;
+  const solo = d.addUser('solo');
+  const show = `${d.url}/v1/packages/${bigBagId}`;
+  const body = Buffer.from(await (await fetch(show, { headers: { authorization: `Bearer ${admin}` } })).arrayBuffer());
+  const files = JSON.parse(body.toString()).files.length;
+  const floor = await floorServer(body);
+  const rounds: Array<{ ours: number[]; floor: number[] }> = [];
+  await load(show, admin, 32, 1_000); // warm-up
+  await load(floor.url, admin, 32, 1_000);
+  for (let r = 0; r < 3; r++) rounds.push({ ours: await load(show, admin, 32, 3_000), floor: await load(floor.url, admin, 32, 3_000) });
+  floor.stop();
+  const ours = rounds.flatMap((r) => r.ours);
+  const bare = rounds.flatMap((r) => r.floor);
+  console.log(`show of a package of ${files} payload files (2,040 in all, ${(body.length / 1e3).toFixed(0)} kB), 32 in flight, 3 rounds of 3,000 against a bare node:http server sending the same bytes:`);
+  report('show_p50_ms', percentile(ours, 50), 'ms');
+  report('show_p99_ms', percentile(ours, 99), 'ms', { limit: TARGETS.showP99Ms, below: true });
+  report('floor_p50_ms', percentile(bare, 50), 'ms (bare node:http, same body)');
+  report('floor_p99_ms', percentile(bare, 99), 'ms');
+  report('show_to_floor_p50', median(rounds.map((r) => percentile(r.ours, 50) / percentile(r.floor, 50))), '× (median of per-round ratios)');
+
+  const page = async (path: string, token: string) => {
+    await load(`${d.url}${path}`, token, 1, 50);
+    const xs = await load(`${d.url}${path}`, token, 1, 300);
+    return { p50: percentile(xs, 50), p99: percentile(xs, 99) };
+  };
+  console.log(`pages of 100 among ${PACKAGES.toLocaleString('en')} packages (one at a time, 300 requests each):`);
+  const first = await page('/v1/packages?limit=100', admin);
+  report('first_page_p50_ms', first.p50, 'ms');
+  report('first_page_p99_ms', first.p99, 'ms', { limit: TARGETS.firstPageMs, below: true });
+  const middle = await page(`/v1/packages?limit=100&after=${encodeCursor(Math.floor(PACKAGES / 2))}`, admin);
+  report('middle_page_p50_ms', middle.p50, 'ms');
+  report('content_type_page_p50_ms', (await page('/v1/packages?limit=100&content_type=video', admin)).p50, 'ms');
+  report('events_page_p50_ms', (await page('/v1/events?limit=100', admin)).p50, 'ms');
+  const soloFirst = await page('/v1/packages?limit=100', solo);
+  report('regular_user_first_page_p50_ms', soloFirst.p50, 'ms');
+  report('regular_user_first_page_p99_ms', soloFirst.p99, 'ms', { limit: TARGETS.firstPageMs, below: true });
+  const soloWhole = await timedGet(`${d.url}/v1/packages`, solo);
+  report('regular_user_whole_list_ms', soloWhole.ms, `ms (${(soloWhole.bytes / MB).toFixed(1)} MB, their ${Math.round(PACKAGES / 1000) + REAL / 10 + 1} packages)`);
+}
+
+// ---------------------------------------------------------------- open requests
+
+/** A data directory with `open` open requests (catalog records and landing folders, as the API makes them). */
+async function withOpenRequests(open: number): Promise<string> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'preservd-scale-open-'));
+  teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
+  const catalog = Catalog.open(dataDir);
+  mkdirSync(join(dataDir, 'landing'), { recursive: true, mode: 0o700 });
+  for (let from = 0; from < open; from += 5_000) {
+    const caps: string[] = [];
+    catalog.transaction(() => {
+      for (let i = from; i < Math.min(open, from + 5_000); i++) {
+        const capability = newCapability();
+        catalog.packages.create({ bagId: randomUUID(), externalId: `open-${i}`, contentType: 'audio', user: 'admin', capability });
+        caps.push(capability);
+      }
+    });
+    for (const cap of caps) mkdirSync(join(dataDir, 'landing', cap), { mode: 0o700 });
+  }
+  await catalog.close();
+  return dataDir;
+}
+
+/** Requests created per second through the API, 16 clients, `n` of them. */
+async function createRate(d: TestDaemon, n: number): Promise<number> {
+  let next = 0;
+  const started = Date.now();
+  await Promise.all(
+    Array.from({ length: 16 }, async () => {
+      while (next++ < n) {
+        const res = await fetch(`${d.url}/v1/requests`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${d.adminToken}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ bag_id: randomUUID(), external_id: `new-${randomUUID()}`, content_type: 'video' }),
+        });
+        await res.arrayBuffer();
+        if (res.status !== 201) throw new Error(`create: ${res.status}`);
+      }
+    }),
+  );
+  return n / ((Date.now() - started) / 1000);
+}
+
+/** Two daemons, 1,000 and 100,000 open requests; rounds of 500 creations alternate between them. */
+async function openRequests(): Promise<void> {
+  const sizes = [1_000, 100_000] as const;
+  const daemons: TestDaemon[] = [];
+  for (const open of sizes) daemons.push(await TestDaemon.start(t, { dataDir: await withOpenRequests(open), keepDataDir: true, config: { logLevel: 'error' } }));
+  for (const d of daemons) await createRate(d, 500); // warm-up: the first writes map the catalog's pages
+  const rates: number[][] = [[], []];
+  for (let round = 0; round < 4; round++) for (const i of [0, 1]) rates[i]!.push(await createRate(daemons[i]!, 500));
+  console.log('requests created through the API, 16 clients, 4 alternating rounds of 500 after 500 of warm-up:');
+  for (const i of [0, 1]) {
+    const pid = daemons[i]!.proc.pid!;
+    report(`requests_per_s_at_${sizes[i]}`, median(rates[i]!), `requests/s with ${sizes[i]!.toLocaleString('en')} open (rounds: ${rates[i]!.map((r) => r.toFixed(0)).join(', ')})`);
+    report(`daemon_rss_anon_mb_at_${sizes[i]}`, status(pid, 'RssAnon') / MB, `MB (its own memory; VmRSS ${(status(pid, 'VmRSS') / MB).toFixed(0)} MB with mapped catalog and code pages)`);
+  }
+  report('requests_rate_100k_to_1k', median(rates[1]!.map((r, i) => r / rates[0]![i]!)), '× (median of per-round ratios; target about 1)');
+  for (const d of daemons) await d.stop();
+}
+
+// ---------------------------------------------------------------- the 200,000-file bag
+
+function writeBag(dir: string, files: number, bagId: string, externalId: string): number {
+  const manifest = openSync(join(dir, 'manifest-sha256.txt.tmp'), 'w');
+  let bytes = 0;
+  for (let i = 0; i < files; i++) {
+    const rel = `data/d${String(Math.floor(i / 1000)).padStart(3, '0')}/f${String(i).padStart(6, '0')}.txt`;
+    if (i % 1000 === 0) mkdirSync(join(dir, rel, '..'), { recursive: true });
+    const content = `file ${i} of a large bag ${randomBytes(8).toString('hex')}\n`;
+    writeFileSync(join(dir, rel), content);
+    bytes += Buffer.byteLength(content);
+    writeSync(manifest, `${createHash('sha256').update(content).digest('hex')}  ${rel}\n`);
+  }
+  closeSync(manifest);
+  spawnSync('mv', [join(dir, 'manifest-sha256.txt.tmp'), join(dir, 'manifest-sha256.txt')]);
+  const tags: Record<string, string> = {
+    'bagit.txt': 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n',
+    'bag-info.txt': `Payload-Oxum: ${bytes}.${files}\nBagging-Date: 2026-11-25\n`,
+    'chipmunk-info.txt': `External-Identifier: ${externalId}\nChipmunk-Content-Type: digital\nBag-ID: ${bagId}\n`,
+  };
+  for (const [name, text] of Object.entries(tags)) writeFileSync(join(dir, name), text);
+  const tagManifest = ['bagit.txt', 'bag-info.txt', 'chipmunk-info.txt', 'manifest-sha256.txt']
+    .map((name) => `${createHash('sha256').update(readFileSync(join(dir, name))).digest('hex')}  ${name}\n`)
+    .join('');
+  writeFileSync(join(dir, 'tagmanifest-sha256.txt'), tagManifest);
+  return bytes;
+}
+
+async function hugeBag(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'preservd-scale-bag-'));
+  teardowns.push(() => rmSync(root, { recursive: true, force: true }));
+  const bagDir = join(root, 'bag');
+  mkdirSync(bagDir);
+  const bagId = randomUUID();
+  const externalId = `huge-${bagId.slice(0, 8)}`;
+  const bytes = writeBag(bagDir, BAG_FILES, bagId, externalId);
+  console.log(`a bag of ${BAG_FILES.toLocaleString('en')} files (${(bytes / MB).toFixed(1)} MB of payload):`);
+  spawnSync('cat', ['manifest-sha256.txt'], { cwd: bagDir, stdio: 'ignore' });
+
+  const validate = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, join(process.cwd(), 'dist/src/cli.js'), 'validate', bagDir], { encoding: 'utf8' });
+  if (validate.status !== 0) throw new Error(`validate: ${validate.stdout}${validate.stderr}`);
+  const [validateS, validateKb] = validate.stderr.trim().split('\n').at(-1)!.split(' ').map(Number) as [number, number];
+  report('bag_validate_s', validateS, `s (preservd validate, whole process, peak RSS ${(validateKb * 1024 / MB).toFixed(0)} MB)`);
+
+  const d = await TestDaemon.start(t, { config: { logLevel: 'error', upload: { quietMs: 2000 } } });
+  const token = d.adminToken;
+  const pid = d.proc.pid!;
+  const request = await d.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: 'digital' });
+  const rsync = spawnSync('rsync', ['-rt', '--chmod=ug=rwX,o=', `${bagDir}/`, request.upload_link], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (rsync.status !== 0) throw new Error(`rsync: ${rsync.stderr}`);
+  const stop = rssSampler(pid);
+  const started = Date.now();
+  const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token });
+  const item = await d.waitForQueueItem(complete.json.id, token, 3_600_000);
+  if (item.status !== 'DONE') throw new Error(`ingest: ${JSON.stringify(item).slice(0, 500)}`);
+  const ingestS = (Date.now() - started) / 1000;
+  report('bag_ingest_s', ingestS, 's (rsync exit → complete → DONE)');
+  report('bag_ingest_to_validate', ingestS / validateS, '×');
+  const ingestPeak = status(pid, 'VmHWM');
+
+  const zipStarted = Date.now();
+  const zip = await timedGet(`${d.url}/v1/packages/${bagId}/download`, token);
+  if (zip.status !== 200) throw new Error(`zip: ${zip.status}`);
+  report('bag_zip_s', (Date.now() - zipStarted) / 1000, `s (${(zip.bytes / MB).toFixed(0)} MB)`);
+
+  const auditStarted = Date.now();
+  const audit = await d.request('POST', '/v1/audits', { token });
+  for (;;) {
+    const a = await d.request('GET', audit.headers.get('location')!, { token });
+    if (a.json.finished_at !== null) {
+      if (a.json.failures.length > 0) throw new Error('the audit failed');
+      break;
+    }
+    await sleep(500);
+  }
+  report('bag_audit_s', (Date.now() - auditStarted) / 1000, 's');
+  const peak = stop();
+  report('bag_daemon_peak_rss_ingest_mb', ingestPeak / MB, 'MB (VmHWM after the ingest)');
+  report('bag_daemon_peak_rss_mb', Math.max(peak, status(pid, 'VmHWM')) / MB, 'MB (ingest, zip and audit)', { limit: TARGETS.bagRssMB, below: true });
+  report('bag_daemon_peak_rss_anon_mb', peakAnon / MB, 'MB (its own memory, ingest, zip and audit)');
+  await d.stop();
+}
+
+// ---------------------------------------------------------------- main
+
+async function main(): Promise<void> {
+  console.log(`bench/scale: ${PACKAGES.toLocaleString('en')} packages, a bag of ${BAG_FILES.toLocaleString('en')} files; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  if (parts.includes('catalog')) {
+    const dataDir = mkdtempSync(join(tmpdir(), 'preservd-scale-'));
+    teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
+    const { bigBagId, seconds } = await buildCatalog(dataDir);
+    const catalogBytes = statSync(join(dataDir, 'catalog', 'data.mdb')).size;
+    console.log(`catalog built in ${seconds.toFixed(0)} s:`);
+    report('catalog_bytes_per_package', catalogBytes / PACKAGES, `bytes (${(catalogBytes / 1e9).toFixed(2)} GB in all; 20 file records each)`);
+
+    const startups: number[] = [];
+    let daemon: TestDaemon | undefined;
+    for (let i = 0; i < 3; i++) {
+      await daemon?.stop();
+      const started = Date.now();
+      daemon = await TestDaemon.start(t, { dataDir, keepDataDir: true, config: { logLevel: 'error' } });
+      startups.push((Date.now() - started) / 1000);
+    }
+    report('startup_s', median(startups), `s (median of 3)`, { limit: TARGETS.startupS, below: true });
+    console.log(`  (start-ups: ${startups.map((s) => s.toFixed(2)).join(', ')} s)`);
+    await wholeList(daemon!);
+    await lists(daemon!, bigBagId);
+    await daemon!.stop();
+  }
+  if (parts.includes('open')) await openRequests();
+  if (parts.includes('bag')) await hugeBag();
+  if (args.includes('--json')) console.log(JSON.stringify(results));
+}
+
+try {
+  await main();
+} finally {
+  for (const fn of teardowns.reverse()) await fn();
+}
