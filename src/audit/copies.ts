@@ -37,7 +37,7 @@ export async function auditCopies(catalog: Catalog, replicas: AuditedReplicas, b
   return findings;
 }
 
-export interface CopyCheckOptions {
+interface CopyCheckOptions {
   signal?: AbortSignal | undefined;
   /** Read rate limit of audits of a replica, bytes per second (0: none). */
   bytesPerSec: (replica: string) => number;

@@ -125,14 +125,18 @@ t.test('waitForQuiet waits while files keep being written, then resolves', async
 
   // The invariant, whatever the machine's load: it resolves only after quietMs without a write.
   // (On a loaded machine the writer itself may pause longer than quietMs; that is quiet too.)
+  // The first write lands before the wait begins: until then the folder may already have been
+  // quiet for quietMs (the watcher's start can take that long under load), and resolving at
+  // once would be right.
+  await writeFile(join(landing, cap, 'f0'), Buffer.alloc(1000, 0));
   let lastWrite = Date.now();
-  let writes = 0;
+  let writes = 1;
   const writer = (async () => {
-    for (let i = 0; i < 15; i++) {
+    for (let i = 1; i < 15; i++) {
+      await sleep(100);
       await writeFile(join(landing, cap, `f${i}`), Buffer.alloc(1000, i));
       lastWrite = Date.now();
       writes += 1;
-      await sleep(100);
     }
   })();
   const quietMs = 400;
