@@ -26,8 +26,9 @@ import { UserStore } from './users.js';
  * Bumped whenever the stored shapes change; `migrate()` brings older catalogs forward.
  * 2: indexes by owner, content type and state (packages, events, queue), payload lists kept as
  * JSON, and each stored package's verification state (fixity.ts).
+ * 3: an index of FAILED queue items (the overview counts them without reading the queue).
  */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** Records migrated per transaction: a big catalog is carried forward in bounded steps. */
 const MIGRATION_BATCH = 5_000;
@@ -135,13 +136,26 @@ export class Catalog implements Transactor {
     // Version 0 is an empty catalog: nothing to carry forward. From 1, the indexes are built in
     // batches; the version is written last, so an interrupted migration simply runs again.
     if (found === 1) this.buildIndexes();
+    else if (found === 2) this.indexQueue();
     this.transaction(() => {
       this.meta.put('schemaVersion', SCHEMA_VERSION);
       if (this.meta.get('createdAt') === undefined) this.meta.put('createdAt', Date.now());
     });
   }
 
-  /** Schema 1 → 2: every index, payload list and verification state from the records. */
+  /** Schema 2 → 3: the queue's indexes again, the FAILED one with them (each put is idempotent). */
+  private indexQueue(): void {
+    for (let after = 0, done = false; !done; ) {
+      done = this.transaction(() => {
+        const batch = this.queue.everyRecord(after, MIGRATION_BATCH);
+        for (const item of batch) this.queue.putIndexes(item);
+        after = batch.at(-1)?.id ?? after;
+        return batch.length < MIGRATION_BATCH;
+      });
+    }
+  }
+
+  /** Schema 1 → 3: every index, payload list and verification state from the records. */
   private buildIndexes(): void {
     for (let after = 0, done = false; !done; ) {
       done = this.transaction(() => {

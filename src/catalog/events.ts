@@ -4,7 +4,7 @@
  * a caller may see reads only theirs.
  */
 import type { Database, RootDatabase } from 'lmdb';
-import { EVERYTHING, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
+import { EVERYTHING, indexRange, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { PreservationEvent } from './types.js';
 
@@ -56,9 +56,7 @@ export class EventStore {
     const bagId = query.bagId;
     const keys =
       bagId !== undefined
-        ? (function* (index) {
-            for (const key of index.getKeys({ start: [bagId, after + 1], end: [bagId, Infinity] })) yield key[1];
-          })(this.byPackage)
+        ? indexRange(this.byPackage, bagId, { after })
         : keysInScope(query.scope ?? EVERYTHING, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.events.getKeys({ start: a + 1 }), after);
     return takePage(keys, limit, (id) => this.events.get(id));
   }

@@ -8,7 +8,7 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { FixityStore } from './fixity.js';
 import { fitsKey } from './keys.js';
-import { EVERYTHING, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
+import { EVERYTHING, indexRange, keysInScope, keysInScopeNewestFirst, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { FileRecord, Package } from './types.js';
 
@@ -121,8 +121,8 @@ export class PackageStore {
     const limit = Math.min(query.limit ?? MAX_PAGE, MAX_PAGE);
     const { contentType, stored } = query;
     let keys: Iterable<number>;
-    if (scope.kind === 'all' && contentType !== undefined) keys = this.indexKeys(this.byContentType, contentType, after);
-    else if (scope.kind === 'all' && stored !== undefined) keys = this.indexKeys(this.byState, stateOf(stored), after);
+    if (scope.kind === 'all' && contentType !== undefined) keys = indexRange(this.byContentType, contentType, { after });
+    else if (scope.kind === 'all' && stored !== undefined) keys = indexRange(this.byState, stateOf(stored), { after });
     else keys = keysInScope(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.order.getKeys({ start: a + 1 }), after);
     return takePage(keys, limit, (seq) => this.bySeq(seq), (pkg) =>
       (contentType === undefined || pkg.contentType === contentType) && (stored === undefined || pkg.stored === stored),
@@ -137,6 +137,25 @@ export class PackageStore {
       yield* page.items;
       if (page.next === undefined) return;
       after = page.next;
+    }
+  }
+
+  /**
+   * The packages `query.scope` may see, newest first, below the sequence number `before` (the
+   * pages' search shows the latest deposits first), each with its sequence number to continue
+   * from. Lazy: a caller that stops early reads nothing further.
+   */
+  *newestFirst(query: { scope?: Scope | undefined; contentType?: string | undefined; before?: number | undefined } = {}): Generator<{ seq: number; pkg: Package }> {
+    const scope = query.scope ?? EVERYTHING;
+    const before = query.before ?? Number.MAX_SAFE_INTEGER;
+    const { contentType } = query;
+    const keys =
+      scope.kind === 'all' && contentType !== undefined
+        ? indexRange(this.byContentType, contentType, { before })
+        : keysInScopeNewestFirst(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, (b) => this.order.getKeys({ start: b - 1, end: 0, reverse: true }), before);
+    for (const seq of keys) {
+      const pkg = this.bySeq(seq);
+      if (pkg !== undefined && (contentType === undefined || pkg.contentType === contentType)) yield { seq, pkg };
     }
   }
 
@@ -177,9 +196,6 @@ export class PackageStore {
     return bagId === undefined ? undefined : this.get(bagId);
   }
 
-  private *indexKeys<N extends string | number>(index: Database<string, [N, number]>, name: N, after: number): Generator<number> {
-    for (const key of index.getKeys({ start: [name, after + 1], end: [name, Infinity] })) yield key[1];
-  }
 
   /**
    * Records the files of a package about to be stored (the ingest's intent, written before the

@@ -4,7 +4,7 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { Audience } from './events.js';
-import { EVERYTHING, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
+import { EVERYTHING, indexRange, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { IngestStage, StoredProblem, QueueItem } from './types.js';
 
@@ -17,6 +17,8 @@ export class QueueStore {
   private readonly byContentType: Database<null, [string, number]>;
   /** Ids of PENDING items: the ingest worker's and the metrics' view, without a scan. */
   private readonly pendingIds: Database<null, number>;
+  /** Ids of FAILED items: the overview's count and latest failures, without a scan. */
+  private readonly failedIds: Database<null, number>;
 
   constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number, private readonly audience: Audience) {
     this.items = root.openDB({ name: 'queue' });
@@ -24,6 +26,7 @@ export class QueueStore {
     this.byOwner = root.openDB({ name: 'queueByOwner' });
     this.byContentType = root.openDB({ name: 'queueByContentType' });
     this.pendingIds = root.openDB({ name: 'queuePending' });
+    this.failedIds = root.openDB({ name: 'queueFailed' });
   }
 
   get(id: number): QueueItem | undefined {
@@ -69,13 +72,15 @@ export class QueueStore {
       const next = { ...current, ...patch, updatedAt: Date.now() };
       this.items.put(id, next);
       if (next.status !== 'PENDING') this.pendingIds.remove(id);
+      if (next.status === 'FAILED') this.failedIds.put(id, null);
       return next;
     });
   }
 
-  /** The owner, content-type and PENDING index entries of an item (also rebuilt by the migration). */
+  /** The owner, content-type, PENDING and FAILED index entries of an item (also rebuilt by the migration). */
   putIndexes(item: QueueItem): void {
     if (item.status === 'PENDING') this.pendingIds.put(item.id, null);
+    if (item.status === 'FAILED') this.failedIds.put(item.id, null);
     const audience = this.audience(item.bagId);
     if (audience === undefined) return;
     this.byOwner.put([audience.user, item.id], null);
@@ -89,16 +94,38 @@ export class QueueStore {
     const bagId = query.bagId;
     const keys =
       bagId !== undefined
-        ? (function* (index) {
-            for (const key of index.getKeys({ start: [bagId, after + 1], end: [bagId, Infinity] })) yield key[1];
-          })(this.byPackage)
+        ? indexRange(this.byPackage, bagId, { after })
         : keysInScope(query.scope ?? EVERYTHING, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.items.getKeys({ start: a + 1 }), after);
     return takePage(keys, limit, (id) => this.items.get(id));
   }
 
-  /** Every item, oldest first (chipmunk's status report reads them all). */
-  *list(): Generator<QueueItem> {
-    for (const { value } of this.items.getRange()) yield value;
+  /**
+   * Every item `scope` may see, oldest first (chipmunk's status report reads them all): for a
+   * regular caller only its owner and content-type index ranges.
+   */
+  *list(scope: Scope = EVERYTHING): Generator<QueueItem> {
+    if (scope.kind === 'all') {
+      for (const { value } of this.items.getRange()) yield value;
+      return;
+    }
+    for (const id of keysInScope(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, () => [], 0)) {
+      const item = this.items.get(id);
+      if (item !== undefined) yield item;
+    }
+  }
+
+  /** How many items there are in all and in each final state, counted in indexes. */
+  counts(): { total: number; pending: number; failed: number } {
+    const entries = (db: Database<unknown, number>) => (db.getStats() as { entryCount: number }).entryCount;
+    return { total: entries(this.items), pending: entries(this.pendingIds), failed: entries(this.failedIds) };
+  }
+
+  /** FAILED items, newest first (by id), read from their index until the caller stops. */
+  *failedNewestFirst(): Generator<QueueItem> {
+    for (const id of this.failedIds.getKeys({ reverse: true })) {
+      const item = this.items.get(id);
+      if (item?.status === 'FAILED') yield item;
+    }
   }
 
   /** Every item, oldest first, `batch` at a time after `after` (the migration's walk). */
@@ -117,6 +144,6 @@ export class QueueStore {
   }
 
   depth(): number {
-    return (this.pendingIds.getStats() as { entryCount: number }).entryCount;
+    return this.counts().pending;
   }
 }

@@ -39,40 +39,58 @@ export interface ScopeIndexes {
  */
 export function keysInScope(scope: Scope, indexes: ScopeIndexes, all: (after: number) => Iterable<number>, after: number): Iterable<number> {
   if (scope.kind === 'all') return all(after);
-  const ranges = [
-    ...[...new Set(scope.users)].map((u) => indexRange(indexes.byOwner, u, after)),
-    ...[...new Set(scope.contentTypes)].map((c) => indexRange(indexes.byContentType, c, after)),
-  ];
-  return mergeAscending(ranges);
+  return merge(rangesOf(scope, indexes, (index, name) => indexRange(index, name, { after })), 'ascending');
 }
 
-/** The keys of one `[name, key]` index range, after `after`. */
-function* indexRange(index: Database<unknown, [string, number]>, name: string, after: number): Generator<number> {
-  for (const key of index.getKeys({ start: [name, after + 1], end: [name, Infinity] })) yield key[1];
+/**
+ * The same keys newest first (descending), below `before`: what a search that shows the latest
+ * first reads, stopping when its page is full.
+ */
+export function keysInScopeNewestFirst(scope: Scope, indexes: ScopeIndexes, all: (before: number) => Iterable<number>, before: number): Iterable<number> {
+  if (scope.kind === 'all') return all(before);
+  return merge(rangesOf(scope, indexes, (index, name) => indexRange(index, name, { before })), 'descending');
 }
 
-/** Ascending sequences merged into one ascending sequence, each value once. */
-function* mergeAscending(sources: Iterable<number>[]): Generator<number> {
+function rangesOf(scope: Scope & { kind: 'some' }, indexes: ScopeIndexes, range: (index: ScopeIndexes['byOwner'], name: string) => Iterable<number>): Iterable<number>[] {
+  return [...[...new Set(scope.users)].map((u) => range(indexes.byOwner, u)), ...[...new Set(scope.contentTypes)].map((c) => range(indexes.byContentType, c))];
+}
+
+/** The keys of one `[name, key]` index range: ascending after `after`, or descending below `before`. */
+export function* indexRange<N extends string | number>(
+  index: Database<unknown, [N, number]>,
+  name: N,
+  bound: { after: number } | { before: number },
+): Generator<number> {
+  const range =
+    'after' in bound
+      ? { start: [name, bound.after + 1], end: [name, Infinity] }
+      : { start: [name, bound.before - 1], end: [name, 0], reverse: true }; // order keys start at 1
+  for (const key of index.getKeys(range)) yield key[1];
+}
+
+/** Sorted sequences (all ascending or all descending) merged into one, each value once. */
+function* merge(sources: Iterable<number>[], order: 'ascending' | 'descending'): Generator<number> {
   if (sources.length === 1) {
     yield* sources[0]!;
     return;
   }
+  const first = (a: number, b: number) => (order === 'ascending' ? a < b : a > b);
   const heads: Array<{ value: number; it: Iterator<number> }> = [];
   for (const source of sources) {
     const it = source[Symbol.iterator]();
-    const first = it.next();
-    if (first.done !== true) heads.push({ value: first.value, it });
+    const step = it.next();
+    if (step.done !== true) heads.push({ value: step.value, it });
   }
-  let last = -Infinity;
+  let last = NaN;
   while (heads.length > 0) {
     // A handful of sources (one per owner or granted content type): a linear minimum is enough.
-    let min = 0;
-    for (let i = 1; i < heads.length; i++) if (heads[i]!.value < heads[min]!.value) min = i;
-    const head = heads[min]!;
+    let next = 0;
+    for (let i = 1; i < heads.length; i++) if (first(heads[i]!.value, heads[next]!.value)) next = i;
+    const head = heads[next]!;
     if (head.value !== last) yield head.value;
     last = head.value;
     const step = head.it.next();
-    if (step.done === true) heads.splice(min, 1);
+    if (step.done === true) heads.splice(next, 1);
     else head.value = step.value;
   }
 }

@@ -7,6 +7,7 @@ import type { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Package, QueueItem } from '../catalog/types.js';
 import { badRequest } from './errors.js';
+import { scopeFor } from './routes/access.js';
 
 export interface ReportItem {
   item: QueueItem;
@@ -19,11 +20,14 @@ export interface QueueReport {
   failed: ReportItem[];
 }
 
-/** `before`/`after`: epoch ms, strict bounds on `updated_at`. */
+/**
+ * `before`/`after`: epoch ms, strict bounds on `updated_at`. A regular caller's report reads only
+ * its scope's index ranges; an admin's reads the whole queue, as chipmunk's report does.
+ */
 export function queueReport(catalog: Catalog, rights: Access, bounds: { before?: number | undefined; after?: number | undefined }): QueueReport {
   const report: QueueReport = { done: [], pending: [], failed: [] };
   const packages = new Map<string, Package | undefined>();
-  for (const item of catalog.queue.list()) {
+  for (const item of catalog.queue.list(scopeFor(rights))) {
     if (bounds.before !== undefined && !(item.updatedAt < bounds.before)) continue;
     if (bounds.after !== undefined && !(item.updatedAt > bounds.after)) continue;
     if (!packages.has(item.bagId)) packages.set(item.bagId, catalog.packages.get(item.bagId));
@@ -34,6 +38,35 @@ export function queueReport(catalog: Catalog, rights: Access, bounds: { before?:
   const newestFirst = (a: ReportItem, b: ReportItem) => b.item.updatedAt - a.item.updatedAt || b.item.id - a.item.id;
   for (const list of [report.done, report.pending, report.failed]) list.sort(newestFirst);
   return report;
+}
+
+/** The overview's part of the report: counts by outcome and the latest failed attempts. */
+export interface QueueSummary {
+  counts: { done: number; pending: number; failed: number };
+  /** The latest failed attempts (by queue id), newest first, at most `latest`. */
+  failures: ReportItem[];
+}
+
+/**
+ * Counts and latest failures of what the caller may see. Whoever sees everything gets them from
+ * the queue's indexes, whatever its size; a regular caller's come from its own report.
+ */
+export function queueSummary(catalog: Catalog, rights: Access, latest: number): QueueSummary {
+  if (rights.visibility.everything) {
+    const { total, pending, failed } = catalog.queue.counts();
+    const failures: ReportItem[] = [];
+    for (const item of catalog.queue.failedNewestFirst()) {
+      if (failures.length === latest) break;
+      const pkg = catalog.packages.get(item.bagId);
+      if (pkg !== undefined) failures.push({ item, pkg });
+    }
+    return { counts: { done: total - pending - failed, pending, failed }, failures };
+  }
+  const report = queueReport(catalog, rights, {});
+  return {
+    counts: { done: report.done.length, pending: report.pending.length, failed: report.failed.length },
+    failures: [...report.failed].sort((a, b) => b.item.id - a.item.id).slice(0, latest),
+  };
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}(?:[Tt ]\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?)?(?:[Zz]|[+-]\d{2}:\d{2})?$/;

@@ -1,5 +1,5 @@
 /**
- * Schema 1 → 2: a catalog written in the old shapes (no owner, content-type or state indexes, no
+ * Schema 1 → 3 and 2 → 3: a catalog written in the old shapes (no owner, content-type or state indexes, no
  * payload lists, no verification states) is carried forward when opened, in bounded batches, and
  * every list then reads its indexes.
  */
@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { open } from 'lmdb';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { Catalog, SCHEMA_VERSION } from '../../src/catalog/catalog.js';
 import type { FileRecord, Package, PreservationEvent, QueueItem } from '../../src/catalog/types.js';
 
@@ -37,7 +37,7 @@ async function writeOldCatalog(dataDir: string, n: number): Promise<{ packages: 
       order.put(seq, bagId);
       byCapability.put(pkg.capability, bagId);
       out.packages.push(pkg);
-      const item: QueueItem = { id: ++queueId, bagId, status: stored ? 'DONE' : 'PENDING', stage: stored ? 'finished' : 'waiting', user: pkg.user, createdAt: at, updatedAt: at };
+      const item: QueueItem = { id: ++queueId, bagId, status: stored ? 'DONE' : seq % 7 === 0 ? 'FAILED' : 'PENDING', stage: stored || seq % 7 === 0 ? 'finished' : 'waiting', user: pkg.user, createdAt: at, updatedAt: at };
       if (seq % 5 !== 1) {
         queue.put(item.id, item);
         queueByPackage.put([bagId, item.id], null);
@@ -67,7 +67,7 @@ async function writeOldCatalog(dataDir: string, n: number): Promise<{ packages: 
   return out;
 }
 
-t.test('a schema-1 catalog gets its indexes, payload lists and verification states', async (t) => {
+t.test('a schema-1 catalog gets its indexes, payload lists and verification states, through schema 3', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   // More than one migration batch (5,000 records).
@@ -75,7 +75,7 @@ t.test('a schema-1 catalog gets its indexes, payload lists and verification stat
   const catalog = Catalog.open(dir);
   t.teardown(() => catalog.close());
   t.equal(catalog.schemaVersion, SCHEMA_VERSION);
-  t.equal(SCHEMA_VERSION, 2);
+  t.equal(SCHEMA_VERSION, 3);
 
   const ids = (pkgs: Iterable<Package>) => [...pkgs].map((p) => p.bagId);
   const alice = { kind: 'some', users: ['alice'], contentTypes: [] } as const;
@@ -104,6 +104,7 @@ t.test('a schema-1 catalog gets its indexes, payload lists and verification stat
   t.same(aliceEvents.items.map((e) => e.id), old.events.filter((e) => old.packages.find((p) => p.bagId === e.bagId)!.user === 'alice').slice(0, 1000).map((e) => e.id), "alice's events by the owner index");
   t.same(catalog.queue.pending().map((i) => i.id), old.queue.filter((i) => i.status === 'PENDING').map((i) => i.id), 'PENDING items from their index');
   t.equal(catalog.queue.depth(), old.queue.filter((i) => i.status === 'PENDING').length);
+  assertQueueCounts(t, catalog, old.queue);
   const bobQueue = catalog.queue.page({ scope: { kind: 'some', users: ['bob'], contentTypes: [] }, limit: 5 });
   t.same(bobQueue.items.map((i) => i.id), old.queue.filter((i) => old.packages.find((p) => p.bagId === i.bagId)!.user === 'bob').slice(0, 5).map((i) => i.id));
 
@@ -111,4 +112,32 @@ t.test('a schema-1 catalog gets its indexes, payload lists and verification stat
   const created = catalog.packages.create({ bagId: randomUUID(), externalId: 'after', contentType: 'audio', user: 'alice', capability: randomBytes(16).toString('hex') });
   t.ok('created' in created);
   t.equal(ids(catalog.packages.list({ scope: alice })).at(-1), 'created' in created ? created.created.bagId : '');
+});
+
+/** The queue's counts and newest failures, from the indexes, as the records say. */
+function assertQueueCounts(t: Test, catalog: Catalog, queue: QueueItem[]): void {
+  const failed = queue.filter((i) => i.status === 'FAILED');
+  t.ok(failed.length > 100, 'the catalog has failures to count');
+  t.same(catalog.queue.counts(), { total: queue.length, pending: queue.filter((i) => i.status === 'PENDING').length, failed: failed.length }, 'counts from the indexes');
+  t.same([...catalog.queue.failedNewestFirst()].slice(0, 3).map((i) => i.id), failed.slice(-3).reverse().map((i) => i.id), 'newest failures first');
+}
+
+t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const old = await writeOldCatalog(dir, 6_000);
+  await Catalog.open(dir).close(); // 1 → 3
+  // Back to what schema 2 had: no FAILED index.
+  const root = open({ path: join(dir, 'catalog'), maxDbs: 64, compression: false });
+  const failedIndex = root.openDB({ name: 'queueFailed' });
+  const meta = root.openDB({ name: 'meta' });
+  await root.transaction(() => {
+    failedIndex.clearSync();
+    meta.put('schemaVersion', 2);
+  });
+  await root.close();
+  const catalog = Catalog.open(dir);
+  t.teardown(() => catalog.close());
+  t.equal(catalog.schemaVersion, 3);
+  assertQueueCounts(t, catalog, old.queue);
 });

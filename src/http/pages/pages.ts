@@ -9,15 +9,15 @@ import { errorsOf } from '../../catalog/types.js';
 import { summarizeReplicas } from '../../replicas/index.js';
 import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
+import { decodeCursor } from '../../catalog/scan.js';
 import { badRequest, forbidden, notFound } from '../errors.js';
-import { parseTime, queueReport } from '../queue-report.js';
-import { loadPackage, visibleCount, visiblePackages } from '../routes/access.js';
+import { parseTime, queueReport, queueSummary } from '../queue-report.js';
+import { loadPackage, scopeFor, visibleCount } from '../routes/access.js';
+import { searchPackages, SEARCH_BUDGET } from './search.js';
 import { errorText } from '../views.js';
 import { renderPage } from './site.js';
 
 const PAGE = { config: { page: true }, schema: { hide: true } } as const;
-/** Packages per page of the search. */
-const PAGE_SIZE = 50;
 
 /** Characters a path segment may hold as they are in a URL. */
 const URL_SAFE = /^[A-Za-z0-9._~/-]*$/;
@@ -29,11 +29,11 @@ const fileUrl = (bagId: string, path: string) =>
 export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get('/', PAGE, async (request, reply) => {
     const rights = access(request);
-    const report = queueReport(ctx.catalog, rights, {});
-    const lastAudit = rights.isAdmin ? [...ctx.catalog.audits.list()].at(-1) : undefined;
+    const summary = queueSummary(ctx.catalog, rights, 5);
+    const lastAudit = rights.isAdmin ? ctx.catalog.audits.latest() : undefined;
     return renderPage(request, reply, 'overview', { title: 'Overview', section: 'overview' }, {
-      counts: { done: report.done.length, pending: report.pending.length, failed: report.failed.length },
-      failures: report.failed.slice(0, 5).map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) })),
+      counts: summary.counts,
+      failures: summary.failures.map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) })),
       audit: lastAudit ?? null,
       packages: visibleCount(ctx, request),
       replicas: rights.isAdmin ? summarizeReplicas(ctx.catalog, ctx.config.replicas.map((r) => r.name)) : [],
@@ -48,30 +48,27 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
     return renderPage(request, reply, 'queue', { title: 'Status report', section: 'queue' }, { report, failed: withErrors, before, after });
   });
 
-  app.get<{ Querystring: { q?: string; content_type?: string; page?: string } }>('/packages', PAGE, async (request, reply) => {
+  app.get<{ Querystring: { q?: string; content_type?: string; before?: string } }>('/packages', PAGE, async (request, reply) => {
     const q = (request.query.q ?? '').trim();
     const contentType = request.query.content_type ?? '';
-    const pageNumber = request.query.page === undefined || request.query.page === '' ? 1 : Number(request.query.page);
-    if (!Number.isInteger(pageNumber) || pageNumber < 1) throw badRequest('page: must be a whole number from 1');
-    const needle = q.toLowerCase();
-    const matches = visiblePackages(ctx, request).filter(
-      (p) => (contentType === '' || p.contentType === contentType) && (needle === '' || p.bagId.includes(needle) || p.externalId.toLowerCase().includes(needle)),
-    );
+    const cursor = request.query.before ?? '';
+    const before = cursor === '' ? undefined : decodeCursor(cursor);
+    if (cursor !== '' && before === undefined) throw badRequest('before: not a cursor of this search (follow its "Older packages" link)');
+    const rights = access(request);
     // Newest first: the package just deposited is the one looked for.
-    matches.reverse();
-    const pages = Math.max(1, Math.ceil(matches.length / PAGE_SIZE));
-    const shown = matches.slice((pageNumber - 1) * PAGE_SIZE, pageNumber * PAGE_SIZE);
-    const link = (n: number) => `/packages?${new URLSearchParams({ q, content_type: contentType, page: String(n) }).toString()}`;
+    const found = searchPackages(ctx.catalog, { scope: scopeFor(rights), canSee: (p) => rights.canSee(p), q, contentType: contentType === '' ? undefined : contentType, before });
+    const link = (params: Record<string, string>) => `/packages?${new URLSearchParams({ q, content_type: contentType, ...params }).toString()}`;
     return renderPage(request, reply, 'packages', { title: 'Packages', section: 'packages' }, {
       q,
       contentType,
       contentTypes: Object.keys(ctx.config.contentTypes),
-      packages: shown,
-      total: matches.length,
-      pageNumber,
-      pages,
-      previous: pageNumber > 1 ? link(pageNumber - 1) : null,
-      next: pageNumber < pages ? link(pageNumber + 1) : null,
+      packages: found.exact === undefined ? found.matches : [found.exact, ...found.matches],
+      exact: found.exact !== undefined,
+      budgetSpent: found.budgetSpent,
+      budget: SEARCH_BUDGET,
+      continued: before !== undefined,
+      newest: before === undefined ? null : link({}),
+      older: found.older === undefined ? null : link({ before: found.older }),
     });
   });
 

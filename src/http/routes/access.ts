@@ -4,6 +4,7 @@
  * same rule as data for the catalog's indexes); and the package as the caller may see it.
  */
 import type { FastifyRequest } from 'fastify';
+import type { Access } from '../../auth/access.js';
 import type { Scope } from '../../catalog/scan.js';
 import type { Package } from '../../catalog/types.js';
 import type { UploadProgress } from '../../ingest/watcher.js';
@@ -25,13 +26,13 @@ export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExter
  * regular user's list never scans anyone else's packages.
  */
 export function scopeOf(request: FastifyRequest): Scope {
-  const v = access(request).visibility;
-  return v.everything ? { kind: 'all' } : { kind: 'some', users: [v.owner], contentTypes: [...v.contentTypes] };
+  return scopeFor(access(request));
 }
 
-/** Every package the caller may see, oldest first (read through the scope's indexes). */
-export function visiblePackages(ctx: HttpContext, request: FastifyRequest): Package[] {
-  return [...ctx.catalog.packages.list({ scope: scopeOf(request) })];
+/** The catalog scope of what these rights may see. */
+export function scopeFor(rights: Access): Scope {
+  const v = rights.visibility;
+  return v.everything ? { kind: 'all' } : { kind: 'some', users: [v.owner], contentTypes: [...v.contentTypes] };
 }
 
 /** How many packages the caller may see: an index count for who sees everything. */
