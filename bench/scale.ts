@@ -29,10 +29,12 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Catalog } from '../src/catalog/catalog.js';
 import { encodeCursor } from '../src/catalog/scan.js';
+import { SEARCH_BUDGET } from '../src/http/pages/search.js';
 import type { FileRecord } from '../src/catalog/types.js';
 import { newCapability } from '../src/ingest/capability.js';
 import { Storage } from '../src/storage/storage.js';
 import { TestDaemon } from '../test/helpers/daemon.js';
+import { Jar, logIn } from '../test/helpers/session.js';
 import { createStoredPackage } from '../test/helpers/stored-package.js';
 import { median } from './stats.js';
 
@@ -136,9 +138,11 @@ async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; second
 
 // ---------------------------------------------------------------- HTTP load
 
+/** A GET with a bearer token, or with `cookie:…` a session cookie (the pages take no token); redirects not followed. */
 async function timedGet(url: string, token: string): Promise<{ ms: number; bytes: number; status: number }> {
   const started = process.hrtime.bigint();
-  const res = await fetch(url, { headers: { authorization: `Bearer ${token}` } });
+  const headers = token.startsWith('cookie:') ? { cookie: token.slice(7) } : { authorization: `Bearer ${token}` };
+  const res = await fetch(url, { headers, redirect: 'manual' });
   let bytes = 0;
   for await (const chunk of res.body!) bytes += (chunk as Uint8Array).length; // counted, not kept
   return { ms: Number(process.hrtime.bigint() - started) / 1e6, bytes, status: res.status };
@@ -209,9 +213,9 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   report('floor_p99_ms', percentile(bare, 99), 'ms');
   report('show_to_floor_p50', median(rounds.map((r) => percentile(r.ours, 50) / percentile(r.floor, 50))), '× (median of per-round ratios)');
 
-  const page = async (path: string, token: string) => {
-    await load(`${d.url}${path}`, token, 1, 50);
-    const xs = await load(`${d.url}${path}`, token, 1, 300);
+  const page = async (path: string, token: string, requests = 300) => {
+    await load(`${d.url}${path}`, token, 1, Math.ceil(requests / 6));
+    const xs = await load(`${d.url}${path}`, token, 1, requests);
     return { p50: percentile(xs, 50), p99: percentile(xs, 99) };
   };
   console.log(`pages of 100 among ${PACKAGES.toLocaleString('en')} packages (one at a time, 300 requests each):`);
@@ -227,6 +231,15 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   report('regular_user_first_page_p99_ms', soloFirst.p99, 'ms', { limit: TARGETS.firstPageMs, below: true });
   const soloWhole = await timedGet(`${d.url}/v1/packages`, solo);
   report('regular_user_whole_list_ms', soloWhole.ms, `ms (${(soloWhole.bytes / MB).toFixed(1)} MB, their ${Math.round(PACKAGES / 1000) + REAL / 10 + 1} packages)`);
+
+  console.log('the web pages, as an admin (one at a time, 60 requests each):');
+  const jar = new Jar();
+  if ((await logIn(d, jar, admin)).res.status !== 303) throw new Error('could not log in to the pages');
+  const session = `cookie:${jar.header}`;
+  report('overview_page_p50_ms', (await page('/', session, 60)).p50, 'ms (counts and latest failures from the indexes)');
+  report('search_whole_id_p50_ms', (await page('/packages?q=synthetic-7', session, 60)).p50, 'ms (one of the oldest packages, by index)');
+  report('search_part_p50_ms', (await page('/packages?q=synthetic-99', session, 60)).p50, 'ms (a part of ids: a page of matches, newest first)');
+  report('search_nothing_p50_ms', (await page('/packages?q=no-such-id', session, 60)).p50, `ms (no match: reads ${SEARCH_BUDGET.toLocaleString('en')} packages, the most one request reads)`);
 }
 
 // ---------------------------------------------------------------- open requests

@@ -169,7 +169,9 @@ t.test('hostile bags', async (t) => {
     if (spawnSync('mknod', [join(dir, 'data', 'null'), 'c', '1', '3']).status === 0) expected.push({ code: 'special-file', path: 'data/null' });
     const started = Date.now();
     await expectRefused(t, req, expected);
-    t.ok(Date.now() - started < 15_000, `refused in ${Date.now() - started} ms`);
+    // Opening a FIFO for reading would wait forever: the bound catches a hang, not slowness (a
+    // loaded machine takes seconds).
+    t.ok(Date.now() - started < 60_000, `refused in ${Date.now() - started} ms`);
   });
 
   await t.test('names and bytes that are not UTF-8, NUL bytes in a manifest', async (t) => {
@@ -204,7 +206,9 @@ t.test('hostile bags', async (t) => {
       { code: 'manifest-line-malformed', path: 'manifest-sha256.txt' },
     ]);
     const seconds = (Date.now() - started) / 1000;
-    t.ok(seconds < 20, `validated and answered in ${seconds} s`);
+    // Well under a second per thousand lines even on a loaded machine; a check quadratic in the
+    // lines would take many minutes. Speed itself is bench/'s business.
+    t.ok(seconds < 90, `validated and answered in ${seconds} s`);
     t.ok(item.errors.length < 2_000, `the queue item stays small: ${item.errors.length} errors, ${item.error.length} characters`);
     t.match(item.errors.find((e: any) => e.code === 'problems-omitted'), { message: '99001 more file-missing problems were found; they are not listed one by one.' });
     const long = item.errors.find((e: any) => e.code === 'file-missing' && e.path.length > 1 << 20);
