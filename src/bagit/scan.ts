@@ -144,6 +144,29 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   return { files, present, directories, stamps, unreachable, problems };
 }
 
+/** lstat calls in flight at once when files are looked at again after hashing. */
+const RESTAMP_CONCURRENCY = 32;
+
+/**
+ * The files among `files` whose stamp is no longer the one the scan took (written to, replaced or
+ * gone since), sorted by path. A bounded number of lstat calls at a time: one per file at once
+ * would hold a promise and a Stats object for every file of the bag.
+ */
+export async function filesChangedSinceScan(root: string, scan: BagScan, files: readonly ScannedFile[], signal?: AbortSignal): Promise<string[]> {
+  const changed: string[] = [];
+  let next = 0;
+  const runner = async (): Promise<void> => {
+    while (next < files.length) {
+      signal?.throwIfAborted();
+      const { path } = files[next++]!;
+      const now = await lstat(join(root, path)).then(fileStamp, () => 'gone');
+      if (now !== scan.stamps.get(path)) changed.push(path);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(RESTAMP_CONCURRENCY, files.length) }, runner));
+  return changed.sort();
+}
+
 /** Files and folders that desktop systems leave behind (compared case-insensitively). */
 const SYSTEM_NAMES = new Set([
   '.ds_store',
@@ -182,30 +205,56 @@ export function findSystemFiles(paths: Iterable<string>): BagProblemInit[] {
  * Names that are different byte strings but the same name to macOS (Unicode normalization) or to
  * Windows and macOS (letter case). Each group is reported once per extra spelling, against the
  * first spelling in sorted order. Normalization is checked first; case is then compared between
- * spellings that still differ after NFC, so one pair never gives two warnings.
+ * spellings that still differ after NFC, so one pair never gives two warnings. `paths` may hold
+ * a name twice; it counts once.
+ *
+ * Almost no name collides with another, so a group is one string until it gets a second
+ * spelling: a bag of many files costs one map entry per name, and only groups are sorted.
  */
 export function findNameCollisions(paths: Iterable<string>): BagProblemInit[] {
+  const byNfc = groupBy(paths, (path) => path.normalize('NFC'));
   const problems: BagProblemInit[] = [];
-  const byNfc = new Map<string, Set<string>>();
-  for (const path of paths) {
-    const key = path.normalize('NFC');
-    let group = byNfc.get(key);
-    if (group === undefined) byNfc.set(key, (group = new Set()));
-    group.add(path);
-  }
-  const byCase = new Map<string, string[]>();
-  for (const [nfc, group] of [...byNfc].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [, group] of sortedGroups(byNfc)) {
     const spellings = [...group].sort();
     for (const other of spellings.slice(1)) problems.push({ code: 'normalization-collision', path: other, other: spellings[0]! });
-    const key = nfc.toLowerCase();
-    const list = byCase.get(key);
-    if (list === undefined) byCase.set(key, [spellings[0]!]);
-    else list.push(spellings[0]!);
   }
-  for (const spellings of byCase.values()) {
-    if (spellings.length < 2) continue;
-    spellings.sort();
+  // Case groups in the order of their first name's NFC form, as the names are sorted.
+  const byCase = groupBy(firstSpellings(byNfc), (spelling) => spelling.normalize('NFC').toLowerCase());
+  const caseGroups = [...byCase.values()]
+    .filter((group): group is Set<string> => typeof group !== 'string')
+    .map((group) => [...group].sort())
+    .map((spellings) => ({ spellings, order: spellings.map((s) => s.normalize('NFC')).sort()[0]! }))
+    .sort((a, b) => compareStrings(a.order, b.order));
+  for (const { spellings } of caseGroups) {
     for (const other of spellings.slice(1)) problems.push({ code: 'case-collision', path: other, other: spellings[0]! });
   }
   return problems;
+}
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Names by a key; a key with one name keeps the bare string, one with more a set of them. */
+function groupBy(names: Iterable<string>, keyOf: (name: string) => string): Map<string, string | Set<string>> {
+  const groups = new Map<string, string | Set<string>>();
+  for (const name of names) {
+    const key = keyOf(name);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, name);
+    else if (typeof group === 'string') {
+      if (group !== name) groups.set(key, new Set([group, name]));
+    } else group.add(name);
+  }
+  return groups;
+}
+
+/** Each group's first name in sorted order. */
+function* firstSpellings(groups: Map<string, string | Set<string>>): Generator<string> {
+  for (const group of groups.values()) yield typeof group === 'string' ? group : [...group].sort()[0]!;
+}
+
+/** The groups of more than one name, sorted by key. */
+function sortedGroups(groups: Map<string, string | Set<string>>): Array<[string, Set<string>]> {
+  const found: Array<[string, Set<string>]> = [];
+  for (const [key, group] of groups) if (typeof group !== 'string') found.push([key, group]);
+  return found.sort(([a], [b]) => compareStrings(a, b));
 }

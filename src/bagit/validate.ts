@@ -4,7 +4,7 @@
  * the caller's FileHasher) and reports every problem it finds, errors and warnings together.
  * It knows nothing of HTTP, the catalog or chipmunk, and never writes to the bag.
  */
-import { lstat, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ALGORITHMS, type Algorithm } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
@@ -14,7 +14,7 @@ import { DEFAULT_CONCURRENCY, hashFiles, readFailure } from './hash-files.js';
 import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
 import type { BagFile, BagReport, ValidateOptions } from './report.js';
-import { fileStamp, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
+import { filesChangedSinceScan, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
 import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, startsWithUtf8Bom, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
 
 /** The rules that differ between BagIt versions. */
@@ -93,6 +93,11 @@ function limitPerCode(problems: BagProblem[]): BagProblem[] {
 
 function emptyReport(problems: BagProblem[]): BagReport {
   return { valid: false, algorithms: [], problems, files: [], payloadBytes: 0, payloadFiles: 0, bagInfo: [] };
+}
+
+/** The names of several sources, one after the other (the name checks count a name once). */
+function* namesOf(...sources: Array<Iterable<string>>): Generator<string> {
+  for (const source of sources) yield* source;
 }
 
 export async function validateBag(bagDir: string, opts: ValidateOptions): Promise<BagReport> {
@@ -243,18 +248,24 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) add({ code: 'file-unreadable', path, detail });
   // A file written to while it was hashed has digests of bytes that may no longer be there.
   const hashedFiles = scan.files.filter((f) => results.has(f.path));
-  const stampsNow = await Promise.all(hashedFiles.map((f) => lstat(join(dir, f.path)).then(fileStamp, () => 'gone')));
-  hashedFiles.forEach((f, i) => {
-    if (stampsNow[i] !== scan.stamps.get(f.path)) add({ code: 'file-changed-during-validation', path: f.path });
-  });
+  for (const path of await filesChangedSinceScan(dir, scan, hashedFiles, signal)) add({ code: 'file-changed-during-validation', path });
 
   // Each manifest entry: present and matching. A name in another Unicode normalization than the
   // file's matches it (RFC 8493 §2.4 asks validators to tolerate this), with a warning.
-  const filesByNfc = new Map<string, string[]>();
-  for (const f of scan.files) {
-    const key = f.path.normalize('NFC');
-    filesByNfc.set(key, [...(filesByNfc.get(key) ?? []), f.path]);
-  }
+  // Built only when some listed path is not on disk as written: an entry per file of the bag.
+  let filesByNfc: Map<string, string[]> | undefined;
+  const filesNamedLike = (path: string): string[] => {
+    if (filesByNfc === undefined) {
+      filesByNfc = new Map();
+      for (const f of scan.files) {
+        const key = f.path.normalize('NFC');
+        const twins = filesByNfc.get(key);
+        if (twins === undefined) filesByNfc.set(key, [f.path]);
+        else twins.push(f.path);
+      }
+    }
+    return filesByNfc.get(path.normalize('NFC')) ?? [];
+  };
   const missing = new Map<string, string[]>();
   for (const manifest of manifests) {
     for (const entry of manifest.entries.values()) {
@@ -267,7 +278,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
         // A path that exists as a link or device was reported as such already, one under a folder
         // that could not be read was reported with it, and one fetch.txt lists is a fetch hole.
         if (scan.present.has(entry.path) || unreachable(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
-        const twins = filesByNfc.get(entry.path.normalize('NFC')) ?? [];
+        const twins = filesNamedLike(entry.path);
         if (twins.length === 1) {
           onDisk = twins[0]!;
           add({ code: 'manifest-path-normalization', path: onDisk, listed: entry.path, listedIn: manifest.fileName });
@@ -338,9 +349,12 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
 
   // Name checks over everything the bag has or claims to have.
   // (A name matched to a file by normalization is that file's; it is no second name.)
-  const listed = manifests.flatMap((m) => [...m.entries.keys()]).filter((p) => fileByPath.has(p) || missing.has(p));
-  findSystemFiles(new Set([...scan.files.map((f) => f.path), ...scan.directories, ...listed])).forEach((p) => add(p));
-  findNameCollisions(new Set([...scan.files.map((f) => f.path), ...listed])).forEach((p) => add(p));
+  // What manifests list beyond the files on disk is the missing paths; named without a copy of the lot.
+  const filePaths = function* (): Generator<string> {
+    for (const f of scan.files) yield f.path;
+  };
+  findSystemFiles(namesOf(filePaths(), scan.directories, missing.keys())).forEach((p) => add(p));
+  findNameCollisions(namesOf(filePaths(), missing.keys())).forEach((p) => add(p));
 
   const files: BagFile[] = [];
   for (const file of scan.files) {
