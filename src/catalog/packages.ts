@@ -296,8 +296,27 @@ export class PackageStore {
     return [...this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })].map((e) => e.value);
   }
 
+  /**
+   * The files of a package in path order, read `FILE_BATCH` at a time: each batch is read whole,
+   * so the walk may pause between records (an await) without holding a catalog read open.
+   */
   *iterateFiles(bagId: string): Generator<FileRecord> {
-    for (const { value } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })) yield value;
+    let after: string | undefined;
+    for (;;) {
+      const start: [string, string] = [bagId, after ?? ''];
+      const batch: FileRecord[] = [];
+      for (const { value } of this.files.getRange({ start, end: [bagId, '\uffff'], limit: FILE_BATCH + 1 })) {
+        if (value.path !== after) batch.push(value);
+      }
+      yield* batch;
+      if (batch.length < FILE_BATCH) return;
+      after = batch.at(-1)!.path;
+    }
+  }
+
+  /** The files of a package as a view: every iteration walks them afresh (`iterateFiles`). */
+  filesOf(bagId: string): Iterable<FileRecord> {
+    return { [Symbol.iterator]: () => this.iterateFiles(bagId) };
   }
 
   file(bagId: string, path: string): FileRecord | undefined {
