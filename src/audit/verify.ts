@@ -147,10 +147,18 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
 const BATCH_BYTES = 8 * 1024 * 1024;
 const BATCH_FILES = 256;
 
+const ignore = (): void => {};
+
 /**
- * The files (largest first) in batches, all handed to the pool at once: per file, no message,
- * promise or closure of its own, which is most of what an audit of small files costs the main
- * thread.
+ * Batches handed to the pool and not yet answered, at most: enough to keep every worker busy,
+ * few enough that a package of many files never has all its paths waiting in the pool at once.
+ */
+const BATCHES_IN_FLIGHT = 16;
+
+/**
+ * The files (largest first) in batches, handed to the pool a bounded number ahead: per file, no
+ * message, promise or closure of its own, which is most of what an audit of small files costs
+ * the main thread.
  */
 async function checkInBatches(dir: string, order: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
   const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
@@ -164,19 +172,24 @@ async function checkInBatches(dir: string, order: readonly FileRecord[], hasher:
     records = [];
     items = [];
     bytes = 0;
-    batches.push(
-      hasher.hashFiles(batchItems, hashOpts).then(async (results) => {
-        for (let i = 0; i < results.length; i++) {
-          const file = batchRecords[i]!;
-          const { path: absPath, algorithms } = batchItems[i]!;
-          const found = judge(file, algorithms, results[i]!, opts);
-          if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, absPath));
-          else if (found !== undefined) findings.push(found);
-        }
-      }),
-    );
+    const batch = hasher.hashFiles(batchItems, hashOpts).then(async (results) => {
+      for (let i = 0; i < results.length; i++) {
+        const file = batchRecords[i]!;
+        const { path: absPath, algorithms } = batchItems[i]!;
+        const found = judge(file, algorithms, results[i]!, opts);
+        if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, absPath));
+        else if (found !== undefined) findings.push(found);
+      }
+    });
+    // Looked at with the others at the end; until then a failure must not count as unhandled.
+    batch.catch(ignore);
+    batches.push(batch);
   };
   for (const file of order) {
+    // The batch BATCHES_IN_FLIGHT back must be answered before another goes in (the pool answers
+    // in about the order given). A failure is kept for the end, as for every batch.
+    const oldest = batches.length - BATCHES_IN_FLIGHT;
+    if (items.length === 0 && oldest >= 0) await batches[oldest]!.then(ignore, ignore);
     let absPath: string;
     try {
       absPath = Storage.resolveInside(dir, file.path);
