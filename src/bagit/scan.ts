@@ -16,6 +16,13 @@ export interface ScannedFile {
   /** Relative to the bag root, '/' separated. */
   path: string;
   size: number;
+  /**
+   * What changes when the file is written to or replaced, as scanned (with `size`): numbers on
+   * the record rather than a string per file, for bags of many files.
+   */
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
 export interface BagScan {
@@ -25,8 +32,6 @@ export interface BagScan {
   present: Set<string>;
   /** Directories, sorted by path. */
   directories: string[];
-  /** Each regular file's identity and last change as scanned, to notice a file changing later. */
-  stamps: Map<string, string>;
   /**
    * Paths that could not be looked at or into (unreadable folders, paths beyond PATH_MAX), each
    * reported once: what a manifest lists under them is not known to be missing.
@@ -37,9 +42,9 @@ export interface BagScan {
   problems: BagProblemInit[];
 }
 
-/** What changes when a file is written to or replaced: inode, size, modification and change time. */
-export function fileStamp(st: Stats): string {
-  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+/** Whether `st` is still the file scanned: same inode, size, modification and change time. */
+function sameStamp(file: ScannedFile, st: Stats): boolean {
+  return st.ino === file.ino && st.size === file.size && st.mtimeMs === file.mtimeMs && st.ctimeMs === file.ctimeMs;
 }
 
 function specialKind(st: Stats): SpecialFileKind {
@@ -65,7 +70,6 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   const files: ScannedFile[] = [];
   const directories: string[] = [];
   const present = new Set<string>();
-  const stamps = new Map<string, string>();
   const unreachable: string[] = [];
   const problems: BagProblemInit[] = [];
   const pending: string[] = [''];
@@ -80,7 +84,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       // Names as bytes: a name that is not UTF-8 would otherwise be silently mangled.
       names = await readdir(join(root, dir), { encoding: 'buffer' });
     } catch (err) {
-      if (dir === '') return { files, present, directories, stamps, unreachable, rootUnreadable: errorCode(err), problems };
+      if (dir === '') return { files, present, directories, unreachable, rootUnreadable: errorCode(err), problems };
       unreachable.push(dir);
       problems.push(unreachableProblem(dir, err));
       continue;
@@ -120,8 +124,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
         directories.push(rel);
         pending.push(rel);
       } else if (st.isFile()) {
-        files.push({ path: rel, size: st.size });
-        stamps.set(rel, fileStamp(st));
+        files.push({ path: rel, size: st.size, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
         if (st.nlink > 1) {
           const key = `${st.dev}:${st.ino}`;
           const group = linked.get(key);
@@ -141,26 +144,26 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   files.sort(byPath);
   directories.sort();
   unreachable.sort();
-  return { files, present, directories, stamps, unreachable, problems };
+  return { files, present, directories, unreachable, problems };
 }
 
 /** lstat calls in flight at once when files are looked at again after hashing. */
 const RESTAMP_CONCURRENCY = 32;
 
 /**
- * The files among `files` whose stamp is no longer the one the scan took (written to, replaced or
+ * The files among `files` that are no longer as the scan saw them (written to, replaced or
  * gone since), sorted by path. A bounded number of lstat calls at a time: one per file at once
  * would hold a promise and a Stats object for every file of the bag.
  */
-export async function filesChangedSinceScan(root: string, scan: BagScan, files: readonly ScannedFile[], signal?: AbortSignal): Promise<string[]> {
+export async function filesChangedSinceScan(root: string, files: readonly ScannedFile[], signal?: AbortSignal): Promise<string[]> {
   const changed: string[] = [];
   let next = 0;
   const runner = async (): Promise<void> => {
     while (next < files.length) {
       signal?.throwIfAborted();
-      const { path } = files[next++]!;
-      const now = await lstat(join(root, path)).then(fileStamp, () => 'gone');
-      if (now !== scan.stamps.get(path)) changed.push(path);
+      const file = files[next++]!;
+      const same = await lstat(join(root, file.path)).then((st) => sameStamp(file, st), () => false);
+      if (!same) changed.push(file.path);
     }
   };
   await Promise.all(Array.from({ length: Math.min(RESTAMP_CONCURRENCY, files.length) }, runner));

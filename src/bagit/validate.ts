@@ -9,7 +9,8 @@ import { join, resolve } from 'node:path';
 import { ALGORITHMS, type Algorithm } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
 import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
-import { parseManifest, parseManifestFileName, type ManifestEntry, type ManifestKind } from './manifest.js';
+import { CompactManifest, type ManifestView } from './compact-manifest.js';
+import { parseManifest, parseManifestFileName, readManifest, type ManifestKind } from './manifest.js';
 import { DEFAULT_CONCURRENCY, hashFiles, readFailure } from './hash-files.js';
 import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
@@ -55,9 +56,10 @@ interface LoadedManifest {
   fileName: string;
   kind: ManifestKind;
   algorithm: Algorithm;
-  entries: Map<string, ManifestEntry>;
-  /** The files on disk its entries name: the entry's path, or the file it matched by normalization. */
-  covered: Set<string>;
+  /** Tag manifests as a Map; payload manifests, which may list a great many files, compactly. */
+  entries: ManifestView;
+  /** The files on disk its entries name (by index): the entry's path, or the file it matched by normalization. */
+  covered: Uint8Array;
 }
 
 /** Root tag files the RFC names; each must be a file, never a folder. */
@@ -127,7 +129,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     return emptyReport(found);
   }
   scan.problems.forEach((p) => add(p));
-  const fileByPath = new Map(scan.files.map((f) => [f.path, f]));
+  // Each file's index in scan.files; `fileByPath.has` asks whether a path is a file on disk.
+  const fileByPath = new Map<string, number>();
+  scan.files.forEach((f, i) => fileByPath.set(f.path, i));
   const directorySet = new Set(scan.directories);
   for (const name of scan.directories) if (!name.includes('/') && isNamedTagFile(name)) add({ code: 'not-a-file', path: name });
   /** Under a path the scan could not look into: whether it is there is unknown, and was reported. */
@@ -211,9 +215,16 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     }
     const text = await readTagText(file.path);
     if (text === undefined) continue;
-    const parsed = parseManifest(text, { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent });
-    parsed.problems.forEach((p) => add(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
-    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries: parsed.entries, covered: new Set() });
+    const options = { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent };
+    let entries: ManifestView;
+    let problems;
+    if (name.kind === 'payload') {
+      const table = new CompactManifest(name.algorithm, fileByPath, (i) => scan.files[i]!.path, scan.files.length);
+      problems = readManifest(text, options, table);
+      entries = table;
+    } else ({ entries, problems } = parseManifest(text, options));
+    problems.forEach((p) => add(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
+    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries, covered: new Uint8Array(scan.files.length) });
   }
   const payloadManifests = manifests.filter((m) => m.kind === 'payload');
   if (payloadManifests.length === 0) add({ code: 'manifest-missing' });
@@ -248,7 +259,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) add({ code: 'file-unreadable', path, detail });
   // A file written to while it was hashed has digests of bytes that may no longer be there.
   const hashedFiles = scan.files.filter((f) => results.has(f.path));
-  for (const path of await filesChangedSinceScan(dir, scan, hashedFiles, signal)) add({ code: 'file-changed-during-validation', path });
+  for (const path of await filesChangedSinceScan(dir, hashedFiles, signal)) add({ code: 'file-changed-during-validation', path });
 
   // Each manifest entry: present and matching. A name in another Unicode normalization than the
   // file's matches it (RFC 8493 §2.4 asks validators to tolerate this), with a warning.
@@ -289,7 +300,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
           continue;
         }
       }
-      manifest.covered.add(onDisk);
+      manifest.covered[fileByPath.get(onDisk)!] = 1;
       const hashed = results.get(onDisk);
       if (hashed === undefined || !entry.digestWellFormed) continue;
       const actual = hashed.digests[manifest.algorithm];
@@ -318,8 +329,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   // Completeness the other way: every payload file in a payload manifest (every one, from 1.0).
   const payload = scan.files.filter((f) => isPayloadPath(f.path));
   if (payloadManifests.length > 0) {
-    for (const file of payload) {
-      const lacking = payloadManifests.filter((m) => !m.covered.has(file.path));
+    for (const [i, file] of scan.files.entries()) {
+      if (!isPayloadPath(file.path)) continue;
+      const lacking = payloadManifests.filter((m) => m.covered[i] !== 1);
       if (lacking.length === payloadManifests.length) add({ code: 'file-not-in-manifest', path: file.path });
       else if (rules.everyPayloadManifest) {
         for (const m of lacking) add({ code: 'file-not-in-manifest', path: file.path, algorithm: m.algorithm, manifest: m.fileName });
