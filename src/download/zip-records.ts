@@ -72,7 +72,7 @@ export interface ZipPlan extends ZipLayout {
 }
 
 /** The entry of `record` with its local header at `offset`; throws for a record no zip can hold. */
-export function planEntry(topFolder: string, record: FileRecord, offset: number): ZipEntryPlan {
+function planEntry(topFolder: string, record: FileRecord, offset: number): ZipEntryPlan {
   if (!/^[0-9a-f]{8}$/i.test(record.crc32)) throw new Error(`${record.path} has no usable CRC-32 in the catalog (${JSON.stringify(record.crc32)})`);
   if (!Number.isSafeInteger(record.size) || record.size < 0) throw new Error(`${record.path} has an impossible size ${record.size}`);
   const name = Buffer.from(`${topFolder}/${record.path}`, 'utf8');
