@@ -117,21 +117,20 @@ function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algori
 }
 
 /**
- * Checks the package folder `dir` against its recorded `files`. Findings come back sorted:
- * package-level first, then by path.
+ * Checks the package folder `dir` against its recorded `files`: an array, or a view that walks
+ * the catalog afresh on each iteration (they are walked three times and never held, only their
+ * paths and the big files). Findings come back sorted: package-level first, then by path.
  *
  * The folder is listed by a pool worker and the files hashed in batches, listing and hashing
  * queued at once: the main thread only compares. Hashing results are dropped when the folder
  * turns out to be missing or unlistable (one finding for the package, not one per file).
  */
-export async function verifyPackage(dir: string, files: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
+export async function verifyPackage(dir: string, files: Iterable<FileRecord>, hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
   const { signal } = opts;
   signal?.throwIfAborted();
   const listing = hasher.listTree(dir, { priority: 'audit', ...(signal ? { signal } : {}) });
   const hashed: Finding[] = [];
-  // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
-  const order = [...files].sort((a, b) => b.size - a.size);
-  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, order, hasher, opts, hashed)]);
+  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, largestFirst(files), hasher, opts, hashed)]);
   signal?.throwIfAborted();
   if (tree.status === 'rejected') throw tree.reason;
   const { root, dirs } = tree.value;
@@ -141,6 +140,21 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
   if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
   if (hashing.status === 'rejected') throw hashing.reason;
   return [...walked.findings, ...hashed].sort(byPackageThenPath);
+}
+
+/** Files of at least this size are hashed before the others, largest first. */
+const BIG_FILE = 1024 * 1024;
+
+/**
+ * The files, big ones first, largest first (the pool runs jobs in submission order, and big
+ * files last would leave cores idle), then the rest in the order given. Only the big files are
+ * held at once: `files` may be a view that walks the catalog on each iteration.
+ */
+function* largestFirst(files: Iterable<FileRecord>): Generator<FileRecord> {
+  const big: FileRecord[] = [];
+  for (const file of files) if (file.size >= BIG_FILE) big.push(file);
+  yield* big.sort((a, b) => b.size - a.size);
+  for (const file of files) if (file.size < BIG_FILE) yield file;
 }
 
 /** A batch for the pool closes at this many bytes or files, so a large package spreads over the workers. */
@@ -160,7 +174,7 @@ const BATCHES_IN_FLIGHT = 16;
  * message, promise or closure of its own, which is most of what an audit of small files costs
  * the main thread.
  */
-async function checkInBatches(dir: string, order: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
+async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
   const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
   const batches: Array<Promise<void>> = [];
   let records: FileRecord[] = [];
@@ -253,10 +267,11 @@ function notRegular(path: string, absPath: string): Promise<Finding> {
  * appeared); otherwise the files in it are. A subfolder that could not be listed is reported as
  * unreadable; the root folder failing to list makes the whole package unreadable.
  */
-function walk(files: readonly FileRecord[], listed: ReadonlyMap<string, Array<[name: string, kind: EntryKind]> | string>): { findings: Finding[] } | { unreadable: string } {
-  const recorded = new Set(files.map((f) => f.path));
+function walk(files: Iterable<FileRecord>, listed: ReadonlyMap<string, Array<[name: string, kind: EntryKind]> | string>): { findings: Finding[] } | { unreadable: string } {
+  const recorded = new Set<string>();
   const impliedDirs = new Set<string>();
   for (const { path } of files) {
+    recorded.add(path);
     for (let i = path.indexOf('/'); i >= 0; i = path.indexOf('/', i + 1)) impliedDirs.add(path.slice(0, i));
   }
   const findings: Finding[] = [];
