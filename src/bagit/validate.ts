@@ -129,9 +129,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     return emptyReport(found);
   }
   scan.problems.forEach((p) => add(p));
-  // Each file's index in scan.files; `fileByPath.has` asks whether a path is a file on disk.
-  const fileByPath = new Map<string, number>();
-  scan.files.forEach((f, i) => fileByPath.set(f.path, i));
+  // Each file's index in scan.files (`has`: is this path a regular file of the bag).
+  const fileIndex = new Map<string, number>();
+  scan.files.forEach((f, i) => fileIndex.set(f.path, i));
   const directorySet = new Set(scan.directories);
   for (const name of scan.directories) if (!name.includes('/') && isNamedTagFile(name)) add({ code: 'not-a-file', path: name });
   /** Under a path the scan could not look into: whether it is there is unknown, and was reported. */
@@ -150,7 +150,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   // bagit.txt decides the version's rules and the encoding of every other tag file.
   let version: string | undefined;
   let encoding: string | undefined;
-  if (fileByPath.has('bagit.txt')) {
+  if (fileIndex.has('bagit.txt')) {
     const bytes = await readBytes('bagit.txt');
     if (bytes !== undefined) {
       const declaration = parseBagDeclaration(bytes);
@@ -181,9 +181,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   };
 
   // bag-info.txt (package-info.txt before 0.96): optional, but Payload-Oxum is checked when given.
-  const bagInfoName = fileByPath.has('bag-info.txt')
+  const bagInfoName = fileIndex.has('bag-info.txt')
     ? 'bag-info.txt'
-    : rules.packageInfo && fileByPath.has('package-info.txt')
+    : rules.packageInfo && fileIndex.has('package-info.txt')
       ? 'package-info.txt'
       : undefined;
   let bagInfo: Array<[string, string]> = [];
@@ -217,9 +217,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     if (text === undefined) continue;
     const options = { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent };
     let entries: ManifestView;
-    let problems;
+    let problems: BagProblemInit[];
     if (name.kind === 'payload') {
-      const table = new CompactManifest(name.algorithm, fileByPath, (i) => scan.files[i]!.path, scan.files.length);
+      const table = new CompactManifest(name.algorithm, fileIndex, (i) => scan.files[i]!.path, scan.files.length);
       problems = readManifest(text, options, table);
       entries = table;
     } else ({ entries, problems } = parseManifest(text, options));
@@ -241,7 +241,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   }
 
   let fetchEntries: FetchEntry[] = [];
-  if (fileByPath.has(FETCH_FILE)) {
+  if (fileIndex.has(FETCH_FILE)) {
     const text = await readTagText(FETCH_FILE);
     if (text !== undefined) {
       const parsed = parseFetch(text, { decodePercent: rules.decodePercent });
@@ -280,7 +280,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const missing = new Map<string, string[]>();
   for (const manifest of manifests) {
     for (const entry of manifest.entries.values()) {
-      let onDisk: string | undefined = fileByPath.has(entry.path) ? entry.path : undefined;
+      let onDisk: string | undefined = fileIndex.has(entry.path) ? entry.path : undefined;
       if (onDisk === undefined) {
         if (directorySet.has(entry.path)) {
           add({ code: 'not-a-file', path: entry.path, listedIn: manifest.fileName });
@@ -300,7 +300,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
           continue;
         }
       }
-      manifest.covered[fileByPath.get(onDisk)!] = 1;
+      manifest.covered[fileIndex.get(onDisk)!] = 1;
       const hashed = results.get(onDisk);
       if (hashed === undefined || !entry.digestWellFormed) continue;
       const actual = hashed.digests[manifest.algorithm];
