@@ -90,6 +90,43 @@ function rssSampler(pid: number): () => number {
 /** The anonymous peak of the last sampler. */
 let peakAnon = 0;
 
+interface PhasePeak {
+  phase: string;
+  /** Peak VmRSS and RssAnon, bytes. */
+  rss: number;
+  anon: number;
+}
+
+/** Peaks of a process's VmRSS and RssAnon, sampled every 20 ms, phase by phase (`next` starts one). */
+function phaseSampler(pid: number, first: string): { next: (phase: string) => void; stop: () => PhasePeak[] } {
+  const done: PhasePeak[] = [];
+  let current: PhasePeak = { phase: first, rss: 0, anon: 0 };
+  const sample = (): void => {
+    try {
+      current.rss = Math.max(current.rss, status(pid, 'VmRSS'));
+      current.anon = Math.max(current.anon, status(pid, 'RssAnon'));
+    } catch {
+      // exited
+    }
+  };
+  sample();
+  const timer = setInterval(sample, 20);
+  return {
+    next: (phase) => {
+      sample();
+      done.push(current);
+      current = { phase, rss: 0, anon: 0 };
+      sample();
+    },
+    stop: () => {
+      sample();
+      clearInterval(timer);
+      done.push(current);
+      return done;
+    },
+  };
+}
+
 const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 // ---------------------------------------------------------------- the catalog
@@ -342,10 +379,18 @@ async function hugeBag(): Promise<void> {
   console.log(`a bag of ${BAG_FILES.toLocaleString('en')} files (${(bytes / MB).toFixed(1)} MB of payload):`);
   spawnSync('cat', ['manifest-sha256.txt'], { cwd: bagDir, stdio: 'ignore' });
 
-  const validate = spawnSync('/usr/bin/time', ['-f', '%e %M', process.execPath, join(process.cwd(), 'dist/src/cli.js'), 'validate', bagDir], { encoding: 'utf8' });
-  if (validate.status !== 0) throw new Error(`validate: ${validate.stdout}${validate.stderr}`);
-  const [validateS, validateKb] = validate.stderr.trim().split('\n').at(-1)!.split(' ').map(Number) as [number, number];
-  report('bag_validate_s', validateS, `s (preservd validate, whole process, peak RSS ${(validateKb * 1024 / MB).toFixed(0)} MB)`);
+  const validateStarted = Date.now();
+  const validate = spawn(process.execPath, [join(process.cwd(), 'dist/src/cli.js'), 'validate', bagDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  let validateOutput = '';
+  validate.stdout.on('data', (chunk: Buffer) => (validateOutput += chunk.toString()));
+  validate.stderr.on('data', (chunk: Buffer) => (validateOutput += chunk.toString()));
+  const validatePeaks = phaseSampler(validate.pid!, 'validate');
+  const validateCode = await new Promise<number | null>((resolve) => validate.on('exit', resolve));
+  const [validatePeak] = validatePeaks.stop();
+  if (validateCode !== 0) throw new Error(`validate: ${validateOutput}`);
+  const validateS = (Date.now() - validateStarted) / 1000;
+  report('bag_validate_s', validateS, 's (preservd validate, whole process)');
+  report('bag_validate_peak_rss_mb', validatePeak!.rss / MB, `MB (its peak VmRSS; RssAnon ${(validatePeak!.anon / MB).toFixed(0)} MB)`, { limit: TARGETS.bagRssMB, below: true });
 
   const d = await TestDaemon.start(t, { config: { logLevel: 'error', upload: { quietMs: 2000 } } });
   const token = d.adminToken;
@@ -353,7 +398,7 @@ async function hugeBag(): Promise<void> {
   const request = await d.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: 'digital' });
   const rsync = spawnSync('rsync', ['-rt', '--chmod=ug=rwX,o=', `${bagDir}/`, request.upload_link], { encoding: 'utf8', maxBuffer: 1 << 26 });
   if (rsync.status !== 0) throw new Error(`rsync: ${rsync.stderr}`);
-  const stop = rssSampler(pid);
+  const peaks = phaseSampler(pid, 'ingest');
   const started = Date.now();
   const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token });
   const item = await d.waitForQueueItem(complete.json.id, token, 3_600_000);
@@ -361,13 +406,14 @@ async function hugeBag(): Promise<void> {
   const ingestS = (Date.now() - started) / 1000;
   report('bag_ingest_s', ingestS, 's (rsync exit → complete → DONE)');
   report('bag_ingest_to_validate', ingestS / validateS, '×');
-  const ingestPeak = status(pid, 'VmHWM');
 
+  peaks.next('zip');
   const zipStarted = Date.now();
   const zip = await timedGet(`${d.url}/v1/packages/${bagId}/download`, token);
   if (zip.status !== 200) throw new Error(`zip: ${zip.status}`);
   report('bag_zip_s', (Date.now() - zipStarted) / 1000, `s (${(zip.bytes / MB).toFixed(0)} MB)`);
 
+  peaks.next('audit');
   const auditStarted = Date.now();
   const audit = await d.request('POST', '/v1/audits', { token });
   for (;;) {
@@ -379,10 +425,11 @@ async function hugeBag(): Promise<void> {
     await sleep(500);
   }
   report('bag_audit_s', (Date.now() - auditStarted) / 1000, 's');
-  const peak = stop();
-  report('bag_daemon_peak_rss_ingest_mb', ingestPeak / MB, 'MB (VmHWM after the ingest)');
-  report('bag_daemon_peak_rss_mb', Math.max(peak, status(pid, 'VmHWM')) / MB, 'MB (ingest, zip and audit)', { limit: TARGETS.bagRssMB, below: true });
-  report('bag_daemon_peak_rss_anon_mb', peakAnon / MB, 'MB (its own memory, ingest, zip and audit)');
+  const phases = peaks.stop();
+  for (const { phase, rss, anon } of phases) report(`bag_daemon_peak_rss_${phase}_mb`, rss / MB, `MB (VmRSS during the ${phase}; RssAnon ${(anon / MB).toFixed(0)} MB)`);
+  const peak = Math.max(...phases.map((p) => p.rss), status(pid, 'VmHWM'));
+  report('bag_daemon_peak_rss_mb', peak / MB, 'MB (VmHWM: ingest, zip and audit)', { limit: TARGETS.bagRssMB, below: true });
+  report('bag_daemon_peak_rss_anon_mb', Math.max(...phases.map((p) => p.anon)) / MB, 'MB (its own memory, RssAnon: ingest, zip and audit)');
   await d.stop();
 }
 

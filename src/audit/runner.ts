@@ -245,14 +245,15 @@ export class AuditRunner {
     this.tracker.checking(bagId);
     let findings: Finding[];
     try {
-      const files = this.catalog.packages.listFiles(bagId);
+      // Walked from the catalog, not held: a package may have hundreds of thousands of files.
+      const files = this.catalog.packages.filesOf(bagId);
       findings = await verifyPackage(dir, files, this.hasher, {
         algorithms: this.config.audit.algorithms,
         signal,
         onSubmitted,
         onFileRead: (n) => this.tracker.read(bagId, n),
       });
-      if (this.replicas !== undefined) findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, files, signal)));
+      if (this.replicas !== undefined) findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, [...files], signal)));
     } catch (err) {
       this.tracker.forget(bagId);
       // Stopped: the package stays in the to-do set; anything else goes up to runAudit.

@@ -117,21 +117,20 @@ function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algori
 }
 
 /**
- * Checks the package folder `dir` against its recorded `files`. Findings come back sorted:
- * package-level first, then by path.
+ * Checks the package folder `dir` against its recorded `files`: an array, or a view that walks
+ * the catalog afresh on each iteration (they are walked three times and never held, only their
+ * paths and the big files). Findings come back sorted: package-level first, then by path.
  *
  * The folder is listed by a pool worker and the files hashed in batches, listing and hashing
  * queued at once: the main thread only compares. Hashing results are dropped when the folder
  * turns out to be missing or unlistable (one finding for the package, not one per file).
  */
-export async function verifyPackage(dir: string, files: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
+export async function verifyPackage(dir: string, files: Iterable<FileRecord>, hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
   const { signal } = opts;
   signal?.throwIfAborted();
   const listing = hasher.listTree(dir, { priority: 'audit', ...(signal ? { signal } : {}) });
   const hashed: Finding[] = [];
-  // Largest first: the pool runs jobs in submission order, and big files last would leave cores idle.
-  const order = [...files].sort((a, b) => b.size - a.size);
-  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, order, hasher, opts, hashed)]);
+  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, largestFirst(files), hasher, opts, hashed)]);
   signal?.throwIfAborted();
   if (tree.status === 'rejected') throw tree.reason;
   const { root, dirs } = tree.value;
@@ -143,16 +142,39 @@ export async function verifyPackage(dir: string, files: readonly FileRecord[], h
   return [...walked.findings, ...hashed].sort(byPackageThenPath);
 }
 
+/** Files of at least this size are hashed before the others, largest first. */
+const BIG_FILE = 1024 * 1024;
+
+/**
+ * The files, big ones first, largest first (the pool runs jobs in submission order, and big
+ * files last would leave cores idle), then the rest in the order given. Only the big files are
+ * held at once: `files` may be a view that walks the catalog on each iteration.
+ */
+function* largestFirst(files: Iterable<FileRecord>): Generator<FileRecord> {
+  const big: FileRecord[] = [];
+  for (const file of files) if (file.size >= BIG_FILE) big.push(file);
+  yield* big.sort((a, b) => b.size - a.size);
+  for (const file of files) if (file.size < BIG_FILE) yield file;
+}
+
 /** A batch for the pool closes at this many bytes or files, so a large package spreads over the workers. */
 const BATCH_BYTES = 8 * 1024 * 1024;
 const BATCH_FILES = 256;
 
+const ignore = (): void => {};
+
 /**
- * The files (largest first) in batches, all handed to the pool at once: per file, no message,
- * promise or closure of its own, which is most of what an audit of small files costs the main
- * thread.
+ * Batches handed to the pool and not yet answered, at most: enough to keep every worker busy,
+ * few enough that a package of many files never has all its paths waiting in the pool at once.
  */
-async function checkInBatches(dir: string, order: readonly FileRecord[], hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
+const BATCHES_IN_FLIGHT = 16;
+
+/**
+ * The files (largest first) in batches, handed to the pool a bounded number ahead: per file, no
+ * message, promise or closure of its own, which is most of what an audit of small files costs
+ * the main thread.
+ */
+async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
   const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
   const batches: Array<Promise<void>> = [];
   let records: FileRecord[] = [];
@@ -164,19 +186,24 @@ async function checkInBatches(dir: string, order: readonly FileRecord[], hasher:
     records = [];
     items = [];
     bytes = 0;
-    batches.push(
-      hasher.hashFiles(batchItems, hashOpts).then(async (results) => {
-        for (let i = 0; i < results.length; i++) {
-          const file = batchRecords[i]!;
-          const { path: absPath, algorithms } = batchItems[i]!;
-          const found = judge(file, algorithms, results[i]!, opts);
-          if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, absPath));
-          else if (found !== undefined) findings.push(found);
-        }
-      }),
-    );
+    const batch = hasher.hashFiles(batchItems, hashOpts).then(async (results) => {
+      for (let i = 0; i < results.length; i++) {
+        const file = batchRecords[i]!;
+        const { path: absPath, algorithms } = batchItems[i]!;
+        const found = judge(file, algorithms, results[i]!, opts);
+        if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, absPath));
+        else if (found !== undefined) findings.push(found);
+      }
+    });
+    // Looked at with the others at the end; until then a failure must not count as unhandled.
+    batch.catch(ignore);
+    batches.push(batch);
   };
   for (const file of order) {
+    // The batch BATCHES_IN_FLIGHT back must be answered before another goes in (the pool answers
+    // in about the order given). A failure is kept for the end, as for every batch.
+    const oldest = batches.length - BATCHES_IN_FLIGHT;
+    if (items.length === 0 && oldest >= 0) await batches[oldest]!.then(ignore, ignore);
     let absPath: string;
     try {
       absPath = Storage.resolveInside(dir, file.path);
@@ -240,10 +267,11 @@ function notRegular(path: string, absPath: string): Promise<Finding> {
  * appeared); otherwise the files in it are. A subfolder that could not be listed is reported as
  * unreadable; the root folder failing to list makes the whole package unreadable.
  */
-function walk(files: readonly FileRecord[], listed: ReadonlyMap<string, Array<[name: string, kind: EntryKind]> | string>): { findings: Finding[] } | { unreadable: string } {
-  const recorded = new Set(files.map((f) => f.path));
+function walk(files: Iterable<FileRecord>, listed: ReadonlyMap<string, Array<[name: string, kind: EntryKind]> | string>): { findings: Finding[] } | { unreadable: string } {
+  const recorded = new Set<string>();
   const impliedDirs = new Set<string>();
   for (const { path } of files) {
+    recorded.add(path);
     for (let i = path.indexOf('/'); i >= 0; i = path.indexOf('/', i + 1)) impliedDirs.add(path.slice(0, i));
   }
   const findings: Finding[] = [];

@@ -18,9 +18,17 @@ function readFailure(err: unknown): string {
   return code !== 'EUNKNOWN' ? code : err instanceof Error ? err.message : 'read error';
 }
 
+/** Files below this size go to the hasher in batches, when it takes batches. */
+export const BATCHED_BELOW = 1024 * 1024;
+/** A batch closes at this many files or bytes: small enough to spread over the workers. */
+const BATCH_FILES = 256;
+const BATCH_BYTES = 8 * 1024 * 1024;
+
 /**
  * Hash every file once with every algorithm, largest first so one huge file does not start last
  * and finish alone. At most `concurrency` calls are in flight; the hasher bounds the real work.
+ * Small files go in batches when the hasher takes them (`hashFiles`): one call, message and
+ * promise per batch rather than per file, which is most of what a bag of many small files costs.
  */
 export async function hashFiles(
   root: string,
@@ -33,13 +41,45 @@ export async function hashFiles(
   const queue = [...files].sort((a, b) => b.size - a.size);
   const results = new Map<string, HashResult>();
   const failures = new Map<string, string>();
+  const opts = { crc32: true, priority: 'ingest' as const, signal };
+  const batchOpts = { crc32: true, priority: 'ingest' as const, ...(signal === undefined ? {} : { signal }) };
+  const batched = hasher.hashFiles?.bind(hasher);
   let next = 0;
+  /** The next batch of small files from the queue (they are at its end: it is sorted largest first). */
+  const takeBatch = (): ScannedFile[] => {
+    const batch: ScannedFile[] = [];
+    let bytes = 0;
+    while (next < queue.length && batch.length < BATCH_FILES && bytes < BATCH_BYTES) {
+      const file = queue[next++]!;
+      batch.push(file);
+      bytes += file.size;
+    }
+    return batch;
+  };
   const runner = async (): Promise<void> => {
     while (next < queue.length) {
       signal?.throwIfAborted();
+      if (batched !== undefined && queue[next]!.size < BATCHED_BELOW) {
+        const batch = takeBatch();
+        let found: Array<HashResult | Error>;
+        try {
+          found = await batched(batch.map((f) => ({ path: join(root, f.path), algorithms })), batchOpts);
+        } catch (err) {
+          // As for a single file: a stop goes up, any other failure is each file's.
+          signal?.throwIfAborted();
+          found = batch.map(() => (err instanceof Error ? err : new Error(String(err))));
+        }
+        signal?.throwIfAborted();
+        batch.forEach((file, i) => {
+          const result = found[i]!;
+          if (result instanceof Error) failures.set(file.path, readFailure(result));
+          else results.set(file.path, result);
+        });
+        continue;
+      }
       const file = queue[next++]!;
       try {
-        results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, { crc32: true, priority: 'ingest', signal }));
+        results.set(file.path, await hasher.hashFile(join(root, file.path), algorithms, opts));
       } catch (err) {
         signal?.throwIfAborted();
         failures.set(file.path, readFailure(err));
@@ -49,4 +89,3 @@ export async function hashFiles(
   await Promise.all(Array.from({ length: Math.max(1, Math.min(concurrency, queue.length)) }, runner));
   return { results, failures };
 }
-

@@ -3,6 +3,7 @@
  * Knows nothing of HTTP, the catalog or chipmunk; hashing is delegated to a FileHasher.
  */
 export { validateBag } from './validate.js';
+export { BATCHED_BELOW } from './hash-files.js';
 export type { BagFile, BagReport, FileHasher, ValidateOptions } from './report.js';
 export {
   BAG_PROBLEM_CODES,

@@ -7,7 +7,7 @@
 import { ALGORITHMS, DIGEST_LENGTH, type Algorithm } from '../fixity/index.js';
 import { decodeBagPath, isPayloadPath, unsafePathReason } from './paths.js';
 import type { BagProblemInit } from './problems.js';
-import { splitLines } from './tagfile.js';
+import { linesOf } from './tagfile.js';
 
 export type ManifestKind = 'payload' | 'tag';
 
@@ -46,6 +46,35 @@ export interface ParsedManifest {
   problems: BagProblemInit[];
 }
 
+/**
+ * Where a manifest's entries go as they are read: a Map (`parseManifest`), or a table that holds
+ * a large payload manifest compactly (`compact-manifest.ts`).
+ */
+export interface ManifestTable {
+  /** The digest this manifest gave first for `path`, when it listed the path before. */
+  digestOf(path: string): string | undefined;
+  add(entry: Omit<ManifestEntry, 'conflictingDigests'>): void;
+  /** A further, different, well-formed digest for a path already listed. */
+  addConflict(path: string, digest: string): void;
+}
+
+/** The table of `parseManifest`: entries by path, in the order first listed. */
+class EntryMap implements ManifestTable {
+  readonly entries = new Map<string, ManifestEntry>();
+
+  digestOf(path: string): string | undefined {
+    return this.entries.get(path)?.digest;
+  }
+
+  add(entry: Omit<ManifestEntry, 'conflictingDigests'>): void {
+    this.entries.set(entry.path, { ...entry, conflictingDigests: [] });
+  }
+
+  addConflict(path: string, digest: string): void {
+    this.entries.get(path)?.conflictingDigests.push(digest);
+  }
+}
+
 export interface ManifestOptions {
   /** File name of the manifest at the bag root, e.g. `manifest-sha256.txt`. */
   fileName: string;
@@ -62,7 +91,13 @@ export interface ManifestOptions {
  * part of it (a file may really be named so), with a warning, since sloppy writers add them.
  */
 export function parseManifest(text: string, opts: ManifestOptions): ParsedManifest {
-  const entries = new Map<string, ManifestEntry>();
+  const table = new EntryMap();
+  const problems = readManifest(text, opts, table);
+  return { entries: table.entries, problems };
+}
+
+/** Reads a manifest's text into `table` (see parseManifest); returns the problems found. */
+export function readManifest(text: string, opts: ManifestOptions, table: ManifestTable): BagProblemInit[] {
   const problems: BagProblemInit[] = [];
   const { fileName } = opts;
   let binaryMarkers = 0;
@@ -70,13 +105,14 @@ export function parseManifest(text: string, opts: ManifestOptions): ParsedManife
   let dotSlashes = 0;
   let firstDotSlashLine = 0;
 
-  splitLines(text).forEach((line, i) => {
-    const lineNo = i + 1;
-    if (line.trim() === '') return;
+  let lineNo = 0;
+  for (const line of linesOf(text)) {
+    lineNo++;
+    if (line.trim() === '') continue;
     const m = /^[ \t]*([^ \t]+)[ \t]+(.*)$/.exec(line);
     if (!m || m[2] === '') {
       problems.push({ code: 'manifest-line-malformed', path: fileName, line: lineNo, fault: 'no-path' });
-      return;
+      continue;
     }
     const digest = m[1]!.toLowerCase();
     let raw = m[2]!;
@@ -94,33 +130,33 @@ export function parseManifest(text: string, opts: ManifestOptions): ParsedManife
     const unsafe = unsafePathReason(path);
     if (unsafe !== undefined) {
       problems.push({ code: 'unsafe-path', path, listedIn: fileName, line: lineNo, reason: unsafe });
-      return;
+      continue;
     }
     if (opts.kind === 'payload' && !isPayloadPath(path)) {
       problems.push({ code: 'payload-entry-outside-data', path, listedIn: fileName, line: lineNo });
-      return;
+      continue;
     }
     if (opts.kind === 'tag' && isPayloadPath(path)) {
       problems.push({ code: 'tag-entry-inside-data', path, listedIn: fileName, line: lineNo });
-      return;
+      continue;
     }
     if (barePercent) problems.push({ code: 'manifest-path-percent', path, listedIn: fileName, line: lineNo });
     if (/[ \t]$/.test(path)) problems.push({ code: 'path-ends-in-whitespace', path, listedIn: fileName, line: lineNo });
     const digestWellFormed = digest.length === DIGEST_LENGTH[opts.algorithm] && /^[0-9a-f]+$/.test(digest);
     if (!digestWellFormed) problems.push({ code: 'manifest-line-malformed', path: fileName, line: lineNo, fault: 'digest' });
 
-    const earlier = entries.get(path);
+    const earlier = table.digestOf(path);
     if (earlier === undefined) {
-      entries.set(path, { path, digest, line: lineNo, digestWellFormed, conflictingDigests: [] });
-    } else if (earlier.digest === digest) {
+      table.add({ path, digest, line: lineNo, digestWellFormed });
+    } else if (earlier === digest) {
       problems.push({ code: 'manifest-duplicate', path, listedIn: fileName, line: lineNo });
     } else {
-      problems.push({ code: 'manifest-duplicate-conflict', path, listedIn: fileName, line: lineNo, expected: earlier.digest, actual: digest });
-      if (digestWellFormed) earlier.conflictingDigests.push(digest);
+      problems.push({ code: 'manifest-duplicate-conflict', path, listedIn: fileName, line: lineNo, expected: earlier, actual: digest });
+      if (digestWellFormed) table.addConflict(path, digest);
     }
-  });
+  }
 
   if (binaryMarkers > 0) problems.push({ code: 'manifest-binary-marker', path: fileName, line: firstBinaryLine, count: binaryMarkers });
   if (dotSlashes > 0) problems.push({ code: 'manifest-dot-slash', path: fileName, line: firstDotSlashLine, count: dotSlashes });
-  return { entries, problems };
+  return problems;
 }

@@ -16,6 +16,13 @@ export interface ScannedFile {
   /** Relative to the bag root, '/' separated. */
   path: string;
   size: number;
+  /**
+   * What changes when the file is written to or replaced, as scanned (with `size`): numbers on
+   * the record rather than a string per file, for bags of many files.
+   */
+  ino: number;
+  mtimeMs: number;
+  ctimeMs: number;
 }
 
 export interface BagScan {
@@ -25,8 +32,6 @@ export interface BagScan {
   present: Set<string>;
   /** Directories, sorted by path. */
   directories: string[];
-  /** Each regular file's identity and last change as scanned, to notice a file changing later. */
-  stamps: Map<string, string>;
   /**
    * Paths that could not be looked at or into (unreadable folders, paths beyond PATH_MAX), each
    * reported once: what a manifest lists under them is not known to be missing.
@@ -37,9 +42,9 @@ export interface BagScan {
   problems: BagProblemInit[];
 }
 
-/** What changes when a file is written to or replaced: inode, size, modification and change time. */
-export function fileStamp(st: Stats): string {
-  return `${st.ino}:${st.size}:${st.mtimeMs}:${st.ctimeMs}`;
+/** Whether `st` is still the file scanned: same inode, size, modification and change time. */
+function sameStamp(file: ScannedFile, st: Stats): boolean {
+  return st.ino === file.ino && st.size === file.size && st.mtimeMs === file.mtimeMs && st.ctimeMs === file.ctimeMs;
 }
 
 function specialKind(st: Stats): SpecialFileKind {
@@ -65,7 +70,6 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   const files: ScannedFile[] = [];
   const directories: string[] = [];
   const present = new Set<string>();
-  const stamps = new Map<string, string>();
   const unreachable: string[] = [];
   const problems: BagProblemInit[] = [];
   const pending: string[] = [''];
@@ -80,7 +84,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       // Names as bytes: a name that is not UTF-8 would otherwise be silently mangled.
       names = await readdir(join(root, dir), { encoding: 'buffer' });
     } catch (err) {
-      if (dir === '') return { files, present, directories, stamps, unreachable, rootUnreadable: errorCode(err), problems };
+      if (dir === '') return { files, present, directories, unreachable, rootUnreadable: errorCode(err), problems };
       unreachable.push(dir);
       problems.push(unreachableProblem(dir, err));
       continue;
@@ -120,8 +124,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
         directories.push(rel);
         pending.push(rel);
       } else if (st.isFile()) {
-        files.push({ path: rel, size: st.size });
-        stamps.set(rel, fileStamp(st));
+        files.push({ path: rel, size: st.size, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
         if (st.nlink > 1) {
           const key = `${st.dev}:${st.ino}`;
           const group = linked.get(key);
@@ -141,7 +144,30 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   files.sort(byPath);
   directories.sort();
   unreachable.sort();
-  return { files, present, directories, stamps, unreachable, problems };
+  return { files, present, directories, unreachable, problems };
+}
+
+/** lstat calls in flight at once when files are looked at again after hashing. */
+const RESTAMP_CONCURRENCY = 32;
+
+/**
+ * The files among `files` that are no longer as the scan saw them (written to, replaced or
+ * gone since), sorted by path. A bounded number of lstat calls at a time: one per file at once
+ * would hold a promise and a Stats object for every file of the bag.
+ */
+export async function filesChangedSinceScan(root: string, files: readonly ScannedFile[], signal?: AbortSignal): Promise<string[]> {
+  const changed: string[] = [];
+  let next = 0;
+  const runner = async (): Promise<void> => {
+    while (next < files.length) {
+      signal?.throwIfAborted();
+      const file = files[next++]!;
+      const same = await lstat(join(root, file.path)).then((st) => sameStamp(file, st), () => false);
+      if (!same) changed.push(file.path);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(RESTAMP_CONCURRENCY, files.length) }, runner));
+  return changed.sort();
 }
 
 /** Files and folders that desktop systems leave behind (compared case-insensitively). */
@@ -182,30 +208,56 @@ export function findSystemFiles(paths: Iterable<string>): BagProblemInit[] {
  * Names that are different byte strings but the same name to macOS (Unicode normalization) or to
  * Windows and macOS (letter case). Each group is reported once per extra spelling, against the
  * first spelling in sorted order. Normalization is checked first; case is then compared between
- * spellings that still differ after NFC, so one pair never gives two warnings.
+ * spellings that still differ after NFC, so one pair never gives two warnings. `paths` may hold
+ * a name twice; it counts once.
+ *
+ * Almost no name collides with another, so a group is one string until it gets a second
+ * spelling: a bag of many files costs one map entry per name, and only groups are sorted.
  */
 export function findNameCollisions(paths: Iterable<string>): BagProblemInit[] {
+  const byNfc = groupBy(paths, (path) => path.normalize('NFC'));
   const problems: BagProblemInit[] = [];
-  const byNfc = new Map<string, Set<string>>();
-  for (const path of paths) {
-    const key = path.normalize('NFC');
-    let group = byNfc.get(key);
-    if (group === undefined) byNfc.set(key, (group = new Set()));
-    group.add(path);
-  }
-  const byCase = new Map<string, string[]>();
-  for (const [nfc, group] of [...byNfc].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))) {
+  for (const [, group] of sortedGroups(byNfc)) {
     const spellings = [...group].sort();
     for (const other of spellings.slice(1)) problems.push({ code: 'normalization-collision', path: other, other: spellings[0]! });
-    const key = nfc.toLowerCase();
-    const list = byCase.get(key);
-    if (list === undefined) byCase.set(key, [spellings[0]!]);
-    else list.push(spellings[0]!);
   }
-  for (const spellings of byCase.values()) {
-    if (spellings.length < 2) continue;
-    spellings.sort();
+  // Case groups in the order of their first name's NFC form, as the names are sorted.
+  const byCase = groupBy(firstSpellings(byNfc), (spelling) => spelling.normalize('NFC').toLowerCase());
+  const caseGroups = [...byCase.values()]
+    .filter((group): group is Set<string> => typeof group !== 'string')
+    .map((group) => [...group].sort())
+    .map((spellings) => ({ spellings, order: spellings.map((s) => s.normalize('NFC')).sort()[0]! }))
+    .sort((a, b) => compareStrings(a.order, b.order));
+  for (const { spellings } of caseGroups) {
     for (const other of spellings.slice(1)) problems.push({ code: 'case-collision', path: other, other: spellings[0]! });
   }
   return problems;
+}
+
+const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Names by a key; a key with one name keeps the bare string, one with more a set of them. */
+function groupBy(names: Iterable<string>, keyOf: (name: string) => string): Map<string, string | Set<string>> {
+  const groups = new Map<string, string | Set<string>>();
+  for (const name of names) {
+    const key = keyOf(name);
+    const group = groups.get(key);
+    if (group === undefined) groups.set(key, name);
+    else if (typeof group === 'string') {
+      if (group !== name) groups.set(key, new Set([group, name]));
+    } else group.add(name);
+  }
+  return groups;
+}
+
+/** Each group's first name in sorted order. */
+function* firstSpellings(groups: Map<string, string | Set<string>>): Generator<string> {
+  for (const group of groups.values()) yield typeof group === 'string' ? group : [...group].sort()[0]!;
+}
+
+/** The groups of more than one name, sorted by key. */
+function sortedGroups(groups: Map<string, string | Set<string>>): Array<[string, Set<string>]> {
+  const found: Array<[string, Set<string>]> = [];
+  for (const [key, group] of groups) if (typeof group !== 'string') found.push([key, group]);
+  return found.sort(([a], [b]) => compareStrings(a, b));
 }

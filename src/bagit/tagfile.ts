@@ -31,6 +31,19 @@ export function splitLines(text: string): string[] {
   return lines;
 }
 
+/** The lines of `text` one at a time, as `splitLines` gives them, without an array of them all. */
+export function* linesOf(text: string): Generator<string> {
+  const n = text.length;
+  let at = 0;
+  while (at < n) {
+    let end = at;
+    for (let c = text.charCodeAt(end); end < n && c !== 10 && c !== 13; c = text.charCodeAt(++end));
+    yield text.slice(at, end);
+    if (text.charCodeAt(end) === 13 && text.charCodeAt(end + 1) === 10) end++;
+    at = end + 1;
+  }
+}
+
 export type DecodeResult = { ok: true; text: string } | { ok: false; fault: 'unsupported' | 'undecodable' };
 
 /**

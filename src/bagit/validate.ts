@@ -4,17 +4,18 @@
  * the caller's FileHasher) and reports every problem it finds, errors and warnings together.
  * It knows nothing of HTTP, the catalog or chipmunk, and never writes to the bag.
  */
-import { lstat, readFile, stat } from 'node:fs/promises';
+import { readFile, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ALGORITHMS, type Algorithm } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
 import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
-import { parseManifest, parseManifestFileName, type ManifestEntry, type ManifestKind } from './manifest.js';
+import { CompactManifest, type ManifestView } from './compact-manifest.js';
+import { parseManifest, parseManifestFileName, readManifest, type ManifestKind } from './manifest.js';
 import { DEFAULT_CONCURRENCY, hashFiles, readFailure } from './hash-files.js';
 import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
 import type { BagFile, BagReport, ValidateOptions } from './report.js';
-import { fileStamp, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
+import { filesChangedSinceScan, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
 import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, startsWithUtf8Bom, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
 
 /** The rules that differ between BagIt versions. */
@@ -55,9 +56,10 @@ interface LoadedManifest {
   fileName: string;
   kind: ManifestKind;
   algorithm: Algorithm;
-  entries: Map<string, ManifestEntry>;
-  /** The files on disk its entries name: the entry's path, or the file it matched by normalization. */
-  covered: Set<string>;
+  /** Tag manifests as a Map; payload manifests, which may list a great many files, compactly. */
+  entries: ManifestView;
+  /** The files on disk its entries name (by index): the entry's path, or the file it matched by normalization. */
+  covered: Uint8Array;
 }
 
 /** Root tag files the RFC names; each must be a file, never a folder. */
@@ -95,6 +97,11 @@ function emptyReport(problems: BagProblem[]): BagReport {
   return { valid: false, algorithms: [], problems, files: [], payloadBytes: 0, payloadFiles: 0, bagInfo: [] };
 }
 
+/** The names of several sources, one after the other (the name checks count a name once). */
+function* namesOf(...sources: Array<Iterable<string>>): Generator<string> {
+  for (const source of sources) yield* source;
+}
+
 export async function validateBag(bagDir: string, opts: ValidateOptions): Promise<BagReport> {
   const { hasher, signal } = opts;
   // Hashers take absolute paths only.
@@ -122,7 +129,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     return emptyReport(found);
   }
   scan.problems.forEach((p) => add(p));
-  const fileByPath = new Map(scan.files.map((f) => [f.path, f]));
+  // Each file's index in scan.files (`has`: is this path a regular file of the bag).
+  const fileIndex = new Map<string, number>();
+  scan.files.forEach((f, i) => fileIndex.set(f.path, i));
   const directorySet = new Set(scan.directories);
   for (const name of scan.directories) if (!name.includes('/') && isNamedTagFile(name)) add({ code: 'not-a-file', path: name });
   /** Under a path the scan could not look into: whether it is there is unknown, and was reported. */
@@ -141,7 +150,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   // bagit.txt decides the version's rules and the encoding of every other tag file.
   let version: string | undefined;
   let encoding: string | undefined;
-  if (fileByPath.has('bagit.txt')) {
+  if (fileIndex.has('bagit.txt')) {
     const bytes = await readBytes('bagit.txt');
     if (bytes !== undefined) {
       const declaration = parseBagDeclaration(bytes);
@@ -172,9 +181,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   };
 
   // bag-info.txt (package-info.txt before 0.96): optional, but Payload-Oxum is checked when given.
-  const bagInfoName = fileByPath.has('bag-info.txt')
+  const bagInfoName = fileIndex.has('bag-info.txt')
     ? 'bag-info.txt'
-    : rules.packageInfo && fileByPath.has('package-info.txt')
+    : rules.packageInfo && fileIndex.has('package-info.txt')
       ? 'package-info.txt'
       : undefined;
   let bagInfo: Array<[string, string]> = [];
@@ -206,9 +215,16 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
     }
     const text = await readTagText(file.path);
     if (text === undefined) continue;
-    const parsed = parseManifest(text, { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent });
-    parsed.problems.forEach((p) => add(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
-    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries: parsed.entries, covered: new Set() });
+    const options = { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: rules.decodePercent };
+    let entries: ManifestView;
+    let problems: BagProblemInit[];
+    if (name.kind === 'payload') {
+      const table = new CompactManifest(name.algorithm, fileIndex, (i) => scan.files[i]!.path, scan.files.length);
+      problems = readManifest(text, options, table);
+      entries = table;
+    } else ({ entries, problems } = parseManifest(text, options));
+    problems.forEach((p) => add(p, p.code === 'manifest-duplicate' ? rules.duplicateSeverity : undefined));
+    manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries, covered: new Uint8Array(scan.files.length) });
   }
   const payloadManifests = manifests.filter((m) => m.kind === 'payload');
   if (payloadManifests.length === 0) add({ code: 'manifest-missing' });
@@ -225,7 +241,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   }
 
   let fetchEntries: FetchEntry[] = [];
-  if (fileByPath.has(FETCH_FILE)) {
+  if (fileIndex.has(FETCH_FILE)) {
     const text = await readTagText(FETCH_FILE);
     if (text !== undefined) {
       const parsed = parseFetch(text, { decodePercent: rules.decodePercent });
@@ -243,22 +259,28 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) add({ code: 'file-unreadable', path, detail });
   // A file written to while it was hashed has digests of bytes that may no longer be there.
   const hashedFiles = scan.files.filter((f) => results.has(f.path));
-  const stampsNow = await Promise.all(hashedFiles.map((f) => lstat(join(dir, f.path)).then(fileStamp, () => 'gone')));
-  hashedFiles.forEach((f, i) => {
-    if (stampsNow[i] !== scan.stamps.get(f.path)) add({ code: 'file-changed-during-validation', path: f.path });
-  });
+  for (const path of await filesChangedSinceScan(dir, hashedFiles, signal)) add({ code: 'file-changed-during-validation', path });
 
   // Each manifest entry: present and matching. A name in another Unicode normalization than the
   // file's matches it (RFC 8493 §2.4 asks validators to tolerate this), with a warning.
-  const filesByNfc = new Map<string, string[]>();
-  for (const f of scan.files) {
-    const key = f.path.normalize('NFC');
-    filesByNfc.set(key, [...(filesByNfc.get(key) ?? []), f.path]);
-  }
+  // Built only when some listed path is not on disk as written: an entry per file of the bag.
+  let filesByNfc: Map<string, string[]> | undefined;
+  const filesNamedLike = (path: string): string[] => {
+    if (filesByNfc === undefined) {
+      filesByNfc = new Map();
+      for (const f of scan.files) {
+        const key = f.path.normalize('NFC');
+        const twins = filesByNfc.get(key);
+        if (twins === undefined) filesByNfc.set(key, [f.path]);
+        else twins.push(f.path);
+      }
+    }
+    return filesByNfc.get(path.normalize('NFC')) ?? [];
+  };
   const missing = new Map<string, string[]>();
   for (const manifest of manifests) {
     for (const entry of manifest.entries.values()) {
-      let onDisk: string | undefined = fileByPath.has(entry.path) ? entry.path : undefined;
+      let onDisk: string | undefined = fileIndex.has(entry.path) ? entry.path : undefined;
       if (onDisk === undefined) {
         if (directorySet.has(entry.path)) {
           add({ code: 'not-a-file', path: entry.path, listedIn: manifest.fileName });
@@ -267,7 +289,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
         // A path that exists as a link or device was reported as such already, one under a folder
         // that could not be read was reported with it, and one fetch.txt lists is a fetch hole.
         if (scan.present.has(entry.path) || unreachable(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
-        const twins = filesByNfc.get(entry.path.normalize('NFC')) ?? [];
+        const twins = filesNamedLike(entry.path);
         if (twins.length === 1) {
           onDisk = twins[0]!;
           add({ code: 'manifest-path-normalization', path: onDisk, listed: entry.path, listedIn: manifest.fileName });
@@ -278,7 +300,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
           continue;
         }
       }
-      manifest.covered.add(onDisk);
+      manifest.covered[fileIndex.get(onDisk)!] = 1;
       const hashed = results.get(onDisk);
       if (hashed === undefined || !entry.digestWellFormed) continue;
       const actual = hashed.digests[manifest.algorithm];
@@ -307,8 +329,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   // Completeness the other way: every payload file in a payload manifest (every one, from 1.0).
   const payload = scan.files.filter((f) => isPayloadPath(f.path));
   if (payloadManifests.length > 0) {
-    for (const file of payload) {
-      const lacking = payloadManifests.filter((m) => !m.covered.has(file.path));
+    for (const [i, file] of scan.files.entries()) {
+      if (!isPayloadPath(file.path)) continue;
+      const lacking = payloadManifests.filter((m) => m.covered[i] !== 1);
       if (lacking.length === payloadManifests.length) add({ code: 'file-not-in-manifest', path: file.path });
       else if (rules.everyPayloadManifest) {
         for (const m of lacking) add({ code: 'file-not-in-manifest', path: file.path, algorithm: m.algorithm, manifest: m.fileName });
@@ -338,9 +361,12 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
 
   // Name checks over everything the bag has or claims to have.
   // (A name matched to a file by normalization is that file's; it is no second name.)
-  const listed = manifests.flatMap((m) => [...m.entries.keys()]).filter((p) => fileByPath.has(p) || missing.has(p));
-  findSystemFiles(new Set([...scan.files.map((f) => f.path), ...scan.directories, ...listed])).forEach((p) => add(p));
-  findNameCollisions(new Set([...scan.files.map((f) => f.path), ...listed])).forEach((p) => add(p));
+  // What manifests list beyond the files on disk is the missing paths; named without a copy of the lot.
+  const filePaths = function* (): Generator<string> {
+    for (const f of scan.files) yield f.path;
+  };
+  findSystemFiles(namesOf(filePaths(), scan.directories, missing.keys())).forEach((p) => add(p));
+  findNameCollisions(namesOf(filePaths(), missing.keys())).forEach((p) => add(p));
 
   const files: BagFile[] = [];
   for (const file of scan.files) {

@@ -27,6 +27,9 @@ type StoredPackage = Package & { seq: number };
 /** `[stored, seq]` keys of the state index: 0 open request, 1 stored package. */
 const stateOf = (stored: boolean) => (stored ? 1 : 0);
 
+/** File records written per transaction when a package's files are staged, and paths per slice of its list. */
+const FILE_BATCH = 5_000;
+
 export type CreateResult = { created: Package } | { existing: Package };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -198,34 +201,90 @@ export class PackageStore {
 
 
   /**
-   * Records the files of a package about to be stored (the ingest's intent, written before the
-   * bag is moved). Files of an unstored package are never served.
+   * Records the files of a package about to be stored, in one transaction (or the caller's).
+   * For a bag of many files the ingest uses `stageFiles` and `filesStaged` instead.
    */
-  putFiles(bagId: string, files: FileRecord[]): void {
-    // The path is in the key and the record; B-tree pages are partly empty: about twice the bytes.
-    let bytes = 0;
-    for (const file of files) bytes += 2 * (2 * Buffer.byteLength(file.path) + 150);
-    this.catalog.reserve(bytes);
+  putFiles(bagId: string, files: Iterable<FileRecord>): void {
+    this.catalog.transaction(() => this.filesStaged(bagId, this.stageFiles(bagId, files)));
+  }
+
+  /**
+   * Writes the file records of a package about to be stored (the ingest's intent, before the bag
+   * is moved), replacing any it had, `FILE_BATCH` records to a transaction so that a bag of any
+   * size never makes one huge transaction; returns their total size. Files of an unstored package
+   * are never served, so records written before a crash are harmless: the next attempt replaces
+   * them. `filesStaged`, in the transaction that records the intent, completes them.
+   * `onBatch` runs after each committed batch (crash tests stop there).
+   */
+  stageFiles(bagId: string, files: Iterable<FileRecord>, onBatch?: () => void): number {
+    while (this.catalog.transaction(() => this.removeFiles(bagId, FILE_BATCH)) === FILE_BATCH);
+    let total = 0;
+    let batch: FileRecord[] = [];
+    const commit = (): void => {
+      // The path is in the key and the record; B-tree pages are partly empty: about twice the bytes.
+      let bytes = 0;
+      for (const file of batch) bytes += 2 * (2 * Buffer.byteLength(file.path) + 150);
+      this.catalog.reserve(bytes);
+      this.catalog.transaction(() => {
+        for (const file of batch) this.files.put([bagId, file.path], file);
+      });
+      batch = [];
+      onBatch?.();
+    };
+    for (const file of files) {
+      batch.push(file);
+      total += file.size;
+      if (batch.length === FILE_BATCH) commit();
+    }
+    if (batch.length > 0) commit();
+    return total;
+  }
+
+  /** The staged files' total size and payload list, kept for the package (inside the intent's transaction). */
+  filesStaged(bagId: string, totalBytes: number): void {
     this.catalog.transaction(() => {
-      for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })) this.files.remove(key);
-      let total = 0;
-      for (const file of files) {
-        this.files.put([bagId, file.path], file);
-        total += file.size;
-      }
-      this.fileBytes.put(bagId, total);
+      this.fileBytes.put(bagId, totalBytes);
       this.keepPayloadList(bagId);
     });
   }
 
-  /** Serialises the payload list once, as sent (putFiles, and the migration for older catalogs). */
+  /** Removes up to `limit` file records of a package; returns how many. */
+  private removeFiles(bagId: string, limit: number): number {
+    let removed = 0;
+    for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'], limit })) {
+      this.files.remove(key);
+      removed++;
+    }
+    return removed;
+  }
+
+  /**
+   * Serialises the payload list once, as sent (filesStaged, and the migration for older
+   * catalogs), a slice of paths at a time rather than from an array of them all.
+   */
   keepPayloadList(bagId: string): void {
-    this.payloadLists.put(bagId, Buffer.from(JSON.stringify(this.payloadPaths(bagId)), 'utf8'));
+    this.payloadLists.put(bagId, this.serialisePayloadList(bagId));
   }
 
   /** The `files` field of a stored package, as UTF-8 JSON ready to send. */
   payloadListJson(bagId: string): Buffer {
-    return this.payloadLists.get(bagId) ?? Buffer.from(JSON.stringify(this.payloadPaths(bagId)), 'utf8');
+    return this.payloadLists.get(bagId) ?? this.serialisePayloadList(bagId);
+  }
+
+  /** `JSON.stringify(payloadPaths(bagId))` as UTF-8, made in slices. */
+  private serialisePayloadList(bagId: string): Buffer {
+    const parts: Buffer[] = [];
+    let slice: string[] = [];
+    const flush = (): void => {
+      parts.push(Buffer.from(`${parts.length === 0 ? '' : ','}${slice.join(',')}`, 'utf8'));
+      slice = [];
+    };
+    for (const { key } of this.files.getRange({ start: [bagId, 'data/'], end: [bagId, 'data0'] })) {
+      slice.push(JSON.stringify(key[1].slice(5)));
+      if (slice.length === FILE_BATCH) flush();
+    }
+    if (slice.length > 0 || parts.length === 0) flush();
+    return Buffer.concat([Buffer.from('['), ...parts, Buffer.from(']')]);
   }
 
   /** Marks a package stored (its files recorded before by putFiles). */
@@ -253,8 +312,27 @@ export class PackageStore {
     return [...this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })].map((e) => e.value);
   }
 
+  /**
+   * The files of a package in path order, read `FILE_BATCH` at a time: each batch is read whole,
+   * so the walk may pause between records (an await) without holding a catalog read open.
+   */
   *iterateFiles(bagId: string): Generator<FileRecord> {
-    for (const { value } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })) yield value;
+    let after: string | undefined;
+    for (;;) {
+      const start: [string, string] = [bagId, after ?? ''];
+      const batch: FileRecord[] = [];
+      for (const { value } of this.files.getRange({ start, end: [bagId, '\uffff'], limit: FILE_BATCH + 1 })) {
+        if (value.path !== after) batch.push(value);
+      }
+      yield* batch;
+      if (batch.length < FILE_BATCH) return;
+      after = batch.at(-1)!.path;
+    }
+  }
+
+  /** The files of a package as a view: every iteration walks them afresh (`iterateFiles`). */
+  filesOf(bagId: string): Iterable<FileRecord> {
+    return { [Symbol.iterator]: () => this.iterateFiles(bagId) };
   }
 
   file(bagId: string, path: string): FileRecord | undefined {

@@ -42,16 +42,6 @@ export interface ZipEntryPlan {
   zip64Offset: boolean;
 }
 
-export interface ZipPlan {
-  /** Total archive length in bytes: the Content-Length. */
-  size: number;
-  entries: ZipEntryPlan[];
-  centralDirectoryOffset: number;
-  centralDirectorySize: number;
-  /** ZIP64 end of central directory record and locator are written. */
-  zip64End: boolean;
-}
-
 export function localHeaderLength(entry: ZipEntryPlan): number {
   return LOCAL_HEADER + entry.name.length + TIMESTAMP_EXTRA + (entry.zip64Size ? LOCAL_ZIP64_EXTRA : 0);
 }
@@ -66,39 +56,78 @@ export function centralHeaderLength(entry: ZipEntryPlan): number {
   return CENTRAL_HEADER + entry.name.length + TIMESTAMP_EXTRA + (fields > 0 ? 4 + 8 * fields : 0);
 }
 
+/** The archive's shape without its entries: enough to send it, reading the files once more in order. */
+export interface ZipLayout {
+  /** Total archive length in bytes: the Content-Length. */
+  size: number;
+  count: number;
+  centralDirectoryOffset: number;
+  centralDirectorySize: number;
+  /** ZIP64 end of central directory record and locator are written. */
+  zip64End: boolean;
+}
+
+export interface ZipPlan extends ZipLayout {
+  entries: ZipEntryPlan[];
+}
+
+/** The entry of `record` with its local header at `offset`; throws for a record no zip can hold. */
+function planEntry(topFolder: string, record: FileRecord, offset: number): ZipEntryPlan {
+  if (!/^[0-9a-f]{8}$/i.test(record.crc32)) throw new Error(`${record.path} has no usable CRC-32 in the catalog (${JSON.stringify(record.crc32)})`);
+  if (!Number.isSafeInteger(record.size) || record.size < 0) throw new Error(`${record.path} has an impossible size ${record.size}`);
+  const name = Buffer.from(`${topFolder}/${record.path}`, 'utf8');
+  if (name.length > U16_MAX) throw new Error(`${record.path} is too long a name for a zip entry`);
+  return { record, name, crc32: parseInt(record.crc32, 16), offset, zip64Size: record.size >= U32_MAX, zip64Offset: offset >= U32_MAX };
+}
+
 /**
- * Lays out the archive: each entry's offset and ZIP64 needs, the central directory, the total
- * size. Pure: it reads no file. Entries keep the order of `files` (the catalog's, sorted by path).
+ * Walks `files` in order, one entry at a time: each entry's plan, at its offset. The layout and
+ * the body both walk the files this way, so every offset is the same in both. Two records of one
+ * path in a row are refused (the catalog yields each path once, sorted).
  */
-export function planZip(topFolder: string, files: FileRecord[]): ZipPlan {
+export function* walkEntries(topFolder: string, files: Iterable<FileRecord>): Generator<ZipEntryPlan> {
   if (topFolder === '' || topFolder.includes('/') || topFolder.includes('\\')) throw new Error(`unusable zip top folder ${JSON.stringify(topFolder)}`);
-  const seen = new Set<string>();
-  const entries: ZipEntryPlan[] = [];
   let offset = 0;
+  let previous: string | undefined;
+  for (const record of files) {
+    if (record.path === previous) throw new Error(`${record.path} is listed twice`);
+    previous = record.path;
+    const entry = planEntry(topFolder, record, offset);
+    yield entry;
+    offset += localHeaderLength(entry) + record.size;
+  }
+}
+
+/**
+ * Lays out the archive: its size, where the central directory starts and how long it is. Pure:
+ * it reads no file, and holds no entry beyond the one it measures.
+ */
+export function layOutZip(topFolder: string, files: Iterable<FileRecord>): ZipLayout {
+  let count = 0;
+  let centralDirectoryOffset = 0;
+  let centralDirectorySize = 0;
+  for (const entry of walkEntries(topFolder, files)) {
+    count++;
+    centralDirectoryOffset = entry.offset + localHeaderLength(entry) + entry.record.size;
+    centralDirectorySize += centralHeaderLength(entry);
+  }
+  const zip64End = count >= U16_MAX || centralDirectorySize >= U32_MAX || centralDirectoryOffset >= U32_MAX;
+  const size = centralDirectoryOffset + centralDirectorySize + (zip64End ? ZIP64_END_RECORD + ZIP64_END_LOCATOR : 0) + END_RECORD;
+  return { size, count, centralDirectoryOffset, centralDirectorySize, zip64End };
+}
+
+/**
+ * The layout with every entry's plan (offsets, ZIP64 needs), for callers that want to look at
+ * them; the download itself uses `layOutZip` and walks the entries as it sends them. Entries
+ * keep the order of `files`.
+ */
+export function planZip(topFolder: string, files: readonly FileRecord[]): ZipPlan {
+  const seen = new Set<string>();
   for (const record of files) {
     if (seen.has(record.path)) throw new Error(`${record.path} is listed twice`);
     seen.add(record.path);
-    if (!/^[0-9a-f]{8}$/i.test(record.crc32)) throw new Error(`${record.path} has no usable CRC-32 in the catalog (${JSON.stringify(record.crc32)})`);
-    if (!Number.isSafeInteger(record.size) || record.size < 0) throw new Error(`${record.path} has an impossible size ${record.size}`);
-    const name = Buffer.from(`${topFolder}/${record.path}`, 'utf8');
-    if (name.length > U16_MAX) throw new Error(`${record.path} is too long a name for a zip entry`);
-    const entry: ZipEntryPlan = {
-      record,
-      name,
-      crc32: parseInt(record.crc32, 16),
-      offset,
-      zip64Size: record.size >= U32_MAX,
-      zip64Offset: offset >= U32_MAX,
-    };
-    entries.push(entry);
-    offset += localHeaderLength(entry) + record.size;
   }
-  const centralDirectoryOffset = offset;
-  let centralDirectorySize = 0;
-  for (const entry of entries) centralDirectorySize += centralHeaderLength(entry);
-  const zip64End = entries.length >= U16_MAX || centralDirectorySize >= U32_MAX || centralDirectoryOffset >= U32_MAX;
-  const size = centralDirectoryOffset + centralDirectorySize + (zip64End ? ZIP64_END_RECORD + ZIP64_END_LOCATOR : 0) + END_RECORD;
-  return { size, entries, centralDirectoryOffset, centralDirectorySize, zip64End };
+  return { ...layOutZip(topFolder, files), entries: [...walkEntries(topFolder, files)] };
 }
 
 /** MS-DOS date and time in the server's local time, as zip tools write them; clamped to 1980-2107. */
@@ -195,8 +224,8 @@ export function writeCentralHeader(buf: Buffer, start: number, entry: ZipEntryPl
 }
 
 /** ZIP64 end record and locator when needed, then the end of central directory record. */
-export function endRecords(plan: ZipPlan): Buffer {
-  const count = plan.entries.length;
+export function endRecords(plan: ZipLayout): Buffer {
+  const count = plan.count;
   const buf = Buffer.alloc((plan.zip64End ? ZIP64_END_RECORD + ZIP64_END_LOCATOR : 0) + END_RECORD);
   let at = 0;
   if (plan.zip64End) {

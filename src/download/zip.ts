@@ -14,6 +14,11 @@
  * file, where yazl tops out near 320 MB/s). If the disk no longer holds what the catalog says,
  * the client's unzip sees the CRC mismatch: the catalog's values were verified at ingest.
  *
+ * The files are walked three times in catalog order, never held: once to lay the archive out
+ * (its length), once for the entries, once for the central directory; each walk makes every
+ * entry's plan again, so a bag of 200,000 files costs one entry's state at a time (and 8 bytes
+ * per file for modification times when the archive does not fix them).
+ *
  * ZIP64 (APPNOTE 6.3.x §4.3.9, 4.4, 4.5.3) is used per entry when its size or its local header
  * offset does not fit 32 bits, and for the end records when the entry count, the central
  * directory size or its offset do not fit. The records themselves are `zip-records.ts`.
@@ -24,12 +29,16 @@ import { Storage } from '../storage/storage.js';
 import type { DownloadAnswer } from './answer.js';
 import { closeQuietly, openStoredFile, readFully, type BodySource } from './body.js';
 import { contentDisposition } from './file.js';
-import { centralHeaderLength, endRecords, localHeaderLength, planZip, writeCentralHeader, writeLocalHeader, type ZipPlan } from './zip-records.js';
+import { centralHeaderLength, endRecords, layOutZip, localHeaderLength, walkEntries, writeCentralHeader, writeLocalHeader, type ZipEntryPlan, type ZipLayout } from './zip-records.js';
 export interface ZipSource {
   bagId: string;
   /** Absolute package folder. */
   dir: string;
-  files: FileRecord[];
+  /**
+   * The package's files in catalog order (sorted by path), walked once per pass: an array, or a
+   * view whose every iteration reads them afresh (`PackageStore.files`).
+   */
+  files: Iterable<FileRecord>;
   /**
    * Modification time given to every entry (when the package was stored, epoch ms or a Date), for
    * an archive that is byte-for-byte the same on every download. Without it each entry gets its
@@ -40,6 +49,7 @@ export interface ZipSource {
 
 /** An entry opened and checked against the catalog, with its local header ready. */
 interface OpenedEntry {
+  entry: ZipEntryPlan;
   handle: FileHandle;
   header: Buffer;
   mtimeMs: number;
@@ -59,8 +69,13 @@ const ignore = () => {};
  * checked against the catalog before any of its bytes go out.
  */
 class ZipBody implements BodySource {
-  private readonly mtimes: Float64Array;
+  /** Each entry's modification time, when the source does not fix one for all. */
+  private readonly mtimes: Float64Array | undefined;
   private readonly fixedMs: number | undefined;
+  /** The entries in order, for sending them (the first walk after the layout's). */
+  private readonly toOpen: Iterator<ZipEntryPlan>;
+  /** The entries again, for the central directory. */
+  private readonly toList: Iterator<ZipEntryPlan>;
   /** Opens in flight or done, in entry order, for entries `sending + 1 …`. */
   private readonly ahead: Array<Promise<OpenedEntry>> = [];
   private nextToOpen = 0;
@@ -71,26 +86,36 @@ class ZipBody implements BodySource {
   private memoryAt = 0;
   private file: { handle: FileHandle; size: number; at: number; path: string } | undefined;
   private nextCentral = 0;
+  /** The central walk's next entry, looked at before it is taken. */
+  private peeked: ZipEntryPlan | undefined;
   private endWritten = false;
   private offset = 0;
 
   constructor(
-    private readonly plan: ZipPlan,
+    private readonly plan: ZipLayout,
     private readonly source: ZipSource,
   ) {
-    this.mtimes = new Float64Array(plan.entries.length);
     this.fixedMs = source.storedAt === undefined ? undefined : new Date(source.storedAt).getTime();
+    this.mtimes = this.fixedMs === undefined ? new Float64Array(plan.count) : undefined;
+    this.toOpen = walkEntries(source.bagId, source.files);
+    this.toList = walkEntries(source.bagId, source.files);
+  }
+
+  /** The next entry of a walk; the files must still be the ones laid out. */
+  private static next(walk: Iterator<ZipEntryPlan>, index: number): ZipEntryPlan {
+    const step = walk.next();
+    if (step.done === true) throw new Error(`zip layout error: the package has fewer files than the ${index + 1} planned`);
+    return step.value;
   }
 
   private openAhead(): void {
-    const { entries } = this.plan;
-    while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < entries.length) {
-      const entry = entries[this.nextToOpen++]!;
+    while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < this.plan.count) {
+      const entry = ZipBody.next(this.toOpen, this.nextToOpen++);
       const opening = openStoredFile(Storage.resolveInside(this.source.dir, entry.record.path), entry.record).then(({ handle, mtime }) => {
         const mtimeMs = this.fixedMs ?? mtime.getTime();
         const header = Buffer.allocUnsafe(localHeaderLength(entry));
         writeLocalHeader(header, entry, mtimeMs);
-        return { handle, header, mtimeMs };
+        return { entry, handle, header, mtimeMs };
       });
       opening.catch(ignore); // awaited in turn; this only marks an early rejection as handled
       this.ahead.push(opening);
@@ -101,10 +126,10 @@ class ZipBody implements BodySource {
   private async startNextEntry(): Promise<void> {
     this.openAhead();
     const index = ++this.sending;
-    const entry = this.plan.entries[index]!;
-    if (this.offset !== entry.offset) throw new Error(`zip layout error: entry ${entry.record.path} at ${this.offset}, planned ${entry.offset}`);
     const opened = await this.ahead.shift()!;
-    this.mtimes[index] = opened.mtimeMs;
+    const { entry } = opened;
+    if (this.offset !== entry.offset) throw new Error(`zip layout error: entry ${entry.record.path} at ${this.offset}, planned ${entry.offset}`);
+    if (this.mtimes !== undefined) this.mtimes[index] = opened.mtimeMs;
     this.memory = opened.header;
     this.memoryAt = 0;
     this.file = { handle: opened.handle, size: entry.record.size, at: 0, path: entry.record.path };
@@ -113,20 +138,32 @@ class ZipBody implements BodySource {
 
   /** As many central directory headers as fit in one batch (at least one). */
   private centralBatch(): Buffer {
-    const { entries } = this.plan;
     if (this.nextCentral === 0 && this.offset !== this.plan.centralDirectoryOffset) {
       throw new Error(`zip layout error: central directory at ${this.offset}, planned ${this.plan.centralDirectoryOffset}`);
     }
+    const headers: Array<{ entry: ZipEntryPlan; mtimeMs: number }> = [];
     let length = 0;
-    let last = this.nextCentral;
-    while (last < entries.length && (length === 0 || length + centralHeaderLength(entries[last]!) <= CENTRAL_BATCH)) {
-      length += centralHeaderLength(entries[last]!);
-      last++;
+    while (this.nextCentral < this.plan.count && (length === 0 || length + centralHeaderLength(this.peekCentral()) <= CENTRAL_BATCH)) {
+      const entry = this.takeCentral();
+      length += centralHeaderLength(entry);
+      headers.push({ entry, mtimeMs: this.fixedMs ?? this.mtimes![this.nextCentral]! });
+      this.nextCentral++;
     }
     const buf = Buffer.allocUnsafe(length);
     let at = 0;
-    for (; this.nextCentral < last; this.nextCentral++) at = writeCentralHeader(buf, at, entries[this.nextCentral]!, this.mtimes[this.nextCentral]!);
+    for (const { entry, mtimeMs } of headers) at = writeCentralHeader(buf, at, entry, mtimeMs);
     return buf;
+  }
+
+  private peekCentral(): ZipEntryPlan {
+    this.peeked ??= ZipBody.next(this.toList, this.nextCentral);
+    return this.peeked;
+  }
+
+  private takeCentral(): ZipEntryPlan {
+    const entry = this.peekCentral();
+    this.peeked = undefined;
+    return entry;
   }
 
   async fill(buf: Buffer): Promise<number> {
@@ -149,9 +186,9 @@ class ZipBody implements BodySource {
           this.file = undefined;
           closeQuietly(file.handle);
         }
-      } else if (this.sending + 1 < this.plan.entries.length) {
+      } else if (this.sending + 1 < this.plan.count) {
         await this.startNextEntry();
-      } else if (this.nextCentral < this.plan.entries.length) {
+      } else if (this.nextCentral < this.plan.count) {
         this.memory = this.centralBatch();
         this.memoryAt = 0;
       } else if (!this.endWritten) {
@@ -181,7 +218,7 @@ class ZipBody implements BodySource {
  * away stops the reading. Files are opened only as the body is sent.
  */
 export function answerZip(pkg: ZipSource, method: string): DownloadAnswer {
-  const plan = planZip(pkg.bagId, pkg.files);
+  const plan = layOutZip(pkg.bagId, pkg.files);
   const headers = {
     'content-type': 'application/zip',
     'content-length': String(plan.size),

@@ -10,7 +10,7 @@
  */
 import { lstat } from 'node:fs/promises';
 import { relative, sep } from 'node:path';
-import type { FileHasher } from '../bagit/index.js';
+import { BATCHED_BELOW, type FileHasher } from '../bagit/index.js';
 import type { CheckpointStore } from '../catalog/checkpoints.js';
 import type { Algorithm } from '../fixity/index.js';
 import { failpoint } from '../failpoints.js';
@@ -20,6 +20,7 @@ import type { Logger } from '../logger.js';
 /** What ingest needs of the fixity pool: hashing with the pool's options, resume included. */
 export interface ResumableHasher {
   hashFile(absPath: string, algorithms: Algorithm[], opts?: HashOptions): Promise<FileDigests>;
+  hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts?: Omit<HashOptions, 'resume' | 'expectedSize'>): Promise<Array<FileDigests | Error>>;
 }
 
 const MiB = 1024 * 1024;
@@ -56,6 +57,15 @@ export class CheckpointedHasher implements FileHasher {
       }
     }
     return this.pool.hashFile(absPath, algorithms, opts);
+  }
+
+  /**
+   * Small files in one job of the pool's. They are never resumable, unless the threshold is
+   * below the validator's batch size: then each goes through `hashFile`, which decides.
+   */
+  async hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts: Omit<HashOptions, 'resume' | 'expectedSize'> = {}): Promise<Array<FileDigests | Error>> {
+    if (this.resumeAboveBytes === 0 || this.resumeAboveBytes >= BATCHED_BELOW) return this.pool.hashFiles(files, opts);
+    return Promise.all(files.map(({ path, algorithms }) => this.hashFile(path, algorithms, opts).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
   }
 
   /** The checkpoint of one file of the bag (`path` relative to the bag), kept in the catalog. */

@@ -168,10 +168,13 @@ export class IngestStages {
   /** The intent: the files about to be stored and the successful validation, before the move. */
   private recordIntent(item: QueueItem, pkg: Package, report: BagReport, problems: StoredProblem[]): void {
     const { catalog } = this.deps;
-    const files: FileRecord[] = report.files.map((f) => ({ path: f.path, size: f.size, crc32: f.crc32, digests: f.digests }));
+    // The records first, in bounded transactions (harmless until the intent: unstored), then the
+    // intent itself in one.
+    const files: Iterable<FileRecord> = report.files;
+    const totalBytes = catalog.packages.stageFiles(pkg.bagId, files, () => failpoint('ingest:after-file-batch'));
     const warnings = warningsOf(problems);
     catalog.transaction(() => {
-      catalog.packages.putFiles(pkg.bagId, files);
+      catalog.packages.filesStaged(pkg.bagId, totalBytes);
       catalog.events.add({
         bagId: pkg.bagId,
         type: 'validation',

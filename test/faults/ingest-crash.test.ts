@@ -90,6 +90,7 @@ const scenarios: Scenario[] = [
   { name: 'before staging', failpoint: 'ingest:before-stage' },
   { name: 'after staging', failpoint: 'ingest:after-stage' },
   { name: 'after validation, before the intent is recorded', failpoint: 'ingest:after-validate' },
+  { name: 'after a batch of file records, before the intent', failpoint: 'ingest:after-file-batch' },
   { name: 'after the intent, before the rename into storage', failpoint: 'ingest:after-intent' },
   { name: 'between the rename and the catalog commit', failpoint: 'ingest:after-store' },
   { name: 'after the catalog commit', failpoint: 'ingest:after-result' },

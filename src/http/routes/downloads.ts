@@ -24,7 +24,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
-      const zip = { bagId: pkg.bagId, dir: ctx.storage.packageDir(pkg.storagePath), files: ctx.catalog.packages.listFiles(pkg.bagId), storedAt: pkg.updatedAt };
+      const zip = { bagId: pkg.bagId, dir: ctx.storage.packageDir(pkg.storagePath), files: ctx.catalog.packages.filesOf(pkg.bagId), storedAt: pkg.updatedAt };
       return sendDownload(request, reply, answerZip(zip, request.method));
     },
   );
