@@ -4,6 +4,9 @@
  * keep-alive agent, so the bytes come straight from the socket, without the SDK's middleware
  * and stream wrappers between them and the hash (why: docs/performance.md, "Replication").
  *
+ * Read-backs and audits only hash an object: `digest` does that as the bytes arrive, over a bare
+ * HTTP/1.1 connection for an `http:` endpoint (http-digest.ts), through node:http for `https:`.
+ *
  * An answer is a stream (200, or 206 for a Range), `undefined` for a missing object (404), an
  * ObjectRefused for any other answer of the gateway about the object (403, 416, …), and a
  * ReplicaDown when there is no answer at all, a 5xx, or a connection that stalls. It does not
@@ -13,6 +16,8 @@ import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
+import { digestOf } from './hashing.js';
+import { BareHttpGetter } from './http-digest.js';
 import { ReplicaDown } from './target.js';
 
 /** How long a signed URL stays valid: long enough to start the GET, which it only needs to. */
@@ -35,6 +40,8 @@ export class ObjectRefused extends Error {
 export class PresignedReader {
   private readonly agent: http.Agent;
   private readonly transport: typeof http | typeof https;
+  /** Whole-object reads that only hash, over `http:` (none over `https:`). */
+  private readonly bare: BareHttpGetter | undefined;
 
   constructor(
     private readonly client: S3Client,
@@ -42,20 +49,50 @@ export class PresignedReader {
     private readonly replica: string,
     endpoint: string,
   ) {
-    this.transport = new URL(endpoint).protocol === 'https:' ? https : http;
+    const url = new URL(endpoint);
+    this.transport = url.protocol === 'https:' ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, scheduling: 'lifo' });
+    if (url.protocol === 'http:') this.bare = new BareHttpGetter(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80), { connectMs: CONNECT_TIMEOUT_MS, idleMs: IDLE_TIMEOUT_MS });
+  }
+
+  /**
+   * Size and sha256 of the whole object, or undefined when it does not exist. Over an `http:`
+   * endpoint it is hashed as it arrives (http-digest.ts); otherwise, or when the gateway answers
+   * in a way that cannot take, from get()'s stream.
+   */
+  async digest(Key: string, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number | undefined }): Promise<{ size: number; sha256: string } | undefined> {
+    if (this.bare !== undefined) {
+      const url = new URL(await this.sign(Key, undefined));
+      let got;
+      try {
+        got = await this.bare.get(url.pathname + url.search, url.host, opts);
+      } catch (err) {
+        opts.signal?.throwIfAborted();
+        throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
+      }
+      if (got.kind === 'body') return { size: got.size, sha256: got.sha256 };
+      if (got.kind === 'status') {
+        if (got.status === 404) return undefined;
+        if (got.status >= 500) throw new ReplicaDown(this.replica, `${got.code}, HTTP ${got.status}`);
+        throw new ObjectRefused(got.status, got.code);
+      }
+    }
+    const body = await this.get(Key, undefined, opts.signal);
+    if (body === undefined) return undefined;
+    try {
+      return await digestOf(body, opts);
+    } catch (err) {
+      opts.signal?.throwIfAborted();
+      // The body broke off (a reset, the gateway killed): no answer about the object.
+      throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
+    } finally {
+      body.destroy();
+    }
   }
 
   /** The object's bytes (`start` to `end` inclusive when given), or undefined when it does not exist. */
   async get(Key: string, range: { start: number; end: number } | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage | undefined> {
-    let url: string;
-    try {
-      // A Range is signed as a header, and sent as one (below).
-      url = await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key, ...(range ? { Range: rangeHeader(range) } : {}) }), { expiresIn: URL_LIFETIME_SECONDS });
-    } catch (err) {
-      // Signing fails only without credentials or endpoint: nothing about the object.
-      throw new ReplicaDown(this.replica, `cannot sign a request: ${(err as Error).message}`, { cause: err });
-    }
+    const url = await this.sign(Key, range);
     const res = await this.request(url, range, signal);
     const status = res.statusCode ?? 0;
     if (status === (range ? 206 : 200)) return res;
@@ -63,6 +100,16 @@ export class PresignedReader {
     if (status === 404) return undefined;
     if (status >= 500) throw new ReplicaDown(this.replica, `${code}, HTTP ${status}`);
     throw new ObjectRefused(status, status === 200 ? 'the Range asked for was not honoured' : code);
+  }
+
+  private async sign(Key: string, range: { start: number; end: number } | undefined): Promise<string> {
+    try {
+      // A Range is signed as a header, and sent as one (request()).
+      return await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key, ...(range ? { Range: rangeHeader(range) } : {}) }), { expiresIn: URL_LIFETIME_SECONDS });
+    } catch (err) {
+      // Signing fails only without credentials or endpoint: nothing about the object.
+      throw new ReplicaDown(this.replica, `cannot sign a request: ${(err as Error).message}`, { cause: err });
+    }
   }
 
   private request(url: string, range: { start: number; end: number } | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage> {
@@ -92,6 +139,7 @@ export class PresignedReader {
 
   close(): void {
     this.agent.destroy();
+    this.bare?.close();
   }
 }
 

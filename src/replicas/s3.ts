@@ -275,21 +275,14 @@ export class S3Target implements ReplicaTarget {
   }
 
   async readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack> {
-    const { signal } = opts;
-    let body: Readable | undefined;
     try {
-      body = await this.reader.get(this.key(key), undefined, signal);
-      if (body === undefined) return { kind: 'missing' };
-      const found = await digestOf(body, { bytesPerSec: opts.bytesPerSec, signal });
+      const found = await this.reader.digest(this.key(key), opts);
+      if (found === undefined) return { kind: 'missing' };
       return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase() ? { kind: 'match' } : { kind: 'differs', ...found };
     } catch (err) {
-      signal?.throwIfAborted();
+      opts.signal?.throwIfAborted();
       if (err instanceof ObjectRefused) return { kind: 'unreadable', reason: err.message };
-      if (err instanceof ReplicaDown) throw err;
-      // The body broke off (a reset, the gateway killed): no answer about the object.
-      throw new ReplicaDown(this.name, (err as Error).message, { cause: err });
-    } finally {
-      body?.destroy();
+      throw err;
     }
   }
 
