@@ -17,7 +17,7 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { digestOf } from './hashing.js';
-import { BareHttpGetter } from './http-digest.js';
+import { bareGetDigest } from './http-digest.js';
 import { ReplicaDown } from './target.js';
 
 /** How long a signed URL stays valid: long enough to start the GET, which it only needs to. */
@@ -40,8 +40,8 @@ export class ObjectRefused extends Error {
 export class PresignedReader {
   private readonly agent: http.Agent;
   private readonly transport: typeof http | typeof https;
-  /** Whole-object reads that only hash, over `http:` (none over `https:`). */
-  private readonly bare: BareHttpGetter | undefined;
+  /** Whole-object reads that only hash go over a bare connection (`http:` only). */
+  private readonly bare: boolean;
 
   constructor(
     private readonly client: S3Client,
@@ -52,20 +52,27 @@ export class PresignedReader {
     const url = new URL(endpoint);
     this.transport = url.protocol === 'https:' ? https : http;
     this.agent = new this.transport.Agent({ keepAlive: true, scheduling: 'lifo' });
-    if (url.protocol === 'http:') this.bare = new BareHttpGetter(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port || 80), { connectMs: CONNECT_TIMEOUT_MS, idleMs: IDLE_TIMEOUT_MS });
+    this.bare = url.protocol === 'http:';
   }
 
   /**
    * Size and sha256 of the whole object, or undefined when it does not exist. Over an `http:`
    * endpoint it is hashed as it arrives (http-digest.ts); otherwise, or when the gateway answers
-   * in a way that cannot take, from get()'s stream.
+   * in a way it cannot take, from get()'s stream.
    */
   async digest(Key: string, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number | undefined }): Promise<{ size: number; sha256: string } | undefined> {
-    if (this.bare !== undefined) {
+    if (this.bare) {
       const url = new URL(await this.sign(Key, undefined));
       let got;
       try {
-        got = await this.bare.get(url.pathname + url.search, url.host, opts);
+        got = await bareGetDigest(url.pathname + url.search, {
+          host: url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(url.port || 80),
+          hostHeader: url.host,
+          connectTimeoutMs: CONNECT_TIMEOUT_MS,
+          idleTimeoutMs: IDLE_TIMEOUT_MS,
+          ...opts,
+        });
       } catch (err) {
         opts.signal?.throwIfAborted();
         throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
@@ -139,7 +146,6 @@ export class PresignedReader {
 
   close(): void {
     this.agent.destroy();
-    this.bare?.close();
   }
 }
 
