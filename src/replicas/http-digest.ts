@@ -4,7 +4,7 @@
  * (`Connection: close`), an answer with a Content-Length. The connection reads into one buffer
  * that is reused for every read (`net.connect`'s `onread`), where node:http and undici allocate a
  * new buffer per read; that allocation, not the hashing, was most of a read-back's CPU. A new
- * connection per object, because a kept-alive one waits for the delayed ACK (40 ms) on every
+ * connection per object (its buffer is kept for the next), because a kept-alive one waits for the delayed ACK (40 ms) on every
  * small object. Figures: docs/performance.md, "Replication"; why not a library: docs/decisions.md.
  *
  * An answer that is not a 2xx comes back with its status and the S3 error code of its body; an
@@ -19,6 +19,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 
 /** The buffer a connection reads into. */
 const READ_BYTES = 256 * 1024;
+/** Read buffers of finished GETs, kept for the next ones (at most READ_BUFFERS_KEPT). */
+const readBuffers: Buffer[] = [];
+const READ_BUFFERS_KEPT = 8;
 /** An answer's head must fit in this. */
 const HEAD_BYTES = 16 * 1024;
 /** An error answer's body is kept up to this many bytes, for its code. */
@@ -56,7 +59,7 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
   signal?.throwIfAborted();
   const rate = opts.bytesPerSec ?? 0;
   return new Promise<BareGet>((resolve, reject) => {
-    const buffer = Buffer.allocUnsafe(READ_BYTES);
+    const buffer = readBuffers.pop() ?? Buffer.allocUnsafe(READ_BYTES);
     let head: Buffer | undefined = Buffer.alloc(0);
     let status = 0;
     let length = 0;
@@ -136,7 +139,11 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
       socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
     });
     socket.on('error', (err) => fail(describe(err), err));
-    socket.on('close', () => fail(head === undefined ? `the connection closed after ${received} of ${length} bytes` : 'the connection closed before an answer'));
+    socket.on('close', () => {
+      // Closed: nothing reads into the buffer any more.
+      if (readBuffers.length < READ_BUFFERS_KEPT) readBuffers.push(buffer);
+      fail(head === undefined ? `the connection closed after ${received} of ${length} bytes` : 'the connection closed before an answer');
+    });
   });
 }
 
