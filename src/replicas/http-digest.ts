@@ -138,7 +138,7 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
       clearTimeout(connectTimer);
       socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
     });
-    socket.on('error', (err) => fail(describe(err), err));
+    socket.on('error', (err) => fail(describeNetworkError(err), err));
     socket.on('close', () => {
       // Closed: nothing reads into the buffer any more.
       if (readBuffers.length < READ_BUFFERS_KEPT) readBuffers.push(buffer);
@@ -163,7 +163,8 @@ function parseHead(text: string): { status: number; length: number } | string {
   return { status: Number(m[1]), length };
 }
 
-function describe(err: unknown): string {
+/** A socket's error for people: its code and message. */
+export function describeNetworkError(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
   return e.code === undefined ? e.message : `${e.code}: ${e.message}`;
 }

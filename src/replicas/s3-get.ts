@@ -10,14 +10,14 @@
  * An answer is a stream (200, or 206 for a Range), `undefined` for a missing object (404), an
  * ObjectRefused for any other answer of the gateway about the object (403, 416, …), and a
  * ReplicaDown when there is no answer at all, a 5xx, or a connection that stalls. It does not
- * hash or compare anything; s3.ts does.
+ * compare what it read with the catalog; s3.ts does.
  */
 import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { digestOf } from './hashing.js';
-import { bareGetDigest } from './http-digest.js';
+import { bareGetDigest, describeNetworkError } from './http-digest.js';
 import { ReplicaDown } from './target.js';
 
 /** How long a signed URL stays valid: long enough to start the GET, which it only needs to. */
@@ -150,11 +150,6 @@ export class PresignedReader {
 }
 
 const rangeHeader = (range: { start: number; end: number }) => `bytes=${range.start}-${range.end}`;
-
-function describeNetworkError(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  return e.code === undefined ? e.message : `${e.code}: ${e.message}`;
-}
 
 /** The S3 error code of an error answer (`<Code>AccessDenied</Code>`), or its HTTP status text. */
 async function errorCodeOf(res: IncomingMessage): Promise<string> {
