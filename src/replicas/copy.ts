@@ -2,9 +2,11 @@
  * Copying one stored package to one replica: every file (tag files too) streamed from the
  * primary to the target, then read back and compared with the catalog's size and sha256. The
  * package's objects are listed once first, so a file not there yet is written without asking
- * about it again. Files run in a few lanes, each writing a file and then reading it back, so one
- * lane's read-back overlaps another's upload; at most BIG_AT_ONCE of them hold a large file (its
- * upload has parts of its own in flight, and in memory), the others take the small ones.
+ * about it again. Files run in a few lanes; each lane reads a file back while it writes its next
+ * one (so at most one write and one read-back per lane; none while an ingest keeps replication
+ * to one lane, which then does one file at a time). At most BIG_AT_ONCE lanes write a large file
+ * at once (its upload has parts of its own in flight, and in memory), the others take the small
+ * ones. A file counts as verified only once it was read back and matched.
  *
  * It does not decide when to copy or record the outcome: it reports verified files through
  * `onVerified` as it goes (the replicator keeps them in the catalog, so a restart skips them) and
@@ -48,27 +50,48 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
   let down: unknown;
   let running = 0;
   let bigRunning = 0;
+  const stopped = () => problem !== undefined || down !== undefined || opts.signal.aborted;
+  const readBack = async (file: FileRecord, outcome: 'written' | 'exists'): Promise<void> => {
+    try {
+      const result = await checkFile(target, bagId, file, outcome, opts.signal);
+      if (result !== undefined) problem ??= result;
+      else {
+        if (outcome === 'written') written++;
+        opts.onVerified(file.path, file.size);
+      }
+    } catch (err) {
+      down ??= err;
+    }
+  };
   const lane = async (): Promise<void> => {
-    while (problem === undefined && down === undefined && !opts.signal.aborted) {
-      // Fewer lanes asked for (an ingest started): the extra ones stop after their file.
-      if (running > opts.lanes()) return;
+    // This lane's read-back of its previous file, running while it writes the next one.
+    let checking: Promise<void> | undefined;
+    while (!stopped()) {
+      // Fewer lanes asked for (an ingest started): the extra ones stop after their file, and
+      // the last one writes no file while its previous one is still read back.
+      if (running > opts.lanes()) break;
+      if (opts.lanes() <= 1) await checking;
       const big = bigRunning < BIG_AT_ONCE ? large.shift() : undefined;
       const file = big ?? small.shift();
-      if (file === undefined) return;
+      if (file === undefined) break;
       if (big !== undefined) bigRunning++;
+      let outcome: 'written' | 'exists' | ReplicationProblem;
       try {
-        const result = await copyFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts);
-        if ('problem' in result) problem ??= result.problem;
-        else {
-          if (result.written) written++;
-          opts.onVerified(file.path, file.size);
-        }
+        outcome = await writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts);
       } catch (err) {
         down ??= err;
+        break;
       } finally {
         if (big !== undefined) bigRunning--;
       }
+      if (typeof outcome !== 'string') {
+        problem ??= outcome;
+        break;
+      }
+      await checking;
+      checking = readBack(file, outcome);
     }
+    await checking;
   };
   const lanes: Array<Promise<void>> = [];
   const width = Math.max(1, Math.min(opts.lanes(), todo.length));
@@ -83,43 +106,44 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
   return { kind: 'verified', files: files.length, bytes: files.reduce((n, f) => n + f.size, 0), written };
 }
 
-/** One file: written unless already there, then read back. Throws ReplicaDown (and aborts). */
-async function copyFile(target: ReplicaTarget, bagId: string, dir: string, file: FileRecord, absent: boolean, opts: CopyOptions): Promise<{ written: boolean } | { problem: ReplicationProblem }> {
+/** One file written unless already there: what happened, or the problem. Throws ReplicaDown (and aborts). */
+async function writeFile(target: ReplicaTarget, bagId: string, dir: string, file: FileRecord, absent: boolean, opts: CopyOptions): Promise<'written' | 'exists' | ReplicationProblem> {
   const replica = target.name;
   const path = file.path;
   const sha256 = file.digests.sha256;
-  if (sha256 === undefined) return { problem: { code: 'primary-changed', replica, path, detail: 'the catalog holds no sha256 for it' } };
-  const expected = { size: file.size, sha256 };
-  const key = objectKey(bagId, path);
+  if (sha256 === undefined) return { code: 'primary-changed', replica, path, detail: 'the catalog holds no sha256 for it' };
   let source: FileHandle;
   try {
     source = await open(Storage.resolveInside(dir, path), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
-    return { problem: { code: 'primary-unreadable', replica, path, detail: errorCode(err) } };
+    return { code: 'primary-unreadable', replica, path, detail: errorCode(err) };
   }
-  let outcome: 'written' | 'exists';
   try {
-    outcome = await target.write(key, source, expected, { replace: opts.replaceable.has(path), absent, signal: opts.signal });
+    return await target.write(objectKey(bagId, path), source, { size: file.size, sha256 }, { replace: opts.replaceable.has(path), absent, signal: opts.signal });
   } catch (err) {
-    if (err instanceof SourceChanged) return { problem: { code: 'primary-changed', replica, path, detail: `read ${err.size} bytes, sha256 ${err.sha256}` } };
+    if (err instanceof SourceChanged) return { code: 'primary-changed', replica, path, detail: `read ${err.size} bytes, sha256 ${err.sha256}` };
     if (err instanceof ReplicaDown || opts.signal.aborted) throw err;
-    if (isPrimaryReadError(err)) return { problem: { code: 'primary-unreadable', replica, path, detail: errorCode(err) } };
-    return { problem: { code: 'write-refused', replica, path, detail: (err as Error).message } };
+    if (isPrimaryReadError(err)) return { code: 'primary-unreadable', replica, path, detail: errorCode(err) };
+    return { code: 'write-refused', replica, path, detail: (err as Error).message };
   } finally {
     await source.close().catch(() => undefined);
   }
-  const back = await target.readBack(key, expected, { signal: opts.signal });
+}
+
+/** The object just written (or found there) read back: undefined when it matches, else the problem. Throws ReplicaDown (and aborts). */
+async function checkFile(target: ReplicaTarget, bagId: string, file: FileRecord, outcome: 'written' | 'exists', signal: AbortSignal): Promise<ReplicationProblem | undefined> {
+  const replica = target.name;
+  const path = file.path;
+  const back = await target.readBack(objectKey(bagId, path), { size: file.size, sha256: file.digests.sha256! /* writeFile refused a file without one */ }, { signal });
   switch (back.kind) {
     case 'match':
-      return { written: outcome === 'written' };
+      return undefined;
     case 'unreadable':
-      return { problem: { code: 'copy-unreadable', replica, path, detail: back.reason } };
+      return { code: 'copy-unreadable', replica, path, detail: back.reason };
     case 'missing':
-      return { problem: { code: 'copy-differs', replica, path, detail: 'missing right after it was written' } };
+      return { code: 'copy-differs', replica, path, detail: 'missing right after it was written' };
     case 'differs':
-      return {
-        problem: { code: outcome === 'written' ? 'copy-differs' : 'object-in-the-way', replica, path, detail: `${back.size} bytes, sha256 ${back.sha256}` },
-      };
+      return { code: outcome === 'written' ? 'copy-differs' : 'object-in-the-way', replica, path, detail: `${back.size} bytes, sha256 ${back.sha256}` };
   }
 }
 

@@ -7,6 +7,8 @@
  * stream (a repair from another replica) goes through lib-storage's `Upload`. With
  * `retention`, every object is written under S3 Object Lock in that mode until that date (set
  * again on the finished version after a multipart upload, which RGW 16.2 would leave unlocked).
+ * Objects are read (read-backs, audits, repairs, downloads) over plain HTTP from presigned URLs
+ * (s3-get.ts); everything else goes through the SDK.
  *
  * Settings for RGW 16.2 (../shared/research/ceph-rgw.md §5): checksums only when required (it
  * answers the SDK's default aws-chunked uploads with 411), path-style addressing; its empty
@@ -19,7 +21,6 @@ import {
   AbortMultipartUploadCommand,
   CompleteMultipartUploadCommand,
   CreateMultipartUploadCommand,
-  GetObjectCommand,
   GetObjectLockConfigurationCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -34,6 +35,7 @@ import {
 import { Upload } from '@aws-sdk/lib-storage';
 import type { S3ReplicaConfig } from '../config/replicas.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
+import { ObjectRefused, PresignedReader } from './s3-get.js';
 import { isFile, rangeOf, ReplicaDown, ReplicaUnusable, SourceChanged, streamOf, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
 
 /** Files up to this size go in one streamed PUT; larger ones in a multipart upload. */
@@ -75,6 +77,8 @@ export class S3Target implements ReplicaTarget {
   readonly name: string;
   readonly where: string;
   private readonly client: S3Client;
+  /** Objects are read over plain HTTP (s3-get.ts); everything else goes through the SDK. */
+  private readonly reader: PresignedReader;
 
   constructor(private readonly config: S3ReplicaConfig, env: NodeJS.ProcessEnv = process.env) {
     this.name = config.name;
@@ -92,6 +96,7 @@ export class S3Target implements ReplicaTarget {
       maxAttempts: 2,
       requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000 },
     });
+    this.reader = new PresignedReader(this.client, config.bucket, config.name, config.endpoint);
   }
 
   private key(key: string): string {
@@ -270,34 +275,19 @@ export class S3Target implements ReplicaTarget {
   }
 
   async readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack> {
-    const { signal } = opts;
-    let body: Readable | undefined;
     try {
-      body = await this.open(key, undefined, signal);
-      if (body === undefined) return { kind: 'missing' };
-      const found = await digestOf(body, { bytesPerSec: opts.bytesPerSec, signal });
+      const found = await this.reader.digest(this.key(key), opts);
+      if (found === undefined) return { kind: 'missing' };
       return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase() ? { kind: 'match' } : { kind: 'differs', ...found };
     } catch (err) {
-      signal?.throwIfAborted();
-      if (err instanceof ReplicaDown) throw err;
-      if (isDown(err)) throw new ReplicaDown(this.name, reasonOf(err), { cause: err });
-      return { kind: 'unreadable', reason: reasonOf(err) };
-    } finally {
-      body?.destroy();
+      opts.signal?.throwIfAborted();
+      if (err instanceof ObjectRefused) return { kind: 'unreadable', reason: err.message };
+      throw err;
     }
   }
 
   async open(key: string, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable | undefined> {
-    try {
-      const got = await this.client.send(
-        new GetObjectCommand({ Bucket: this.config.bucket, Key: this.key(key), ...(range ? { Range: `bytes=${range.start}-${range.end}` } : {}) }),
-        signal ? { abortSignal: signal } : {},
-      );
-      return got.Body as Readable;
-    } catch (err) {
-      if (isMissing(err)) return undefined;
-      throw this.translate(err);
-    }
+    return this.reader.get(this.key(key), range, signal);
   }
 
   async *list(prefix: string, signal?: AbortSignal): AsyncIterable<{ key: string; size: number }> {
@@ -335,6 +325,7 @@ export class S3Target implements ReplicaTarget {
   }
 
   close(): void {
+    this.reader.close();
     this.client.destroy();
   }
 }

@@ -5,7 +5,7 @@
  * check names a missing bucket or folder; a large file goes up in parts and a kill of the
  * gateway is ReplicaDown, not a problem of the object.
  */
-import { CreateBucketCommand, ListMultipartUploadsCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -106,6 +106,30 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   await checkTargets([target!]);
   await exercise(t, target!, scratch);
 
+  // Reads go over plain HTTP from presigned URLs: keys as bags name files (spaces, non-ASCII, '+',
+  // '%') are signed and fetched as they are; a rate limit holds; an abort stops a read.
+  const odd = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/Ünïcode name + 100% (1).txt';
+  const oddBytes = Buffer.from('odd name\n');
+  const oddExpected = { size: oddBytes.length, sha256: sha(oddBytes) };
+  t.equal(await target!.write(odd, Readable.from([oddBytes]), oddExpected, { replace: false }), 'written');
+  t.same(await target!.readBack(odd, oddExpected, {}), { kind: 'match' });
+  t.same((await s3.send(new GetObjectCommand({ Bucket: 'replica-one', Key: `pre/${odd}` }))).ContentLength, oddBytes.length, 'the key is the one the SDK knows');
+  const paced = randomBytes(4 * 1024 * 1024);
+  const pacedKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/paced.bin';
+  const pacedExpected = { size: paced.length, sha256: sha(paced) };
+  t.equal(await target!.write(pacedKey, Readable.from([paced]), pacedExpected, { replace: false }), 'written');
+  const started = performance.now();
+  t.same(await target!.readBack(pacedKey, pacedExpected, { bytesPerSec: 4 * 1024 * 1024 }), { kind: 'match' });
+  t.ok(performance.now() - started >= 950, 'read no faster than the rate limit');
+  const stop = new AbortController();
+  const aborted = target!.readBack(pacedKey, pacedExpected, { bytesPerSec: 1024 * 1024, signal: stop.signal });
+  setTimeout(() => stop.abort(new Error('stop reading')), 200);
+  await t.rejects(aborted, { message: 'stop reading' });
+  // A gateway that refuses the read (keys it does not know): the copy is unreadable, named so.
+  const [forged] = targetsFor([{ ...config, secretAccessKey: 'not-the-secret-key' }]);
+  t.same(await forged!.readBack(pacedKey, pacedExpected, {}), { kind: 'unreadable', reason: 'SignatureDoesNotMatch, HTTP 403' });
+  forged!.close();
+
   // Retention asked of a bucket without Object Lock: refused at start-up.
   const [locked] = targetsFor([{ ...config, retention: { mode: 'GOVERNANCE', days: 1 } }]);
   await t.rejects(checkTargets([locked!]), {
@@ -118,6 +142,8 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   t.same((versions.Versions ?? []).map((v) => v.Key).sort(), [
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin',
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/hello.txt',
+    'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/paced.bin',
+    'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/Ünïcode name + 100% (1).txt',
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/streamed/big.bin',
   ]);
   t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: 'replica-one' }))).Uploads ?? [], [], 'the refused uploads were aborted');

@@ -1,0 +1,170 @@
+/**
+ * Size and sha256 of an object fetched by a plain `http:` GET (a presigned URL), hashed as its
+ * bytes arrive. It speaks just enough HTTP/1.1 for that: one GET on a connection of its own
+ * (`Connection: close`), an answer with a Content-Length. The connection reads into one buffer
+ * that is reused for every read (`net.connect`'s `onread`), where node:http and undici allocate a
+ * new buffer per read; that allocation, not the hashing, was most of a read-back's CPU. A new
+ * connection per object (its buffer is kept for the next), because a kept-alive one waits for the delayed ACK (40 ms) on every
+ * small object. Figures: docs/performance.md, "Replication"; why not a library: docs/decisions.md.
+ *
+ * An answer that is not a 2xx comes back with its status and the S3 error code of its body; an
+ * answer it cannot take (chunked, no length) comes back as 'unsupported', for the caller to read
+ * another way. No answer, a connection that breaks or stalls: it throws a BareGetFailed. It does
+ * not speak TLS (`https:` endpoints are read through node:http by s3-get.ts), decide what an
+ * answer means for a copy, or retry.
+ */
+import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+/** The buffer a connection reads into. */
+const READ_BYTES = 256 * 1024;
+/** Read buffers of finished GETs, kept for the next ones (at most READ_BUFFERS_KEPT). */
+const readBuffers: Buffer[] = [];
+const READ_BUFFERS_KEPT = 8;
+/** An answer's head must fit in this. */
+const HEAD_BYTES = 16 * 1024;
+/** An error answer's body is kept up to this many bytes, for its code. */
+const ERROR_BODY_BYTES = 4096;
+
+export type BareGet =
+  | { kind: 'body'; size: number; sha256: string }
+  | { kind: 'status'; status: number; code: string }
+  | { kind: 'unsupported'; reason: string };
+
+/** The GET got no whole answer: refused, reset, stalled, cut short. */
+export class BareGetFailed extends Error {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = 'BareGetFailed';
+  }
+}
+
+export interface BareGetOptions {
+  /** Where to connect, and the Host the URL was signed for. */
+  host: string;
+  port: number;
+  hostHeader: string;
+  connectTimeoutMs: number;
+  /** No byte for this long: failed. */
+  idleTimeoutMs: number;
+  signal?: AbortSignal | undefined;
+  /** Read no faster than this (bytes per second); 0 or absent: no limit. */
+  bytesPerSec?: number | undefined;
+}
+
+/** GETs `pathAndQuery` and hashes the answer's body as it arrives. */
+export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promise<BareGet> {
+  const { signal } = opts;
+  signal?.throwIfAborted();
+  const rate = opts.bytesPerSec ?? 0;
+  return new Promise<BareGet>((resolve, reject) => {
+    const buffer = readBuffers.pop() ?? Buffer.allocUnsafe(READ_BYTES);
+    let head: Buffer | undefined = Buffer.alloc(0);
+    let status = 0;
+    let length = 0;
+    let received = 0;
+    let errorBody = '';
+    const hash = createHash('sha256');
+    let started = 0;
+    let done = false;
+
+    const finish = (outcome: { ok: BareGet } | { err: unknown }) => {
+      if (done) return;
+      done = true;
+      clearTimeout(connectTimer);
+      signal?.removeEventListener('abort', onAbort);
+      socket.destroy();
+      if ('ok' in outcome) resolve(outcome.ok);
+      else reject(outcome.err);
+    };
+    const fail = (message: string, cause?: unknown) => finish({ err: signal?.aborted ? signal.reason : new BareGetFailed(message, cause === undefined ? undefined : { cause }) });
+    const answer = (): BareGet =>
+      status >= 200 && status < 300
+        ? { kind: 'body', size: received, sha256: hash.digest('hex') }
+        : { kind: 'status', status, code: /<Code>([^<]{1,100})<\/Code>/.exec(errorBody)?.[1] ?? `HTTP ${status}` };
+
+    const body = (bytes: Buffer) => {
+      if (bytes.length === 0) return;
+      received += bytes.length;
+      if (received > length) return fail(`the answer ran past its Content-Length of ${length}`);
+      if (status >= 200 && status < 300) hash.update(bytes);
+      else if (errorBody.length < ERROR_BODY_BYTES) errorBody += bytes.toString('utf8');
+      if (received === length) return finish({ ok: answer() });
+      if (rate > 0) {
+        const due = started + (received / rate) * 1000 - performance.now();
+        if (due > 1) {
+          socket.pause();
+          sleep(due).then(() => done || socket.resume(), () => undefined);
+        }
+      }
+    };
+    const bytes = (chunk: Buffer) => {
+      if (done) return;
+      if (head === undefined) return body(chunk);
+      head = Buffer.concat([head, chunk]);
+      const end = head.indexOf('\r\n\r\n');
+      if (end < 0) {
+        if (head.length > HEAD_BYTES) fail(`an answer whose head is over ${HEAD_BYTES} bytes`);
+        return;
+      }
+      const parsed = parseHead(head.subarray(0, end).toString('latin1'));
+      const rest = head.subarray(end + 4);
+      head = undefined;
+      if (typeof parsed === 'string') return finish({ ok: { kind: 'unsupported', reason: parsed } });
+      ({ status, length } = parsed);
+      started = performance.now();
+      if (length === 0) return finish({ ok: answer() });
+      body(rest);
+    };
+
+    const socket = connect({
+      host: opts.host,
+      port: opts.port,
+      onread: {
+        buffer,
+        callback: (n) => {
+          bytes(buffer.subarray(0, n));
+          return true; // false would pause the socket; the rate limit pauses it by socket.pause()
+        },
+      },
+    });
+    const connectTimer = setTimeout(() => fail(`no connection to ${opts.host}:${opts.port} within ${opts.connectTimeoutMs / 1000} s`), opts.connectTimeoutMs);
+    const onAbort = () => finish({ err: signal?.reason });
+    signal?.addEventListener('abort', onAbort, { once: true });
+    socket.setNoDelay(true);
+    socket.setTimeout(opts.idleTimeoutMs, () => fail(`no answer for ${opts.idleTimeoutMs / 1000} s`));
+    socket.once('connect', () => {
+      clearTimeout(connectTimer);
+      socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
+    });
+    socket.on('error', (err) => fail(describeNetworkError(err), err));
+    socket.on('close', () => {
+      // Closed: nothing reads into the buffer any more.
+      if (readBuffers.length < READ_BUFFERS_KEPT) readBuffers.push(buffer);
+      fail(head === undefined ? `the connection closed after ${received} of ${length} bytes` : 'the connection closed before an answer');
+    });
+  });
+}
+
+/** Status and length of an answer's head, or why it cannot be taken. */
+function parseHead(text: string): { status: number; length: number } | string {
+  const [line = '', ...fields] = text.split('\r\n');
+  const m = /^HTTP\/1\.[01] (\d{3})/.exec(line);
+  if (m === null) return `not an HTTP/1.x answer: ${line.slice(0, 80)}`;
+  const headers = new Map<string, string>();
+  for (const field of fields) {
+    const colon = field.indexOf(':');
+    if (colon > 0) headers.set(field.slice(0, colon).trim().toLowerCase(), field.slice(colon + 1).trim());
+  }
+  if (headers.has('transfer-encoding')) return `a ${headers.get('transfer-encoding')} answer`;
+  const length = Number(headers.get('content-length'));
+  if (!headers.has('content-length') || !Number.isSafeInteger(length) || length < 0) return 'an answer without a Content-Length';
+  return { status: Number(m[1]), length };
+}
+
+/** A socket's error for people: its code and message. */
+export function describeNetworkError(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return e.code === undefined ? e.message : `${e.code}: ${e.message}`;
+}

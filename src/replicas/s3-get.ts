@@ -1,0 +1,165 @@
+/**
+ * Reading objects of an S3 bucket over plain HTTP: the SDK signs each GET (a presigned URL,
+ * `@aws-sdk/s3-request-presigner`, valid for a few minutes) and node:http fetches it on a
+ * keep-alive agent, so the bytes come straight from the socket, without the SDK's middleware
+ * and stream wrappers between them and the hash (why: docs/performance.md, "Replication").
+ *
+ * Read-backs and audits only hash an object: `digest` does that as the bytes arrive, over a bare
+ * HTTP/1.1 connection for an `http:` endpoint (http-digest.ts), through node:http for `https:`.
+ *
+ * An answer is a stream (200, or 206 for a Range), `undefined` for a missing object (404), an
+ * ObjectRefused for any other answer of the gateway about the object (403, 416, …), and a
+ * ReplicaDown when there is no answer at all, a 5xx, or a connection that stalls. It does not
+ * compare what it read with the catalog; s3.ts does.
+ */
+import { GetObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
+import http, { type IncomingMessage } from 'node:http';
+import https from 'node:https';
+import { digestOf } from './hashing.js';
+import { bareGetDigest, describeNetworkError } from './http-digest.js';
+import { ReplicaDown } from './target.js';
+
+/** How long a signed URL stays valid: long enough to start the GET, which it only needs to. */
+const URL_LIFETIME_SECONDS = 300;
+/** A connection not made by then: the replica is down (the SDK's connectionTimeout, the same). */
+const CONNECT_TIMEOUT_MS = 5000;
+/** No byte for this long while a GET runs: the replica is down (the SDK's requestTimeout, the same). */
+const IDLE_TIMEOUT_MS = 120_000;
+/** An error answer's body is read for its S3 error code up to this many bytes. */
+const ERROR_BODY_BYTES = 4096;
+
+/** The gateway answered, and it is a no about the object (not 404, not a failure of the service). */
+export class ObjectRefused extends Error {
+  constructor(readonly status: number, readonly code: string) {
+    super(`${code}, HTTP ${status}`);
+    this.name = 'ObjectRefused';
+  }
+}
+
+export class PresignedReader {
+  private readonly agent: http.Agent;
+  private readonly transport: typeof http | typeof https;
+  /** Whole-object reads that only hash go over a bare connection (`http:` only). */
+  private readonly bare: boolean;
+
+  constructor(
+    private readonly client: S3Client,
+    private readonly bucket: string,
+    private readonly replica: string,
+    endpoint: string,
+  ) {
+    const url = new URL(endpoint);
+    this.transport = url.protocol === 'https:' ? https : http;
+    this.agent = new this.transport.Agent({ keepAlive: true, scheduling: 'lifo' });
+    this.bare = url.protocol === 'http:';
+  }
+
+  /**
+   * Size and sha256 of the whole object, or undefined when it does not exist. Over an `http:`
+   * endpoint it is hashed as it arrives (http-digest.ts); otherwise, or when the gateway answers
+   * in a way it cannot take, from get()'s stream.
+   */
+  async digest(Key: string, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number | undefined }): Promise<{ size: number; sha256: string } | undefined> {
+    if (this.bare) {
+      const url = new URL(await this.sign(Key, undefined));
+      let got;
+      try {
+        got = await bareGetDigest(url.pathname + url.search, {
+          host: url.hostname.replace(/^\[|\]$/g, ''),
+          port: Number(url.port || 80),
+          hostHeader: url.host,
+          connectTimeoutMs: CONNECT_TIMEOUT_MS,
+          idleTimeoutMs: IDLE_TIMEOUT_MS,
+          ...opts,
+        });
+      } catch (err) {
+        opts.signal?.throwIfAborted();
+        throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
+      }
+      if (got.kind === 'body') return { size: got.size, sha256: got.sha256 };
+      if (got.kind === 'status') {
+        if (got.status === 404) return undefined;
+        if (got.status >= 500) throw new ReplicaDown(this.replica, `${got.code}, HTTP ${got.status}`);
+        throw new ObjectRefused(got.status, got.code);
+      }
+    }
+    const body = await this.get(Key, undefined, opts.signal);
+    if (body === undefined) return undefined;
+    try {
+      return await digestOf(body, opts);
+    } catch (err) {
+      opts.signal?.throwIfAborted();
+      // The body broke off (a reset, the gateway killed): no answer about the object.
+      throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
+    } finally {
+      body.destroy();
+    }
+  }
+
+  /** The object's bytes (`start` to `end` inclusive when given), or undefined when it does not exist. */
+  async get(Key: string, range: { start: number; end: number } | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage | undefined> {
+    const url = await this.sign(Key, range);
+    const res = await this.request(url, range, signal);
+    const status = res.statusCode ?? 0;
+    if (status === (range ? 206 : 200)) return res;
+    const code = await errorCodeOf(res);
+    if (status === 404) return undefined;
+    if (status >= 500) throw new ReplicaDown(this.replica, `${code}, HTTP ${status}`);
+    throw new ObjectRefused(status, status === 200 ? 'the Range asked for was not honoured' : code);
+  }
+
+  private async sign(Key: string, range: { start: number; end: number } | undefined): Promise<string> {
+    try {
+      // A Range is signed as a header, and sent as one (request()).
+      return await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key, ...(range ? { Range: rangeHeader(range) } : {}) }), { expiresIn: URL_LIFETIME_SECONDS });
+    } catch (err) {
+      // Signing fails only without credentials or endpoint: nothing about the object.
+      throw new ReplicaDown(this.replica, `cannot sign a request: ${(err as Error).message}`, { cause: err });
+    }
+  }
+
+  private request(url: string, range: { start: number; end: number } | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+    signal?.throwIfAborted();
+    return new Promise((resolve, reject) => {
+      const req = this.transport.get(url, { agent: this.agent, timeout: IDLE_TIMEOUT_MS, ...(range ? { headers: { range: rangeHeader(range) } } : {}), ...(signal ? { signal } : {}) });
+      const down = (reason: string, cause?: unknown) => req.destroy(new ReplicaDown(this.replica, reason, { cause }));
+      req.once('socket', (socket) => {
+        if (!socket.connecting) return;
+        const timer = setTimeout(() => down(`no connection to ${new URL(url).host} within ${CONNECT_TIMEOUT_MS / 1000} s`), CONNECT_TIMEOUT_MS);
+        socket.once('connect', () => clearTimeout(timer));
+        socket.once('close', () => clearTimeout(timer));
+      });
+      req.once('timeout', () => down(`no answer for ${IDLE_TIMEOUT_MS / 1000} s`));
+      req.once('response', (res) => {
+        // An error before the caller reads (a reset) must not be an uncaught one; the caller's read sees it.
+        res.once('error', () => undefined);
+        resolve(res);
+      });
+      req.once('error', (err) => {
+        if (signal?.aborted) reject(signal.reason);
+        else if (err instanceof ReplicaDown) reject(err);
+        else reject(new ReplicaDown(this.replica, describeNetworkError(err), { cause: err }));
+      });
+    });
+  }
+
+  close(): void {
+    this.agent.destroy();
+  }
+}
+
+const rangeHeader = (range: { start: number; end: number }) => `bytes=${range.start}-${range.end}`;
+
+/** The S3 error code of an error answer (`<Code>AccessDenied</Code>`), or its HTTP status text. */
+async function errorCodeOf(res: IncomingMessage): Promise<string> {
+  let text = '';
+  try {
+    for await (const chunk of res) {
+      if (text.length < ERROR_BODY_BYTES) text += (chunk as Buffer).toString('utf8');
+    }
+  } catch {
+    // the body of an error answer is a courtesy
+  }
+  return /<Code>([^<]{1,100})<\/Code>/.exec(text)?.[1] ?? res.statusMessage ?? 'error';
+}
