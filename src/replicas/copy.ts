@@ -46,6 +46,7 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
   const present = new Set<string>();
   if (todo.length > 0) for await (const object of target.list(packagePrefix(bagId), opts.signal)) present.add(object.key);
   let written = 0;
+  let verified = 0;
   let problem: ReplicationProblem | undefined;
   let down: unknown;
   let running = 0;
@@ -57,6 +58,7 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
       if (result !== undefined) problem ??= result;
       else {
         if (outcome === 'written') written++;
+        verified++;
         opts.onVerified(file.path, file.size);
       }
     } catch (err) {
@@ -66,43 +68,56 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
   const lane = async (): Promise<void> => {
     // This lane's read-back of its previous file, running while it writes the next one.
     let checking: Promise<void> | undefined;
-    while (!stopped()) {
-      // Fewer lanes asked for (an ingest started): the extra ones stop after their file, and
-      // the last one writes no file while its previous one is still read back.
-      if (running > opts.lanes()) break;
-      if (opts.lanes() <= 1) await checking;
-      const big = bigRunning < BIG_AT_ONCE ? large.shift() : undefined;
-      const file = big ?? small.shift();
-      if (file === undefined) break;
-      if (big !== undefined) bigRunning++;
-      let outcome: 'written' | 'exists' | ReplicationProblem;
-      try {
-        outcome = await writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts);
-      } catch (err) {
-        down ??= err;
-        break;
-      } finally {
-        if (big !== undefined) bigRunning--;
-      }
-      if (typeof outcome !== 'string') {
-        problem ??= outcome;
-        break;
+    let counted = true;
+    try {
+      while (!stopped()) {
+        // Fewer lanes asked for (an ingest started): the extra ones stop after their file. A lane
+        // counts itself out the moment it decides, not when its last read-back ends, so lanes
+        // deciding one after another never all leave: the last one stays until the work is done.
+        if (running > Math.max(1, opts.lanes())) {
+          running--;
+          counted = false;
+          break;
+        }
+        // The last lane writes no file while its previous one is still read back.
+        if (opts.lanes() <= 1) await checking;
+        const big = bigRunning < BIG_AT_ONCE ? large.shift() : undefined;
+        const file = big ?? small.shift();
+        if (file === undefined) break;
+        if (big !== undefined) bigRunning++;
+        let outcome: 'written' | 'exists' | ReplicationProblem;
+        try {
+          outcome = await writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts);
+        } catch (err) {
+          down ??= err;
+          break;
+        } finally {
+          if (big !== undefined) bigRunning--;
+        }
+        if (typeof outcome !== 'string') {
+          problem ??= outcome;
+          break;
+        }
+        await checking;
+        checking = readBack(file, outcome);
       }
       await checking;
-      checking = readBack(file, outcome);
+    } finally {
+      if (counted) running--;
     }
-    await checking;
   };
   const lanes: Array<Promise<void>> = [];
   const width = Math.max(1, Math.min(opts.lanes(), todo.length));
   for (let i = 0; i < width; i++) {
     running++;
-    lanes.push(lane().finally(() => running--));
+    lanes.push(lane());
   }
   await Promise.all(lanes);
   opts.signal.throwIfAborted();
   if (down !== undefined) throw down;
   if (problem !== undefined) return { kind: 'failed', problem };
+  // Every file is verified here, or the copy is not: never report a copy with a file left out.
+  if (verified !== todo.length) throw new Error(`copy of ${bagId} to ${target.name} ended with ${todo.length - verified} of ${todo.length} files neither verified nor failed`);
   return { kind: 'verified', files: files.length, bytes: files.reduce((n, f) => n + f.size, 0), written };
 }
 

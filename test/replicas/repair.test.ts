@@ -140,7 +140,7 @@ s3Test(t, 'on Ceph', async (t) => {
       const bagId = bag.request.bag_id as string;
       const files = filesUnder(bag.bagDir, { regularOnly: true }).sort();
       const recovered = await waitForEvents(d, bagId, 'recovery', files.length);
-      t.same(recovered.map((e) => e.outcome), files.map(() => 'success'), `${bagId}: one recovery event per file`);
+      t.same(recovered.map((e) => (e.outcome === 'success' ? 'success' : `${e.outcome}: ${e.detail}`)), files.map(() => 'success'), `${bagId}: one recovery event per file`);
       const restored = join(d.dataDir, 'storage', Storage.storagePath(bagId));
       t.same(filesUnder(restored, { regularOnly: true }).sort(), files);
       for (const path of files) t.ok((await readFile(join(restored, path))).equals(await readFile(join(bag.bagDir, path))), `${path} restored byte for byte`);
