@@ -352,6 +352,8 @@ export class PackageStore {
       [Symbol.iterator]: () => this.iterateFiles(bagId),
       has: (path) => fitsKey(path) && this.files.doesExist([bagId, path]),
       holdsUnder: (folder) => {
+        // A folder too long for a key holds no recorded file (every recorded path fits one).
+        if (!fitsKey(`${folder}0`)) return false;
         for (const _ of this.files.getKeys({ start: [bagId, `${folder}/`], end: [bagId, `${folder}0`], limit: 1 })) return true;
         return false;
       },
