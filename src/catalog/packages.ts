@@ -30,6 +30,16 @@ const stateOf = (stored: boolean) => (stored ? 1 : 0);
 /** File records written per transaction when a package's files are staged, and paths per slice of its list. */
 const FILE_BATCH = 5_000;
 
+/** Records read per catalog read when the files of a package are walked (`iterateFiles`). */
+const WALK_BATCH = 256;
+
+/** A package's files: walked in path order (afresh each time), or asked about one path. */
+export interface FileView extends Iterable<FileRecord> {
+  has(path: string): boolean;
+  /** Whether some recorded file's path starts with `folder/`. */
+  holdsUnder(folder: string): boolean;
+}
+
 export type CreateResult = { created: Package } | { existing: Package };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
@@ -313,26 +323,41 @@ export class PackageStore {
   }
 
   /**
-   * The files of a package in path order, read `FILE_BATCH` at a time: each batch is read whole,
-   * so the walk may pause between records (an await) without holding a catalog read open.
+   * The files of a package in path order, read `WALK_BATCH` at a time: each batch is read whole,
+   * so the walk may pause between records (an await) without holding a catalog read open. Small
+   * batches, so that records walked across awaits die young (V8's young generation) instead of
+   * piling up in the old one.
    */
   *iterateFiles(bagId: string): Generator<FileRecord> {
     let after: string | undefined;
     for (;;) {
       const start: [string, string] = [bagId, after ?? ''];
       const batch: FileRecord[] = [];
-      for (const { value } of this.files.getRange({ start, end: [bagId, '\uffff'], limit: FILE_BATCH + 1 })) {
+      for (const { value } of this.files.getRange({ start, end: [bagId, '\uffff'], limit: WALK_BATCH + 1 })) {
         if (value.path !== after) batch.push(value);
       }
       yield* batch;
-      if (batch.length < FILE_BATCH) return;
+      if (batch.length < WALK_BATCH) return;
       after = batch.at(-1)!.path;
     }
   }
 
-  /** The files of a package as a view: every iteration walks them afresh (`iterateFiles`). */
-  filesOf(bagId: string): Iterable<FileRecord> {
-    return { [Symbol.iterator]: () => this.iterateFiles(bagId) };
+  /**
+   * The files of a package as a view: every iteration walks them afresh (`iterateFiles`), and a
+   * path can be looked up without walking (for a package of many files, instead of a set of
+   * every path).
+   */
+  filesOf(bagId: string): FileView {
+    return {
+      [Symbol.iterator]: () => this.iterateFiles(bagId),
+      has: (path) => fitsKey(path) && this.files.doesExist([bagId, path]),
+      holdsUnder: (folder) => {
+        // A folder too long for a key holds no recorded file (every recorded path fits one).
+        if (!fitsKey(`${folder}0`)) return false;
+        for (const _ of this.files.getKeys({ start: [bagId, `${folder}/`], end: [bagId, `${folder}0`], limit: 1 })) return true;
+        return false;
+      },
+    };
   }
 
   file(bagId: string, path: string): FileRecord | undefined {

@@ -11,13 +11,14 @@
  */
 export { ALGORITHMS, ALGORITHM_STRENGTH, DIGEST_LENGTH, type Algorithm } from './algorithms.js';
 export { FixityPool, createHasher } from './pool.js';
-export { errorCode, kindOf } from './types.js';
+export { entriesOf, errorCode, kindOf } from './types.js';
 export { AbortError, FixityError, NOT_REGULAR_FILE, POOL_CLOSED, WORKER_FAILED } from './errors.js';
 export type {
   EntryKind,
   FileDigests,
   FixityPoolOptions,
   FixityStats,
+  FolderEntries,
   HashOptions,
   Priority,
   ResumeStore,

@@ -175,6 +175,11 @@ export class FixityPool {
     for (const slot of this.slots) this.ring(slot); // sleeping workers re-check
   }
 
+  /** Worker threads hashing now. */
+  get workers(): number {
+    return this.slots.length;
+  }
+
   stats(): FixityStats {
     return {
       bytesHashed: Number(Atomics.load(this.sharedCells, SHARED_BYTES)),

@@ -93,12 +93,61 @@ export function kindOf(entry: Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolic
 export { errorCode } from '../fs/errors.js';
 
 /**
+ * A folder's entries as FixityPool.listTree sends them: the names joined by '/' (which no name
+ * holds) and one letter per entry for its kind. Two strings a folder instead of a pair per entry:
+ * a folder of 200,000 files crosses from the worker, and is held, as two strings, not 200,000
+ * small arrays (see docs/decisions.md, "The audit of a bag of many files"). Read it with `entriesOf`.
+ */
+export interface FolderEntries {
+  names: string;
+  kinds: string;
+}
+
+const KIND_LETTERS: Record<EntryKind, string> = {
+  file: 'f',
+  directory: 'd',
+  symlink: 'l',
+  fifo: 'p',
+  socket: 's',
+  'block device': 'b',
+  'character device': 'c',
+  unknown: '?',
+};
+const KIND_OF_LETTER = new Map(Object.entries(KIND_LETTERS).map(([kind, letter]) => [letter, kind as EntryKind]));
+
+/** Builds a folder's FolderEntries one entry at a time. */
+export class FolderEntriesBuilder {
+  private readonly names: string[] = [];
+  private kinds = '';
+
+  add(name: string, kind: EntryKind): void {
+    this.names.push(name);
+    this.kinds += KIND_LETTERS[kind];
+  }
+
+  build(): FolderEntries {
+    return { names: this.names.join('/'), kinds: this.kinds };
+  }
+}
+
+/** A folder's entries, one `[name, kind]` at a time (each made as it is read, never all at once). */
+export function* entriesOf(folder: FolderEntries): Generator<[name: string, kind: EntryKind]> {
+  let at = 0;
+  for (let i = 0; i < folder.kinds.length; i++) {
+    const end = folder.names.indexOf('/', at);
+    const name = end < 0 ? folder.names.slice(at) : folder.names.slice(at, end);
+    at = end + 1;
+    yield [name, KIND_OF_LETTER.get(folder.kinds[i]!) ?? 'unknown'];
+  }
+}
+
+/**
  * A folder tree as FixityPool.listTree found it, links not followed. `root`: the folder itself,
  * an error code (ENOENT, EACCES, ...) when lstat failed, or its kind when it is not a folder.
- * `dirs`: every folder listed, parents before children, each with its entries ([name, kind])
- * or the error code of its readdir (the root's included, as '').
+ * `dirs`: every folder listed, parents before children, each with its entries or the error code
+ * of its readdir (the root's included, as '').
  */
 export interface Tree {
   root: { ok: true } | { code: string } | { kind: EntryKind };
-  dirs: Array<[rel: string, entries: Array<[name: string, kind: EntryKind]> | string]>;
+  dirs: Array<[rel: string, entries: FolderEntries | string]>;
 }

@@ -28,7 +28,7 @@ import {
   type WorkerData,
 } from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
-import { errorCode, kindOf, type EntryKind, type Tree } from './types.js';
+import { errorCode, FolderEntriesBuilder, kindOf, type Tree } from './types.js';
 
 if (!parentPort) throw new Error('src/fixity/worker.js runs only as a worker thread of FixityPool');
 const port = parentPort;
@@ -179,13 +179,13 @@ function listTree(job: ListJobMessage): Tree {
       tree.dirs.push([rel, errorCode(err)]);
       continue;
     }
-    const listed: Array<[string, EntryKind]> = [];
+    const listed = new FolderEntriesBuilder();
     for (const entry of entries) {
       const kind = kindOf(entry);
-      listed.push([entry.name, kind]);
+      listed.add(entry.name, kind);
       if (kind === 'directory') pending.push(rel === '' ? entry.name : `${rel}/${entry.name}`);
     }
-    tree.dirs.push([rel, listed]);
+    tree.dirs.push([rel, listed.build()]);
   }
   return tree;
 }

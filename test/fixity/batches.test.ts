@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
-import { AbortError, createHasher, FixityError, type FileDigests } from '../../src/fixity/index.js';
+import { AbortError, createHasher, entriesOf, FixityError, type FileDigests, type FolderEntries } from '../../src/fixity/index.js';
 import { MiB, scratch } from './files.js';
 
 const files = scratch();
@@ -69,7 +69,7 @@ t.test('listTree: folders parents first, each entry with its kind, links not fol
   t.same(tree.root, { ok: true });
   const dirs = new Map(tree.dirs);
   t.same([...dirs.keys()], ['', 'data', 'data/sub'], 'every folder, parents before children; the link is not entered');
-  const sorted = (rel: string) => [...(dirs.get(rel) as Array<[string, string]>)].sort((a, b) => a[0].localeCompare(b[0]));
+  const sorted = (rel: string) => [...entriesOf(dirs.get(rel) as FolderEntries)].sort((a, b) => a[0].localeCompare(b[0]));
   t.same(sorted(''), [['bagit.txt', 'file'], ['data', 'directory']]);
   t.same(sorted('data'), [['a.txt', 'file'], ['sub', 'directory'], ['to-etc', 'symlink']]);
   t.same(sorted('data/sub'), [['b.txt', 'file']]);
