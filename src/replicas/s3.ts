@@ -9,7 +9,7 @@
  * `retention`, every object is written under S3 Object Lock in that mode until that date (set
  * again on the finished version after a multipart upload, which RGW 16.2 would leave unlocked).
  * Objects are read (read-backs, audits, repairs, downloads) over plain HTTP from presigned URLs
- * (s3-get.ts); everything else goes through the SDK.
+ * (s3-get.ts); everything but those reads and the single PUTs goes through the SDK.
  *
  * Settings for RGW 16.2 (../shared/research/ceph-rgw.md §5): checksums only when required (it
  * answers the SDK's default aws-chunked uploads with 411), path-style addressing; its empty
@@ -79,7 +79,7 @@ export class S3Target implements ReplicaTarget {
   readonly name: string;
   readonly where: string;
   private readonly client: S3Client;
-  /** Objects are read over plain HTTP (s3-get.ts); everything else goes through the SDK. */
+  /** Objects are read over plain HTTP (s3-get.ts). */
   private readonly reader: PresignedReader;
   /** Files up to SINGLE_PUT_BYTES go up over plain HTTP from reused buffers (s3-put.ts); `http:` endpoints only. */
   private readonly writer: PresignedWriter | undefined;
