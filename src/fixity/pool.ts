@@ -1,7 +1,8 @@
 /**
  * FixityPool: the main-thread half of the hashing pool, and its public API. It checks what
  * callers ask for, starts the worker threads (one replaces a worker that dies, none if they
- * cannot start at all), posts the jobs the scheduler hands out and settles each job's promise
+ * cannot start at all; all end after a while with nothing to do, and start again for the next
+ * job: worker-options.ts), posts the jobs the scheduler hands out and settles each job's promise
  * from its worker's answer, on abort, or when the pool closes. It holds no file contents: a
  * queued job is a path and a promise.
  *
@@ -30,34 +31,12 @@ import {
 } from './protocol.js';
 import { AuditRateLimit } from './rate-limit.js';
 import { ResumeRelay } from './resume-relay.js';
+import { WORKER_IDLE_MS, WORKER_URL, workerOptions } from './worker-options.js';
 import { Scheduler } from './scheduler.js';
 import type { FileDigests, FixityPoolOptions, FixityStats, HashOptions, Tree } from './types.js';
 
 const DEFAULT_READ_SIZE = 1024 * 1024;
 const MIN_READ_SIZE = 64 * 1024;
-/**
- * A worker's garbage is short-lived (messages, digests) and its read buffers live outside the
- * heap: a small young generation keeps each worker's memory flat instead of letting V8 grow it
- * to 48 MiB before collecting, which mattered for the daemon's RSS target (bench/ingest).
- */
-const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
-const WORKER_URL = new URL('./worker.js', import.meta.url);
-
-/**
- * The process's Node options, less those that make no sense for (and break) a worker module:
- * `node --input-type=module -e …` would otherwise pass --input-type on, and the worker fails.
- */
-function workerExecArgv(): string[] {
-  const args: string[] = [];
-  const withValue = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
-  for (let i = 0; i < process.execArgv.length; i++) {
-    const arg = process.execArgv[i]!;
-    if (withValue.has(arg)) i++;
-    else if (!arg.startsWith('--input-type=') && !arg.startsWith('--eval=') && !arg.startsWith('--print=')) args.push(arg);
-  }
-  return args;
-}
-
 export class FixityPool {
   private readonly readSize: number;
   /** Whether an ingest job may run nested in an audit job: a second open file on that worker. */
@@ -80,6 +59,9 @@ export class FixityPool {
   private nextId = 1;
   private filesHashed = 0;
   private referenced = true;
+  private readonly workerCount: number;
+  /** Set while nothing is queued or running: when it fires, the workers end (see WORKER_IDLE_MS). */
+  private idleTimer: NodeJS.Timeout | undefined;
   private closed = false;
   private closing?: Promise<void>;
   /** Set when workers cannot start at all; every job then fails with it. */
@@ -98,6 +80,7 @@ export class FixityPool {
     this.preemption = maxOpenFiles >= 2 * workers;
     this.scheduler = new Scheduler(this.slots, this.preemption);
     this.rateLimit.setRate(opts.auditRateLimitBytesPerSec ?? 0);
+    this.workerCount = workers;
     for (let i = 0; i < workers; i++) this.slots.push(this.spawn());
     this.updateReference();
   }
@@ -193,6 +176,7 @@ export class FixityPool {
   close(): Promise<void> {
     if (this.closing) return this.closing;
     this.closed = true;
+    clearTimeout(this.idleTimer);
     const closedError = (job: Job): FixityError =>
       new FixityError(POOL_CLOSED, 'the fixity pool was closed before the file was hashed', { path: job.path });
     for (const job of this.scheduler.takeAllQueued()) this.fail(job, closedError(job));
@@ -210,6 +194,8 @@ export class FixityPool {
   }
 
   private enqueue(job: Job): void {
+    // The workers ended while the pool was idle: the first job starts them again.
+    if (this.slots.length === 0 && this.broken === undefined) for (let i = 0; i < this.workerCount; i++) this.slots.push(this.spawn());
     if (job.signal) this.signals.watch(job.signal, job);
     this.scheduler.enqueue(job);
     this.dispatch();
@@ -219,7 +205,7 @@ export class FixityPool {
     const control = new SharedArrayBuffer(CONTROL_INTS * Int32Array.BYTES_PER_ELEMENT);
     const workerData: WorkerData = { readSize: this.readSize, preemption: this.preemption, control, shared: this.shared };
     const slot: WorkerSlot = {
-      worker: new Worker(WORKER_URL, { workerData, execArgv: workerExecArgv(), resourceLimits: WORKER_LIMITS }),
+      worker: new Worker(WORKER_URL, { workerData, ...workerOptions() }),
       control: new Int32Array(control),
       jobs: new Map(),
       ingestJobs: 0,
@@ -371,15 +357,28 @@ export class FixityPool {
     this.dispatch();
   }
 
-  /** Idle workers must not keep the process alive; busy ones must. */
+  /** Idle workers must not keep the process alive, and end after a while; busy ones must. */
   private updateReference(): void {
     const busy = this.scheduler.queued > 0 || this.scheduler.outstanding > 0;
+    if (busy) {
+      clearTimeout(this.idleTimer);
+      this.idleTimer = undefined;
+    } else if (!this.closed) {
+      this.idleTimer ??= setTimeout(() => this.endIdleWorkers(), WORKER_IDLE_MS).unref();
+    }
     if (busy === this.referenced) return;
     this.referenced = busy;
     for (const slot of this.slots) {
       if (busy) slot.worker.ref();
       else slot.worker.unref();
     }
+  }
+
+  /** Ends the workers while nothing is queued or running; removed from the slots first, their exits are not failures. */
+  private endIdleWorkers(): void {
+    this.idleTimer = undefined;
+    if (this.closed || this.scheduler.queued > 0 || this.scheduler.outstanding > 0) return;
+    for (const slot of this.slots.splice(0)) void slot.worker.terminate();
   }
 }
 

@@ -16,6 +16,7 @@
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { describeNetworkError, parseHead } from './http-head.js';
 
 /** The buffer a connection reads into. */
 const READ_BYTES = 256 * 1024;
@@ -108,7 +109,7 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
         if (head.length > HEAD_BYTES) fail(`an answer whose head is over ${HEAD_BYTES} bytes`);
         return;
       }
-      const parsed = parseHead(head.subarray(0, end).toString('latin1'));
+      const parsed = statusAndLength(head.subarray(0, end).toString('latin1'));
       const rest = head.subarray(end + 4);
       head = undefined;
       if (typeof parsed === 'string') return finish({ ok: { kind: 'unsupported', reason: parsed } });
@@ -148,23 +149,12 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
 }
 
 /** Status and length of an answer's head, or why it cannot be taken. */
-function parseHead(text: string): { status: number; length: number } | string {
-  const [line = '', ...fields] = text.split('\r\n');
-  const m = /^HTTP\/1\.[01] (\d{3})/.exec(line);
-  if (m === null) return `not an HTTP/1.x answer: ${line.slice(0, 80)}`;
-  const headers = new Map<string, string>();
-  for (const field of fields) {
-    const colon = field.indexOf(':');
-    if (colon > 0) headers.set(field.slice(0, colon).trim().toLowerCase(), field.slice(colon + 1).trim());
-  }
+function statusAndLength(text: string): { status: number; length: number } | string {
+  const parsed = parseHead(text);
+  if (typeof parsed === 'string') return parsed;
+  const { headers } = parsed;
   if (headers.has('transfer-encoding')) return `a ${headers.get('transfer-encoding')} answer`;
   const length = Number(headers.get('content-length'));
   if (!headers.has('content-length') || !Number.isSafeInteger(length) || length < 0) return 'an answer without a Content-Length';
-  return { status: Number(m[1]), length };
-}
-
-/** A socket's error for people: its code and message. */
-export function describeNetworkError(err: unknown): string {
-  const e = err as NodeJS.ErrnoException;
-  return e.code === undefined ? e.message : `${e.code}: ${e.message}`;
+  return { status: parsed.status, length };
 }

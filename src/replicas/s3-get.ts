@@ -17,7 +17,8 @@ import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { digestOf } from './hashing.js';
-import { bareGetDigest, describeNetworkError } from './http-digest.js';
+import { bareGetDigest } from './http-digest.js';
+import { describeNetworkError } from './http-head.js';
 import { ReplicaDown } from './target.js';
 
 /** How long a signed URL stays valid: long enough to start the GET, which it only needs to. */

@@ -1,6 +1,7 @@
 /**
  * A replica in an S3-compatible bucket (Ceph RGW, MinIO, AWS S3) through the AWS SDK v3. Files
- * go up streamed from disk: one PUT for a file up to SINGLE_PUT_BYTES, a multipart upload of
+ * go up streamed from disk: one PUT for a file up to SINGLE_PUT_BYTES (over plain HTTP from
+ * reused buffers, s3-put.ts, when the endpoint is `http:`), a multipart upload of
  * PART_BYTES parts, QUEUE at a time, each read straight from its range of the file, for a larger
  * one (nothing of the file is buffered). The bytes are hashed on the way and an upload whose
  * source turns out not to match the catalog never completes. A large object that comes as a
@@ -8,7 +9,7 @@
  * `retention`, every object is written under S3 Object Lock in that mode until that date (set
  * again on the finished version after a multipart upload, which RGW 16.2 would leave unlocked).
  * Objects are read (read-backs, audits, repairs, downloads) over plain HTTP from presigned URLs
- * (s3-get.ts); everything else goes through the SDK.
+ * (s3-get.ts); everything but those reads and the single PUTs goes through the SDK.
  *
  * Settings for RGW 16.2 (../shared/research/ceph-rgw.md §5): checksums only when required (it
  * answers the SDK's default aws-chunked uploads with 411), path-style addressing; its empty
@@ -36,6 +37,7 @@ import { Upload } from '@aws-sdk/lib-storage';
 import type { S3ReplicaConfig } from '../config/replicas.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
 import { ObjectRefused, PresignedReader } from './s3-get.js';
+import { PresignedWriter } from './s3-put.js';
 import { isFile, rangeOf, ReplicaDown, ReplicaUnusable, SourceChanged, streamOf, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
 
 /** Files up to this size go in one streamed PUT; larger ones in a multipart upload. */
@@ -77,8 +79,10 @@ export class S3Target implements ReplicaTarget {
   readonly name: string;
   readonly where: string;
   private readonly client: S3Client;
-  /** Objects are read over plain HTTP (s3-get.ts); everything else goes through the SDK. */
+  /** Objects are read over plain HTTP (s3-get.ts). */
   private readonly reader: PresignedReader;
+  /** Files up to SINGLE_PUT_BYTES go up over plain HTTP from reused buffers (s3-put.ts); `http:` endpoints only. */
+  private readonly writer: PresignedWriter | undefined;
 
   constructor(private readonly config: S3ReplicaConfig, env: NodeJS.ProcessEnv = process.env) {
     this.name = config.name;
@@ -97,6 +101,7 @@ export class S3Target implements ReplicaTarget {
       requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000 },
     });
     this.reader = new PresignedReader(this.client, config.bucket, config.name, config.endpoint);
+    this.writer = new URL(config.endpoint).protocol === 'http:' ? new PresignedWriter(this.client, config.name) : undefined;
   }
 
   private key(key: string): string {
@@ -140,7 +145,8 @@ export class S3Target implements ReplicaTarget {
         if (!isFile(source)) source.destroy();
         return 'exists';
       }
-      if (expected.size <= SINGLE_PUT_BYTES) await this.put(Key, streamOf(source, expected.size + 1), expected, signal);
+      if (expected.size <= SINGLE_PUT_BYTES && isFile(source) && this.writer !== undefined) await this.writer.putFile(this.params(Key, expected), source, expected, signal);
+      else if (expected.size <= SINGLE_PUT_BYTES) await this.put(Key, streamOf(source, expected.size + 1), expected, signal);
       else if (isFile(source)) await this.putInParts(Key, source, expected, signal);
       else await this.putStreamInParts(Key, source, expected, signal);
       if (this.config.retention !== undefined && expected.size > SINGLE_PUT_BYTES) await this.lockAfterMultipart(Key, signal);

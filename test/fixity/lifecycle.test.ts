@@ -1,6 +1,8 @@
 import t from 'tap';
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { WORKER_IDLE_MS } from '../../src/fixity/worker-options.js';
 import { createHasher, POOL_CLOSED } from '../../src/fixity/index.js';
 import { scratch } from './files.js';
 
@@ -69,4 +71,17 @@ t.test('constructor options are checked', async (t) => {
   t.teardown(() => small.close());
   const path = files.file('tiny', 100_000);
   t.match(await small.hashFile(path, ['md5']), { size: 100_000 }, 'one open file at most, reads raised to 64 KiB');
+});
+
+t.test('idle workers end after WORKER_IDLE_MS and start again for the next job', async (t) => {
+  const threads = () => Number(/Threads:\s+(\d+)/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1]);
+  const pool = createHasher({ workers: 2 });
+  t.teardown(() => pool.close());
+  const path = files.file('idle', 100_000);
+  t.equal((await pool.hashFile(path, ['sha256'])).size, 100_000);
+  const busy = threads();
+  await new Promise((r) => setTimeout(r, WORKER_IDLE_MS + 1000));
+  t.ok(threads() <= busy - 2, `the two workers' threads ended (${busy} threads with them, ${threads()} after)`);
+  t.equal((await pool.hashFile(path, ['sha256'])).size, 100_000, 'the next job starts them again');
+  t.equal((await pool.hashFiles([{ path, algorithms: ['md5'] }], { priority: 'audit' })).length, 1);
 });

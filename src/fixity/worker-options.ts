@@ -1,0 +1,43 @@
+/**
+ * How a fixity worker thread is started and how long it is kept: its module, its Node options
+ * and heap limits, and the idle time after which the pool lets its workers go. Nothing here
+ * starts a worker (pool.ts does).
+ */
+import type { WorkerOptions } from 'node:worker_threads';
+
+export const WORKER_URL = new URL('./worker.js', import.meta.url);
+
+/**
+ * With nothing queued or running for this long, the pool ends its workers and starts them again
+ * for the next job. An idle worker holds 10–15 MB of the daemon's RSS (its V8 heap and code,
+ * measured with 1, 2 and 4 workers); starting one again costs some tens of milliseconds, which
+ * a pause this long between jobs dwarfs (docs/decisions.md, "Idle fixity workers end").
+ */
+export const WORKER_IDLE_MS = 2000;
+
+/**
+ * A worker's garbage is short-lived (messages, digests) and its read buffers live outside the
+ * heap: a small young generation keeps each worker's memory flat instead of letting V8 grow it
+ * to 48 MiB before collecting, which mattered for the daemon's RSS target (bench/ingest).
+ */
+const WORKER_LIMITS = { maxYoungGenerationSizeMb: 8 };
+
+/** The options a worker starts with, `workerData` aside. */
+export function workerOptions(): Pick<WorkerOptions, 'execArgv' | 'resourceLimits'> {
+  return { execArgv: workerExecArgv(), resourceLimits: WORKER_LIMITS };
+}
+
+/**
+ * The process's Node options, less those that make no sense for (and break) a worker module:
+ * `node --input-type=module -e …` would otherwise pass --input-type on, and the worker fails.
+ */
+function workerExecArgv(): string[] {
+  const args: string[] = [];
+  const withValue = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
+  for (let i = 0; i < process.execArgv.length; i++) {
+    const arg = process.execArgv[i]!;
+    if (withValue.has(arg)) i++;
+    else if (!arg.startsWith('--input-type=') && !arg.startsWith('--eval=') && !arg.startsWith('--print=')) args.push(arg);
+  }
+  return args;
+}
