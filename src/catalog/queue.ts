@@ -3,8 +3,8 @@
  * attempt for the same package; a FAILED one does not (API.md).
  */
 import type { Database, RootDatabase } from 'lmdb';
-import type { Audience } from './events.js';
-import { EVERYTHING, indexRange, keysInScope, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
+import { PackageLog, type Audience, type LogQuery } from './package-log.js';
+import { EVERYTHING, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { IngestStage, StoredProblem, QueueItem } from './types.js';
 
@@ -12,19 +12,16 @@ export type EnqueueResult = { created: QueueItem } | { existing: QueueItem };
 
 export class QueueStore {
   private readonly items: Database<QueueItem, number>;
-  private readonly byPackage: Database<null, [string, number]>;
-  private readonly byOwner: Database<null, [string, number]>;
-  private readonly byContentType: Database<null, [string, number]>;
+  /** By package, owner and content type. */
+  private readonly log: PackageLog<QueueItem>;
   /** Ids of PENDING items: the ingest worker's and the metrics' view, without a scan. */
   private readonly pendingIds: Database<null, number>;
   /** Ids of FAILED items: the overview's count and latest failures, without a scan. */
   private readonly failedIds: Database<null, number>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number, private readonly audience: Audience) {
+  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number, audience: Audience) {
     this.items = root.openDB({ name: 'queue' });
-    this.byPackage = root.openDB({ name: 'queueByPackage' });
-    this.byOwner = root.openDB({ name: 'queueByOwner' });
-    this.byContentType = root.openDB({ name: 'queueByContentType' });
+    this.log = new PackageLog(root, 'queue', this.items, audience);
     this.pendingIds = root.openDB({ name: 'queuePending' });
     this.failedIds = root.openDB({ name: 'queueFailed' });
   }
@@ -34,12 +31,7 @@ export class QueueStore {
   }
 
   forPackage(bagId: string): QueueItem[] {
-    const out: QueueItem[] = [];
-    for (const { key } of this.byPackage.getRange({ start: [bagId], end: [bagId, Infinity] })) {
-      const item = this.items.get(key[1]);
-      if (item !== undefined) out.push(item);
-    }
-    return out;
+    return [...this.log.ofPackage(bagId)];
   }
 
   /** A new PENDING item, unless a PENDING or DONE one exists: check and insert in one transaction. */
@@ -50,8 +42,8 @@ export class QueueStore {
       const now = Date.now();
       const item: QueueItem = { id: this.nextId(), bagId, status: 'PENDING', stage: 'waiting', user, createdAt: now, updatedAt: now };
       this.items.put(item.id, item);
-      this.byPackage.put([bagId, item.id], null);
-      this.putIndexes(item);
+      this.log.index(item);
+      this.putStateIndexes(item);
       return { created: item };
     });
   }
@@ -79,24 +71,18 @@ export class QueueStore {
 
   /** The owner, content-type, PENDING and FAILED index entries of an item (also rebuilt by the migration). */
   putIndexes(item: QueueItem): void {
+    this.putStateIndexes(item);
+    this.log.indexAudience(item);
+  }
+
+  private putStateIndexes(item: QueueItem): void {
     if (item.status === 'PENDING') this.pendingIds.put(item.id, null);
     if (item.status === 'FAILED') this.failedIds.put(item.id, null);
-    const audience = this.audience(item.bagId);
-    if (audience === undefined) return;
-    this.byOwner.put([audience.user, item.id], null);
-    this.byContentType.put([audience.contentType, item.id], null);
   }
 
   /** One page of items, oldest first, after the id `after`: of one package, or of what `scope` may see. */
-  page(query: { scope?: Scope; bagId?: string | undefined; after?: number | undefined; limit?: number }): Page<QueueItem> {
-    const after = query.after ?? 0;
-    const limit = Math.min(query.limit ?? MAX_PAGE, MAX_PAGE);
-    const bagId = query.bagId;
-    const keys =
-      bagId !== undefined
-        ? indexRange(this.byPackage, bagId, { after })
-        : keysInScope(query.scope ?? EVERYTHING, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.items.getKeys({ start: a + 1 }), after);
-    return takePage(keys, limit, (id) => this.items.get(id));
+  page(query: LogQuery): Page<QueueItem> {
+    return this.log.page(query);
   }
 
   /**
@@ -108,7 +94,7 @@ export class QueueStore {
       for (const { value } of this.items.getRange()) yield value;
       return;
     }
-    for (const id of keysInScope(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, () => [], 0)) {
+    for (const id of this.log.idsInScope(scope)) {
       const item = this.items.get(id);
       if (item !== undefined) yield item;
     }
