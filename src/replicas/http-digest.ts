@@ -16,17 +16,13 @@
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeNetworkError, parseHead } from './http-head.js';
+import { describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection } from './http-head.js';
 
 /** The buffer a connection reads into. */
 const READ_BYTES = 256 * 1024;
 /** Read buffers of finished GETs, kept for the next ones (at most READ_BUFFERS_KEPT). */
 const readBuffers: Buffer[] = [];
 const READ_BUFFERS_KEPT = 8;
-/** An answer's head must fit in this. */
-const HEAD_BYTES = 16 * 1024;
-/** An error answer's body is kept up to this many bytes, for its code. */
-const ERROR_BODY_BYTES = 4096;
 
 export type BareGet =
   | { kind: 'body'; size: number; sha256: string }
@@ -41,15 +37,7 @@ export class BareGetFailed extends Error {
   }
 }
 
-export interface BareGetOptions {
-  /** Where to connect, and the Host the URL was signed for. */
-  host: string;
-  port: number;
-  hostHeader: string;
-  connectTimeoutMs: number;
-  /** No byte for this long: failed. */
-  idleTimeoutMs: number;
-  signal?: AbortSignal | undefined;
+export interface BareGetOptions extends BareConnection {
   /** Read no faster than this (bytes per second); 0 or absent: no limit. */
   bytesPerSec?: number | undefined;
 }
@@ -83,7 +71,7 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
     const answer = (): BareGet =>
       status >= 200 && status < 300
         ? { kind: 'body', size: received, sha256: hash.digest('hex') }
-        : { kind: 'status', status, code: /<Code>([^<]{1,100})<\/Code>/.exec(errorBody)?.[1] ?? `HTTP ${status}` };
+        : { kind: 'status', status, code: s3ErrorCode(errorBody) ?? `HTTP ${status}` };
 
     const body = (bytes: Buffer) => {
       if (bytes.length === 0) return;

@@ -17,7 +17,7 @@
 import { createHash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import { connect, type Socket } from 'node:net';
-import { describeNetworkError, parseHead } from './http-head.js';
+import { describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection } from './http-head.js';
 import { SourceChanged, type ExpectedFile } from './target.js';
 
 /** Bytes read from the file at a time. */
@@ -27,9 +27,6 @@ const CHUNKS_IN_FLIGHT = 2;
 /** Chunk buffers of finished PUTs, kept for the next ones (at most this many). */
 const CHUNKS_KEPT = 8;
 const freeChunks: Buffer[] = [];
-/** An answer's head must fit in this; an error answer's body is kept up to ERROR_BODY_BYTES for its code. */
-const HEAD_BYTES = 16 * 1024;
-const ERROR_BODY_BYTES = 4096;
 
 export interface BarePutAnswer {
   status: number;
@@ -46,17 +43,9 @@ export class BarePutFailed extends Error {
   }
 }
 
-export interface BarePutOptions {
-  host: string;
-  port: number;
-  /** The Host the URL was signed for. */
-  hostHeader: string;
+export interface BarePutOptions extends BareConnection {
   /** Headers the signature covers besides Host, sent as they were signed. */
   headers: ReadonlyArray<readonly [string, string]>;
-  connectTimeoutMs: number;
-  /** No progress for this long: failed. */
-  idleTimeoutMs: number;
-  signal?: AbortSignal | undefined;
 }
 
 /** PUTs the whole of `file` (`expected.size` bytes, checked against `expected.sha256`) to `pathAndQuery`. */
@@ -85,7 +74,7 @@ export function barePutFile(pathAndQuery: string, file: FileHandle, expected: Ex
     const fail = (message: string, cause?: unknown) => finish({ err: signal?.aborted ? signal.reason : new BarePutFailed(message, cause === undefined ? undefined : { cause }) });
     const answered = () => {
       const a = answer!;
-      finish({ ok: a.status >= 200 && a.status < 300 ? a : { ...a, code: /<Code>([^<]{1,100})<\/Code>/.exec(errorBody)?.[1] ?? `HTTP ${a.status}` } });
+      finish({ ok: a.status >= 200 && a.status < 300 ? a : { ...a, code: s3ErrorCode(errorBody) ?? `HTTP ${a.status}` } });
     };
     const bytes = (chunk: Buffer) => {
       if (done) return;

@@ -18,11 +18,11 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { digestOf } from './hashing.js';
 import { bareGetDigest } from './http-digest.js';
-import { describeNetworkError } from './http-head.js';
+import { describeNetworkError, s3ErrorCode, type BareConnection } from './http-head.js';
 import { ReplicaDown } from './target.js';
 
-/** How long a signed URL stays valid: long enough to start the GET, which it only needs to. */
-const URL_LIFETIME_SECONDS = 300;
+/** How long a signed URL stays valid: long enough to start the request, which it only needs to. */
+export const URL_LIFETIME_SECONDS = 300;
 /** A connection not made by then: the replica is down (the SDK's connectionTimeout, the same). */
 const CONNECT_TIMEOUT_MS = 5000;
 /** No byte for this long while a GET runs: the replica is down (the SDK's requestTimeout, the same). */
@@ -66,14 +66,7 @@ export class PresignedReader {
       const url = new URL(await this.sign(Key, undefined));
       let got;
       try {
-        got = await bareGetDigest(url.pathname + url.search, {
-          host: url.hostname.replace(/^\[|\]$/g, ''),
-          port: Number(url.port || 80),
-          hostHeader: url.host,
-          connectTimeoutMs: CONNECT_TIMEOUT_MS,
-          idleTimeoutMs: IDLE_TIMEOUT_MS,
-          ...opts,
-        });
+        got = await bareGetDigest(url.pathname + url.search, { ...bareConnectionTo(url, opts.signal), ...opts });
       } catch (err) {
         opts.signal?.throwIfAborted();
         throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
@@ -81,8 +74,7 @@ export class PresignedReader {
       if (got.kind === 'body') return { size: got.size, sha256: got.sha256 };
       if (got.kind === 'status') {
         if (got.status === 404) return undefined;
-        if (got.status >= 500) throw new ReplicaDown(this.replica, `${got.code}, HTTP ${got.status}`);
-        throw new ObjectRefused(got.status, got.code);
+        throw refusal(this.replica, got.status, got.code);
       }
     }
     const body = await this.get(Key, undefined, opts.signal);
@@ -106,8 +98,7 @@ export class PresignedReader {
     if (status === (range ? 206 : 200)) return res;
     const code = await errorCodeOf(res);
     if (status === 404) return undefined;
-    if (status >= 500) throw new ReplicaDown(this.replica, `${code}, HTTP ${status}`);
-    throw new ObjectRefused(status, status === 200 ? 'the Range asked for was not honoured' : code);
+    throw refusal(this.replica, status, status === 200 ? 'the Range asked for was not honoured' : code);
   }
 
   private async sign(Key: string, range: { start: number; end: number } | undefined): Promise<string> {
@@ -152,6 +143,23 @@ export class PresignedReader {
 
 const rangeHeader = (range: { start: number; end: number }) => `bytes=${range.start}-${range.end}`;
 
+/** Where a bare request to a presigned `http:` URL connects, with this replica's timeouts. */
+export function bareConnectionTo(url: URL, signal: AbortSignal | undefined): BareConnection {
+  return {
+    host: url.hostname.replace(/^\[|\]$/g, ''),
+    port: Number(url.port || 80),
+    hostHeader: url.host,
+    connectTimeoutMs: CONNECT_TIMEOUT_MS,
+    idleTimeoutMs: IDLE_TIMEOUT_MS,
+    signal,
+  };
+}
+
+/** What an answer that is not the one asked for means: a 5xx the replica down, anything else a no about the object. */
+export function refusal(replica: string, status: number, code: string): ReplicaDown | ObjectRefused {
+  return status >= 500 ? new ReplicaDown(replica, `${code}, HTTP ${status}`) : new ObjectRefused(status, code);
+}
+
 /** The S3 error code of an error answer (`<Code>AccessDenied</Code>`), or its HTTP status text. */
 async function errorCodeOf(res: IncomingMessage): Promise<string> {
   let text = '';
@@ -162,5 +170,5 @@ async function errorCodeOf(res: IncomingMessage): Promise<string> {
   } catch {
     // the body of an error answer is a courtesy
   }
-  return /<Code>([^<]{1,100})<\/Code>/.exec(text)?.[1] ?? res.statusMessage ?? 'error';
+  return s3ErrorCode(text) ?? res.statusMessage ?? 'error';
 }

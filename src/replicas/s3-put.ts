@@ -14,14 +14,9 @@ import { PutObjectCommand, type PutObjectCommandInput, type S3Client } from '@aw
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { FileHandle } from 'node:fs/promises';
 import { barePutFile } from './http-put.js';
-import { ObjectRefused } from './s3-get.js';
+import { bareConnectionTo, refusal, URL_LIFETIME_SECONDS } from './s3-get.js';
 import { ReplicaDown, type ExpectedFile } from './target.js';
 
-/** How long a signed URL stays valid: long enough to start the PUT, which it only needs to. */
-const URL_LIFETIME_SECONDS = 300;
-/** The SDK's connectionTimeout and requestTimeout for this replica, the same. */
-const CONNECT_TIMEOUT_MS = 5000;
-const IDLE_TIMEOUT_MS = 120_000;
 /** Headers that stay headers in the signed request (the presigner would move x-amz-* into the query). */
 const KEPT_AS_HEADERS = new Set(['x-amz-meta-sha256', 'x-amz-object-lock-mode', 'x-amz-object-lock-retain-until-date']);
 
@@ -38,23 +33,14 @@ export class PresignedWriter {
     const { url, headers } = await this.sign(params);
     let answer;
     try {
-      answer = await barePutFile(url.pathname + url.search, file, expected, {
-        host: url.hostname.replace(/^\[|\]$/g, ''),
-        port: Number(url.port || 80),
-        hostHeader: url.host,
-        headers,
-        connectTimeoutMs: CONNECT_TIMEOUT_MS,
-        idleTimeoutMs: IDLE_TIMEOUT_MS,
-        signal,
-      });
+      answer = await barePutFile(url.pathname + url.search, file, expected, { ...bareConnectionTo(url, signal), headers });
     } catch (err) {
       signal?.throwIfAborted();
       if ((err as Error).name === 'BarePutFailed') throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
       throw err; // SourceChanged, or the file's own read error
     }
     if (answer.status >= 200 && answer.status < 300) return;
-    if (answer.status >= 500) throw new ReplicaDown(this.replica, `${answer.code}, HTTP ${answer.status}`);
-    throw new ObjectRefused(answer.status, answer.code);
+    throw refusal(this.replica, answer.status, answer.code);
   }
 
   /** The presigned URL and the headers it was signed with (besides Host), in the SDK's own serialisation. */

@@ -10,6 +10,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
 import { BareGetFailed, bareGetDigest } from '../../src/replicas/http-digest.js';
+import { freePort } from '../helpers/daemon.js';
 
 const body = randomBytes(3 * 1024 * 1024 + 17);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -84,9 +85,6 @@ t.test('a bare GET against a real HTTP server', async (t) => {
   await t.rejects(aborted, { message: 'stop' });
 
   // Nobody listening.
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const { port: gone } = closed.address() as AddressInfo;
-  await new Promise((resolve) => closed.close(resolve));
+  const gone = await freePort();
   await t.rejects(bareGetDigest('/whole', { ...opts, port: gone }), { name: 'BareGetFailed', message: /^ECONNREFUSED: / });
 });

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { barePutFile, BarePutFailed } from '../../src/replicas/http-put.js';
 import { SourceChanged } from '../../src/replicas/target.js';
+import { freePort } from '../helpers/daemon.js';
 
 const body = randomBytes(3 * 1024 * 1024 + 17);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -109,9 +110,6 @@ t.test('a bare PUT against a real HTTP server', async (t) => {
   await t.rejects(aborted, { message: 'stop' });
 
   // Nobody listening.
-  const closed = createServer();
-  await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-  const { port: gone } = closed.address() as AddressInfo;
-  await new Promise((resolve) => closed.close(resolve));
+  const gone = await freePort();
   await t.rejects(barePutFile('/bag/file', file, expected, { ...opts, port: gone }), { name: 'BarePutFailed', message: /^ECONNREFUSED: / });
 });
