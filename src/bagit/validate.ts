@@ -14,8 +14,8 @@ import { parseManifest, parseManifestFileName, readManifest, type ManifestKind }
 import { DEFAULT_CONCURRENCY, hashFiles, readFailure } from './hash-files.js';
 import { isPayloadPath } from './paths.js';
 import { makeProblem, type BagProblem, type BagProblemInit, type Severity } from './problems.js';
-import type { BagFile, BagReport, ValidateOptions } from './report.js';
-import { filesChangedSinceScan, findNameCollisions, findSystemFiles, scanBag, type ScannedFile } from './scan.js';
+import type { BagReport, ValidateOptions } from './report.js';
+import { filesChangedSinceScan, findNameCollisions, findSystemFiles, scanBag } from './scan.js';
 import { compareVersions, decodeTagBytes, parseBagDeclaration, parseTagText, startsWithUtf8Bom, SUPPORTED_VERSIONS, tagValue } from './tagfile.js';
 
 /** The rules that differ between BagIt versions. */
@@ -133,6 +133,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const fileIndex = new Map<string, number>();
   scan.files.forEach((f, i) => fileIndex.set(f.path, i));
   const directorySet = new Set(scan.directories);
+  const exists = (path: string): boolean => fileIndex.has(path) || directorySet.has(path) || scan.others.has(path);
   for (const name of scan.directories) if (!name.includes('/') && isNamedTagFile(name)) add({ code: 'not-a-file', path: name });
   /** Under a path the scan could not look into: whether it is there is unknown, and was reported. */
   const unreachable = (path: string): boolean => scan.unreachable.some((u) => path === u || path.startsWith(`${u}/`));
@@ -158,7 +159,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
       version = declaration.version;
       encoding = declaration.encoding;
     }
-  } else if (!scan.present.has('bagit.txt')) {
+  } else if (!exists('bagit.txt')) {
     add({ code: 'bagit-txt-missing', path: 'bagit.txt' });
   }
   const rules = rulesFor(version);
@@ -254,11 +255,11 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   // One read per file, for every algorithm any manifest uses plus what the caller wants kept.
   const wanted = new Set<Algorithm>([...manifests.map((m) => m.algorithm), ...(opts.alsoDigest ?? [])]);
   const algorithms = ALGORITHMS.filter((a) => wanted.has(a));
-  const { results, failures } = await hashFiles(dir, scan.files, algorithms, hasher, opts.concurrency ?? DEFAULT_CONCURRENCY, signal);
+  const { entries: hashed, failures } = await hashFiles(dir, scan.files, algorithms, hasher, opts.concurrency ?? DEFAULT_CONCURRENCY, signal);
   signal?.throwIfAborted();
   for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) add({ code: 'file-unreadable', path, detail });
   // A file written to while it was hashed has digests of bytes that may no longer be there.
-  const hashedFiles = scan.files.filter((f) => results.has(f.path));
+  const hashedFiles = scan.files.filter((_, i) => hashed[i] !== undefined);
   for (const path of await filesChangedSinceScan(dir, hashedFiles, signal)) add({ code: 'file-changed-during-validation', path });
 
   // Each manifest entry: present and matching. A name in another Unicode normalization than the
@@ -288,7 +289,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
         }
         // A path that exists as a link or device was reported as such already, one under a folder
         // that could not be read was reported with it, and one fetch.txt lists is a fetch hole.
-        if (scan.present.has(entry.path) || unreachable(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
+        if (scan.others.has(entry.path) || unreachable(entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
         const twins = filesNamedLike(entry.path);
         if (twins.length === 1) {
           onDisk = twins[0]!;
@@ -300,10 +301,11 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
           continue;
         }
       }
-      manifest.covered[fileIndex.get(onDisk)!] = 1;
-      const hashed = results.get(onDisk);
-      if (hashed === undefined || !entry.digestWellFormed) continue;
-      const actual = hashed.digests[manifest.algorithm];
+      const index = fileIndex.get(onDisk)!;
+      manifest.covered[index] = 1;
+      const file = hashed[index];
+      if (file === undefined || !entry.digestWellFormed) continue;
+      const actual = file.digests[manifest.algorithm];
       if (actual === undefined) {
         add({ code: 'file-unreadable', path: onDisk, detail: `the hasher returned no ${manifest.algorithm} digest` });
         continue;
@@ -340,14 +342,16 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   }
 
   for (const entry of fetchEntries) {
-    if (!scan.present.has(entry.path)) add({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE });
+    if (!exists(entry.path)) add({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE });
     for (const m of payloadManifests) {
       if (!m.entries.has(entry.path)) add({ code: 'fetch-not-in-manifest', path: entry.path, manifest: m.fileName });
     }
   }
 
-  const sizeOf = (f: ScannedFile): number => results.get(f.path)?.size ?? f.size;
-  const payloadBytes = payload.reduce((sum, f) => sum + sizeOf(f), 0);
+  let payloadBytes = 0;
+  scan.files.forEach((f, i) => {
+    if (isPayloadPath(f.path)) payloadBytes += hashed[i]?.size ?? f.size;
+  });
   // With part of the payload out of reach its size is unknown, and that was reported already.
   const payloadKnown = !scan.unreachable.some((u) => isPayloadPath(u));
   if (oxum !== undefined && bagInfoName !== undefined && payloadKnown) {
@@ -368,12 +372,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   findSystemFiles(namesOf(filePaths(), scan.directories, missing.keys())).forEach((p) => add(p));
   findNameCollisions(namesOf(filePaths(), missing.keys())).forEach((p) => add(p));
 
-  const files: BagFile[] = [];
-  for (const file of scan.files) {
-    const hashed = results.get(file.path);
-    if (hashed === undefined) continue;
-    files.push({ path: file.path, size: hashed.size, crc32: hashed.crc32 ?? '', digests: hashed.digests });
-  }
+  const files = hashed.filter((f) => f !== undefined);
   const problems = errorsFirst(limitPerCode(found));
   const result: BagReport = {
     valid: !problems.some((p) => p.severity === 'error'),

@@ -212,41 +212,39 @@ export class PackageStore {
 
   /**
    * Records the files of a package about to be stored, in one transaction (or the caller's).
-   * For a bag of many files the ingest uses `stageFiles` and `filesStaged` instead.
+   * The ingest stages a bag of any size in bounded transactions instead: `unstageFiles`, then
+   * `stageBatch` for each batch, then `filesStaged` with the intent.
    */
   putFiles(bagId: string, files: Iterable<FileRecord>): void {
-    this.catalog.transaction(() => this.filesStaged(bagId, this.stageFiles(bagId, files)));
+    this.catalog.transaction(() => {
+      this.unstageFiles(bagId);
+      this.filesStaged(bagId, this.stageBatch(bagId, [...files]));
+    });
+  }
+
+  /** Drops the file records an earlier attempt staged, `FILE_BATCH` to a transaction. */
+  unstageFiles(bagId: string): void {
+    while (this.catalog.transaction(() => this.removeFiles(bagId, FILE_BATCH)) === FILE_BATCH);
   }
 
   /**
-   * Writes the file records of a package about to be stored (the ingest's intent, before the bag
-   * is moved), replacing any it had, `FILE_BATCH` records to a transaction so that a bag of any
-   * size never makes one huge transaction; returns their total size. Files of an unstored package
+   * Writes a batch of file records of a package about to be stored (the ingest's intent, before
+   * the bag is moved) in one transaction; returns their total size. Files of an unstored package
    * are never served, so records written before a crash are harmless: the next attempt replaces
    * them. `filesStaged`, in the transaction that records the intent, completes them.
-   * `onBatch` runs after each committed batch (crash tests stop there).
    */
-  stageFiles(bagId: string, files: Iterable<FileRecord>, onBatch?: () => void): number {
-    while (this.catalog.transaction(() => this.removeFiles(bagId, FILE_BATCH)) === FILE_BATCH);
+  stageBatch(bagId: string, files: readonly FileRecord[]): number {
+    // The path is in the key and the record; B-tree pages are partly empty: about twice the bytes.
+    let bytes = 0;
     let total = 0;
-    let batch: FileRecord[] = [];
-    const commit = (): void => {
-      // The path is in the key and the record; B-tree pages are partly empty: about twice the bytes.
-      let bytes = 0;
-      for (const file of batch) bytes += 2 * (2 * Buffer.byteLength(file.path) + 150);
-      this.catalog.reserve(bytes);
-      this.catalog.transaction(() => {
-        for (const file of batch) this.files.put([bagId, file.path], file);
-      });
-      batch = [];
-      onBatch?.();
-    };
     for (const file of files) {
-      batch.push(file);
+      bytes += 2 * (2 * Buffer.byteLength(file.path) + 150);
       total += file.size;
-      if (batch.length === FILE_BATCH) commit();
     }
-    if (batch.length > 0) commit();
+    this.catalog.reserve(bytes);
+    this.catalog.transaction(() => {
+      for (const file of files) this.files.put([bagId, file.path], file);
+    });
     return total;
   }
 

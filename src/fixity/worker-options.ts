@@ -31,7 +31,7 @@ export function workerOptions(): Pick<WorkerOptions, 'execArgv' | 'resourceLimit
  * The process's Node options, less those that make no sense for (and break) a worker module:
  * `node --input-type=module -e …` would otherwise pass --input-type on, and the worker fails.
  */
-function workerExecArgv(): string[] {
+export function workerExecArgv(): string[] {
   const args: string[] = [];
   const withValue = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
   for (let i = 0; i < process.execArgv.length; i++) {

@@ -12,13 +12,12 @@
  * places and never half-moved (moves are renames within one filesystem).
  */
 import { rename } from 'node:fs/promises';
-import type { BagReport } from '../bagit/index.js';
-import { errorsOf, warningsOf, type FileRecord, type Package, type QueueItem, type StoredProblem } from '../catalog/types.js';
+import { errorsOf, warningsOf, type Package, type QueueItem, type StoredProblem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { exists } from '../fs/exists.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
-import { checkUpload, type UploadVerdict } from './check-upload.js';
+import { checkUploadIsolated, type CheckedUpload } from './isolated-check.js';
 import { ingestProblem } from './problems.js';
 import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
@@ -67,16 +66,19 @@ export class IngestStages {
         // Again after a crash: the bag may be back in landing/.
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
-        const { report, problems } = await this.validate(pkg);
-        const errors = errorsOf(problems);
-        if (errors.length > 0) {
-          await returnUpload(this.deps.storage, this.deps.landing, pkg);
-          failpoint('ingest:after-return');
-          this.fail(item, pkg, problems, started, 'validation-and-ingestion');
-          return;
+        const checked = await this.validate(pkg);
+        try {
+          if (!checked.valid) {
+            await returnUpload(this.deps.storage, this.deps.landing, pkg);
+            failpoint('ingest:after-return');
+            this.fail(item, pkg, checked.problems, started, 'validation-and-ingestion');
+            return;
+          }
+          failpoint('ingest:after-validate');
+          await this.recordIntent(item, pkg, checked);
+        } finally {
+          await checked.close();
         }
-        failpoint('ingest:after-validate');
-        this.recordIntent(item, pkg, report, problems);
         failpoint('ingest:after-intent');
         stage = 'validated';
       }
@@ -151,13 +153,14 @@ export class IngestStages {
     return { ok: true };
   }
 
-  private async validate(pkg: Package): Promise<UploadVerdict> {
+  /** Checks the staged upload in a worker thread (isolated-check.ts); the caller closes what it returns. */
+  private async validate(pkg: Package): Promise<CheckedUpload> {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
     const hasher = new CheckpointedHasher(this.deps.hasher, catalog.checkpoints, { bagId: pkg.bagId, dir }, config.ingest.resumeAboveBytes, logger);
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
-    const verdict = await checkUpload(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
-    if (verdict.report.files.length === 0) {
+    const verdict = await checkUploadIsolated(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
+    if (verdict.report.fileCount === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
       const empty = ingestProblem({ code: 'upload-empty', bagId: pkg.bagId });
       return { ...verdict, problems: [empty], valid: false };
@@ -166,12 +169,19 @@ export class IngestStages {
   }
 
   /** The intent: the files about to be stored and the successful validation, before the move. */
-  private recordIntent(item: QueueItem, pkg: Package, report: BagReport, problems: StoredProblem[]): void {
+  private async recordIntent(item: QueueItem, pkg: Package, checked: CheckedUpload): Promise<void> {
     const { catalog } = this.deps;
-    // The records first, in bounded transactions (harmless until the intent: unstored), then the
-    // intent itself in one.
-    const files: Iterable<FileRecord> = report.files;
-    const totalBytes = catalog.packages.stageFiles(pkg.bagId, files, () => failpoint('ingest:after-file-batch'));
+    const { report, problems } = checked;
+    // The records first, a batch to a transaction as the check hands them over (harmless until
+    // the intent: unstored), then the intent itself in one.
+    catalog.packages.unstageFiles(pkg.bagId);
+    let totalBytes = 0;
+    for await (const files of checked.files()) {
+      totalBytes += catalog.packages.stageBatch(pkg.bagId, files);
+      failpoint('ingest:after-file-batch');
+    }
+    // The worker's heap goes before the payload list is serialised below, not after.
+    await checked.close();
     const warnings = warningsOf(problems);
     catalog.transaction(() => {
       catalog.packages.filesStaged(pkg.bagId, totalBytes);
