@@ -297,7 +297,7 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   report('show_to_floor_p99', ratio(99), '× (median of per-round ratios)');
   report('show_cpu_us', usPerShow(cpu.ours), `µs of daemon CPU per show (floor: ${usPerShow(cpu.floor).toFixed(0)} µs per answer)`);
   report('show_client_cpu_us', usPerShow(cpu.clientOurs), `µs of client (autocannon) CPU per show (per floor answer: ${usPerShow(cpu.clientFloor).toFixed(0)} µs)`);
-  console.log(`  (one process answering 32 in flight at that CPU per show waits ${((32 * usPerShow(cpu.ours)) / 1e3).toFixed(1)} ms per answer: the p50 it can reach; the floor ${((32 * usPerShow(cpu.floor)) / 1e3).toFixed(1)} ms)`);
+  console.log(`  (one process answering 32 in flight at that CPU per show waits about ${((32 * usPerShow(cpu.ours)) / 1e3).toFixed(1)} ms per answer: roughly the p50 it can reach; the floor ${((32 * usPerShow(cpu.floor)) / 1e3).toFixed(1)} ms)`);
   console.log(`  (per round, show/floor p50 ${rounds.map((r) => `${percentile(r.ours, 50).toFixed(2)}/${percentile(r.floor, 50).toFixed(2)}`).join(', ')} ms; p99 ${rounds.map((r) => `${percentile(r.ours, 99).toFixed(1)}/${percentile(r.floor, 99).toFixed(1)}`).join(', ')} ms)`);
 
   const page = async (path: string, token: string, requests = 300) => {
