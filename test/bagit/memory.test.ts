@@ -6,12 +6,12 @@
  * held several kilobytes per file (manifest entries, stamps, a promise per lstat, name sets).
  */
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
+import { writeManyFilesBag } from '../helpers/many-files-bag.js';
 
 const run = promisify(execFile);
 
@@ -22,26 +22,9 @@ const BYTES_PER_FILE = 2_000;
 const root = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'preservd-memory-'));
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
 
-/** A valid bag of `files` tiny payload files, 1,000 to a folder. */
-function writeBag(dir: string, files: number): void {
-  const lines: string[] = [];
-  let bytes = 0;
-  for (let i = 0; i < files; i++) {
-    const rel = `data/d${Math.floor(i / 1000)}/f${i}.txt`;
-    if (i % 1000 === 0) mkdirSync(join(dir, rel, '..'), { recursive: true });
-    const content = `${i}\n`;
-    writeFileSync(join(dir, rel), content);
-    bytes += content.length;
-    lines.push(`${createHash('sha256').update(content).digest('hex')}  ${rel}\n`);
-  }
-  writeFileSync(join(dir, 'manifest-sha256.txt'), lines.join(''));
-  writeFileSync(join(dir, 'bagit.txt'), 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
-  writeFileSync(join(dir, 'bag-info.txt'), `Payload-Oxum: ${bytes}.${files}\n`);
-}
-
 async function peakOf(files: number): Promise<number> {
   const dir = join(root, `bag-${files}`);
-  writeBag(dir, files);
+  writeManyFilesBag(dir, files);
   const child = join(import.meta.dirname, 'fixtures', 'validate-peak.js');
   const { stdout } = await run(process.execPath, [child, dir], { maxBuffer: 1 << 20 });
   const result = JSON.parse(stdout) as { valid: boolean; files: number; peak: number };
