@@ -69,7 +69,8 @@ class CheckWorker {
     this.worker.on('message', (message: FromCheckWorker) => this.receive(message));
     this.worker.on('error', (err) => this.end(err));
     this.worker.on('exit', (code) => this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`)));
-    this.signal?.addEventListener('abort', this.stop, { once: true });
+    if (this.signal?.aborted === true) this.stop();
+    else this.signal?.addEventListener('abort', this.stop, { once: true });
   }
 
   /** The worker's next reply, which must be of this kind. */

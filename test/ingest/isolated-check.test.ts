@@ -108,6 +108,15 @@ t.test('a stop ends the check at once, with the stop as the reason', async (t) =
   t.ok(Date.now() - started < 5_000, 'and ended without waiting for it');
 });
 
+t.test('a check asked for after the stop does not start', async (t) => {
+  const dir = await makeBag(join(root, 'late'), { files: { 'a.txt': 'a' } });
+  const hasher = new SimpleHasher();
+  const stop = new AbortController();
+  stop.abort(new Error('already stopping'));
+  await t.rejects(checkUploadIsolated(dir, { hasher, signal: stop.signal }), { message: 'already stopping' });
+  t.equal(hasher.calls.size, 0, 'nothing was hashed');
+});
+
 t.test("a stop also ends the content type's external validator the check started", async (t) => {
   const request = { bagId: '3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b', externalId: 'ex_stop', contentType: 'audio' };
   const dir = await makeBag(join(root, 'validator'), { files: { 'a.txt': 'a' }, chipmunkInfo: request });
