@@ -105,8 +105,10 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   app.addHook('onRequest', authenticate(ctx.catalog, ctx.config));
   if (ctx.observeResponse !== undefined) {
     const observe = ctx.observeResponse;
-    app.addHook('onResponse', async (request, reply) => {
+    // Callback style: an async hook costs every request a promise and a microtask for nothing.
+    app.addHook('onResponse', (request, reply, done) => {
       observe(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+      done();
     });
   }
 

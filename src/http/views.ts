@@ -54,10 +54,20 @@ function replicaView(name: string, copy: ReplicaCopy | undefined): Record<string
 }
 
 /**
- * A package view as JSON text with `files` given as JSON text already (the stored payload list,
- * serialised once at ingest): it goes in its documented place, before `upload` and the dates.
+ * A package view as JSON text around its `files`, which come as JSON text already (the stored
+ * payload list, serialised once at ingest): `files` goes in its documented place, before
+ * `upload` and the dates. The parts are sent one after the other (send-parts.ts), so the list
+ * is never copied into a body of its own.
  */
-export function packageBody(view: Record<string, unknown>, filesJson: Buffer): Buffer {
+export interface PackageParts {
+  /** `{"bag_id":…,"files":` */
+  head: string;
+  files: Buffer;
+  /** `,…,"updated_at":…}` */
+  tail: string;
+}
+
+export function packageParts(view: Record<string, unknown>, filesJson: Buffer): PackageParts {
   const head: Record<string, unknown> = {};
   const tail: Record<string, unknown> = {};
   let before = true;
@@ -66,9 +76,13 @@ export function packageBody(view: Record<string, unknown>, filesJson: Buffer): B
     if (key === 'upload' || key === 'created_at') before = false;
     (before ? head : tail)[key] = value;
   }
-  const headText = JSON.stringify(head).slice(0, -1);
-  const tailText = JSON.stringify(tail).slice(1);
-  return Buffer.concat([Buffer.from(`${headText},"files":`, 'utf8'), filesJson, Buffer.from(`,${tailText}`, 'utf8')]);
+  return { head: `${JSON.stringify(head).slice(0, -1)},"files":`, files: filesJson, tail: `,${JSON.stringify(tail).slice(1)}` };
+}
+
+/** The same as one buffer (a small package: a new request's answer). */
+export function packageBody(view: Record<string, unknown>, filesJson: Buffer): Buffer {
+  const parts = packageParts(view, filesJson);
+  return Buffer.concat([Buffer.from(parts.head, 'utf8'), parts.files, Buffer.from(parts.tail, 'utf8')]);
 }
 
 function problemView(p: StoredProblem): Record<string, unknown> {

@@ -10,8 +10,9 @@ import type { Package } from '../../catalog/types.js';
 import type { UploadProgress } from '../../ingest/watcher.js';
 import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
+import type { KeptLists } from '../kept-lists.js';
 import { forbidden, notFound } from '../errors.js';
-import { packageBody, packageView } from '../views.js';
+import { packageParts, packageView, type PackageParts } from '../views.js';
 
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
@@ -59,12 +60,12 @@ export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Pack
 
 /**
  * One package as the caller may see it, with `files` (and, for an open request, what has
- * arrived): JSON text. A stored package's file list is the one serialised at ingest: one
- * catalog read, no list built.
+ * arrived): JSON text in parts (views.ts, packageParts). A stored package's file list is the one
+ * serialised at ingest: one catalog read, no list built, and none while `lists` holds it.
  */
-export async function packageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<Buffer> {
-  if (pkg.stored) return packageBody(viewPackage(ctx, request, pkg), ctx.catalog.packages.payloadListJson(pkg.bagId));
-  return packageBody(viewPackage(ctx, request, pkg, await ctx.uploadProgress(pkg)), EMPTY_LIST);
+export async function packageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package, lists: KeptLists): Promise<PackageParts> {
+  if (pkg.stored) return packageParts(viewPackage(ctx, request, pkg), lists.of(pkg, () => ctx.catalog.packages.payloadListJson(pkg.bagId)));
+  return packageParts(viewPackage(ctx, request, pkg, await ctx.uploadProgress(pkg)), EMPTY_LIST);
 }
 
 const EMPTY_LIST = Buffer.from('[]');
