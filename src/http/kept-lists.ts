@@ -8,8 +8,9 @@
  * it before the package becomes stored). An entry is used only while the package record has the
  * `updatedAt` it had when the list was read, so a package stored again (a catalog written by
  * another process, a future re-ingest) is read afresh. Least recently shown go first once the
- * lists held pass `maxBytes`; a list larger than that is never held.
+ * lists held pass `maxBytes` (lru-cache); a list larger than that is never held.
  */
+import { LRUCache } from 'lru-cache';
 import type { Package } from '../catalog/types.js';
 
 interface Entry {
@@ -18,35 +19,19 @@ interface Entry {
 }
 
 export class KeptLists {
-  private readonly entries = new Map<string, Entry>();
-  private bytes = 0;
+  private readonly entries: LRUCache<string, Entry>;
 
-  constructor(private readonly maxBytes: number) {}
+  constructor(maxBytes: number) {
+    this.entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: (entry) => Math.max(1, entry.list.length) });
+  }
 
   /** The list of stored `pkg`: the one held if still valid, else `read()`, held from then on. */
   of(pkg: Package, read: () => Buffer): Buffer {
     const held = this.entries.get(pkg.bagId);
-    if (held !== undefined) {
-      this.drop(pkg.bagId, held);
-      if (held.updatedAt === pkg.updatedAt) {
-        this.entries.set(pkg.bagId, held); // now the most recently shown
-        this.bytes += held.list.length;
-        return held.list;
-      }
-    }
+    if (held !== undefined && held.updatedAt === pkg.updatedAt) return held.list;
     const list = read();
-    if (list.length > this.maxBytes) return list;
-    while (this.bytes + list.length > this.maxBytes) {
-      const [oldest, entry] = this.entries.entries().next().value as [string, Entry];
-      this.drop(oldest, entry);
-    }
+    // One larger than maxSize is not stored (lru-cache's maxEntrySize defaults to maxSize).
     this.entries.set(pkg.bagId, { updatedAt: pkg.updatedAt, list });
-    this.bytes += list.length;
     return list;
-  }
-
-  private drop(bagId: string, entry: Entry): void {
-    this.entries.delete(bagId);
-    this.bytes -= entry.list.length;
   }
 }
