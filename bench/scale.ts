@@ -235,17 +235,28 @@ function cannon(url: string, token: string, inFlight: number, amount: number): P
   });
 }
 
-/**
- * The floor for a show: a bare node:http server in its own process answering every request with
- * the same bytes from memory (the show's body); its port.
- */
-async function floorServer(body: Buffer): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', `
+/** The floors for a show, each a server in its own process answering with the show's bytes from memory. */
+const FLOORS = {
+  /** Bare node:http: what Node itself costs. */
+  node: `
     import { createServer } from 'node:http';
     const body = Buffer.from(process.env.BODY, 'base64');
     const server = createServer((req, res) => { res.writeHead(200, { 'content-type': 'application/json; charset=utf-8', 'content-length': body.length }); res.end(body); });
     server.listen(0, '127.0.0.1', () => process.stdout.write(server.address().port + '\\n'));
-  `], { env: { ...process.env, BODY: body.toString('base64') }, stdio: ['ignore', 'pipe', 'inherit'] });
+  `,
+  /** One fastify route, no hooks or plugins: what the framework the daemon is built on costs. */
+  fastify: `
+    import Fastify from 'fastify';
+    const body = Buffer.from(process.env.BODY, 'base64');
+    const app = Fastify({ logger: false });
+    app.get('/', (request, reply) => { reply.header('content-type', 'application/json; charset=utf-8').send(body); });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    process.stdout.write(app.server.address().port + '\\n');
+  `,
+};
+
+async function floorServer(kind: keyof typeof FLOORS, body: Buffer): Promise<{ url: string; pid: number; stop: () => void }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', FLOORS[kind]], { env: { ...process.env, BODY: body.toString('base64') }, stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<string>((ok) => child.stdout.once('data', (d: Buffer) => ok(d.toString().trim())));
   return { url: `http://127.0.0.1:${port}/`, pid: child.pid!, stop: () => child.kill() };
 }
@@ -269,38 +280,46 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   const show = `${d.url}/v1/packages/${bigBagId}`;
   const body = Buffer.from(await (await fetch(show, { headers: { authorization: `Bearer ${admin}` } })).arrayBuffer());
   const files = JSON.parse(body.toString()).files.length;
-  const floor = await floorServer(body);
-  const rounds: Array<{ ours: number[]; floor: number[] }> = [];
+  const floor = await floorServer('node', body);
+  const framework = await floorServer('fastify', body);
+  const rounds: Array<{ ours: number[]; floor: number[]; framework: number[] }> = [];
   const SHOWS = 5_000;
-  // CPU per request, of each server and of the client, over the timed rounds only.
-  const cpu = { ours: 0, floor: 0, clientOurs: 0, clientFloor: 0 };
-  const timed = async (url: string, pid: number, server: 'ours' | 'floor', client: 'clientOurs' | 'clientFloor') => {
+  // CPU per request of each server and of the client, over the timed rounds only.
+  const cpu = { ours: 0, floor: 0, framework: 0, clientOurs: 0, clientFloor: 0 };
+  const timed = async (url: string, pid: number, server: 'ours' | 'floor' | 'framework', client?: 'clientOurs' | 'clientFloor') => {
     const [serverBefore, clientBefore] = [cpuSeconds(pid), process.cpuUsage()];
     const latencies = await cannon(url, admin, 32, SHOWS);
     const used = process.cpuUsage(clientBefore);
     cpu[server] += cpuSeconds(pid) - serverBefore;
-    cpu[client] += (used.user + used.system) / 1e6;
+    if (client !== undefined) cpu[client] += (used.user + used.system) / 1e6;
     return latencies;
   };
-  await cannon(show, admin, 32, 2_000); // warm-up
-  await cannon(floor.url, admin, 32, 2_000);
-  for (let r = 0; r < 5; r++) rounds.push({ ours: await timed(show, d.proc.pid!, 'ours', 'clientOurs'), floor: await timed(floor.url, floor.pid, 'floor', 'clientFloor') });
+  for (const url of [show, floor.url, framework.url]) await cannon(url, admin, 32, 2_000); // warm-up
+  for (let r = 0; r < 5; r++) {
+    rounds.push({
+      ours: await timed(show, d.proc.pid!, 'ours', 'clientOurs'),
+      floor: await timed(floor.url, floor.pid, 'floor', 'clientFloor'),
+      framework: await timed(framework.url, framework.pid, 'framework'),
+    });
+  }
   floor.stop();
+  framework.stop();
   const usPerShow = (seconds: number) => (seconds / (5 * SHOWS)) * 1e6;
-  const ours = rounds.flatMap((r) => r.ours);
-  const bare = rounds.flatMap((r) => r.floor);
+  const all = (server: 'ours' | 'floor' | 'framework') => rounds.flatMap((r) => r[server]);
   const ratio = (p: number) => median(rounds.map((r) => percentile(r.ours, p) / percentile(r.floor, p)));
-  console.log(`show of a package of ${files} payload files (2,040 in all, ${(body.length / 1e3).toFixed(0)} kB), 32 in flight (autocannon), 5 rounds of ${SHOWS.toLocaleString('en')} alternating with a bare node:http server sending the same bytes:`);
-  report('show_p50_ms', percentile(ours, 50), 'ms');
-  report('show_p99_ms', percentile(ours, 99), 'ms', { limit: TARGETS.showP99Ms, below: true });
-  report('floor_p50_ms', percentile(bare, 50), 'ms (bare node:http, same body)');
-  report('floor_p99_ms', percentile(bare, 99), 'ms');
+  console.log(`show of a package of ${files} payload files (2,040 in all, ${(body.length / 1e3).toFixed(0)} kB), 32 in flight (autocannon), 5 rounds of ${SHOWS.toLocaleString('en')} alternating with a bare node:http server and a bare fastify route sending the same bytes:`);
+  report('show_p50_ms', percentile(all('ours'), 50), 'ms');
+  report('show_p99_ms', percentile(all('ours'), 99), 'ms', { limit: TARGETS.showP99Ms, below: true });
+  report('floor_p50_ms', percentile(all('floor'), 50), 'ms (bare node:http, same body)');
+  report('floor_p99_ms', percentile(all('floor'), 99), 'ms');
+  report('fastify_floor_p50_ms', percentile(all('framework'), 50), 'ms (one bare fastify route, same body)');
+  report('fastify_floor_p99_ms', percentile(all('framework'), 99), 'ms');
   report('show_to_floor_p50', ratio(50), '× (median of per-round ratios)');
   report('show_to_floor_p99', ratio(99), '× (median of per-round ratios)');
-  report('show_cpu_us', usPerShow(cpu.ours), `µs of daemon CPU per show (floor: ${usPerShow(cpu.floor).toFixed(0)} µs per answer)`);
+  report('show_cpu_us', usPerShow(cpu.ours), `µs of daemon CPU per show (node:http floor: ${usPerShow(cpu.floor).toFixed(0)} µs per answer, fastify floor: ${usPerShow(cpu.framework).toFixed(0)} µs)`);
   report('show_client_cpu_us', usPerShow(cpu.clientOurs), `µs of client (autocannon) CPU per show (per floor answer: ${usPerShow(cpu.clientFloor).toFixed(0)} µs)`);
   console.log(`  (one process answering 32 in flight at that CPU per show waits about ${((32 * usPerShow(cpu.ours)) / 1e3).toFixed(1)} ms per answer: roughly the p50 it can reach; the floor ${((32 * usPerShow(cpu.floor)) / 1e3).toFixed(1)} ms)`);
-  console.log(`  (per round, show/floor p50 ${rounds.map((r) => `${percentile(r.ours, 50).toFixed(2)}/${percentile(r.floor, 50).toFixed(2)}`).join(', ')} ms; p99 ${rounds.map((r) => `${percentile(r.ours, 99).toFixed(1)}/${percentile(r.floor, 99).toFixed(1)}`).join(', ')} ms)`);
+  console.log(`  (per round, show/node/fastify p50 ${rounds.map((r) => `${percentile(r.ours, 50).toFixed(2)}/${percentile(r.floor, 50).toFixed(2)}/${percentile(r.framework, 50).toFixed(2)}`).join(', ')} ms; p99 ${rounds.map((r) => `${percentile(r.ours, 99).toFixed(1)}/${percentile(r.floor, 99).toFixed(1)}/${percentile(r.framework, 99).toFixed(1)}`).join(', ')} ms)`);
 
   const page = async (path: string, token: string, requests = 300) => {
     await load(`${d.url}${path}`, token, 1, Math.ceil(requests / 6));
