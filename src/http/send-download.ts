@@ -1,12 +1,13 @@
 /**
  * Sends a `DownloadAnswer` through fastify. Bodies bypass fastify's serialisation
- * (`reply.hijack()`): status and headers go out first, then `writeBody` writes the exact length
+ * (hijack.ts): status and headers go out first, then `writeBody` writes the exact length
  * from reused buffers; onResponse hooks and request logging still run, onSend hooks do not see
  * the body. Here, too, the download's failures are logged.
  */
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { writeBody, type DownloadAnswer } from '../download/index.js';
+import { hijackWithHeaders } from './hijack.js';
 
 export async function sendDownload(request: FastifyRequest, reply: FastifyReply, answer: DownloadAnswer): Promise<FastifyReply> {
   switch (answer.kind) {
@@ -22,10 +23,7 @@ export async function sendDownload(request: FastifyRequest, reply: FastifyReply,
       reply.code(200).headers(answer.headers).removeHeader('content-length');
       return reply.send();
     case 'body': {
-      reply.hijack();
-      const res = reply.raw;
-      for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
-      for (const [name, value] of Object.entries(answer.headers)) res.setHeader(name, value);
+      const res = hijackWithHeaders(reply, answer.headers);
       res.writeHead(answer.status);
       const result = await writeBody(res, answer.source, answer.length);
       if (result.outcome === 'client-gone') request.log.info({ ...answer.context, sent: result.sent, length: answer.length }, 'download stopped: the client went away');

@@ -2,20 +2,17 @@
  * Sends a 200 whose body is a few parts written one after the other (a show: a small head, the
  * kept payload list, a small tail), corked into one write, instead of one buffer assembled for
  * it. A fresh 43 kB body per answer cost more CPU than the copy itself (docs/decisions.md, "A
- * show's CPU"). As in send-download.ts the reply is hijacked: onResponse hooks and the request
- * log still run, onSend hooks do not (none of this path's sets anything); headers set on the
- * reply before (by hooks) go out too. A HEAD gets the same headers and no body, as fastify does.
+ * show's CPU"). As for downloads the reply is hijacked (hijack.ts): onResponse hooks and the
+ * request log still run, onSend hooks do not (none of this path's sets anything); headers set
+ * on the reply before (by hooks) go out too. A HEAD gets the same headers and no body, as fastify does.
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { hijackWithHeaders } from './hijack.js';
 
 export function sendParts(request: FastifyRequest, reply: FastifyReply, contentType: string, parts: ReadonlyArray<string | Buffer>): FastifyReply {
   let length = 0;
   for (const part of parts) length += typeof part === 'string' ? Buffer.byteLength(part, 'utf8') : part.length;
-  reply.hijack();
-  const res = reply.raw;
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
-  res.setHeader('content-type', contentType);
-  res.setHeader('content-length', length);
+  const res = hijackWithHeaders(reply, { 'content-type': contentType, 'content-length': length });
   res.cork();
   res.writeHead(200);
   if (request.method === 'HEAD') {

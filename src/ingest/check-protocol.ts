@@ -14,6 +14,8 @@ export interface CheckWorkerData {
   dir: string;
   request?: ExpectedRequest | undefined;
   rules?: ContentTypeRules | undefined;
+  /** Whether the ingest's hasher takes batches of small files (`FileHasher.hashFiles`). */
+  batches: boolean;
 }
 
 /** The hashing options that cross: the signal stays with the ingest. */

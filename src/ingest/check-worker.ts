@@ -7,12 +7,12 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
-import { deserializeError } from '../fixity/index.js';
+import { deserializeError, type Algorithm, type FileDigests } from '../fixity/index.js';
 import { checkUpload } from './check-upload.js';
 import type { CheckWorkerData, CrossingHashOptions, FromCheckWorker, ToCheckWorker } from './check-protocol.js';
 
 const port = parentPort!;
-const { dir, request, rules } = workerData as CheckWorkerData;
+const { dir, request, rules, batches } = workerData as CheckWorkerData;
 const post = (message: FromCheckWorker): void => port.postMessage(message);
 
 /** Hashing calls waiting for the ingest's answer, by id. */
@@ -32,18 +32,20 @@ const crossing = (opts: CrossingHashOptions | undefined): CrossingHashOptions =>
   ...(opts?.priority === undefined ? {} : { priority: opts.priority }),
 });
 
-const hasher: FileHasher = {
-  async hashFile(path, algorithms, opts) {
-    const answer = await ask((id) => ({ kind: 'hashFile', id, path, algorithms, opts: crossing(opts) }));
-    if (answer.kind === 'hashed') return answer.digests;
-    throw failure(answer, path);
-  },
-  async hashFiles(files, opts) {
-    const answer = await ask((id) => ({ kind: 'hashFiles', id, files: [...files], opts: crossing(opts) }));
-    if (answer.kind === 'hashedAll') return answer.results.map((r, i) => ('ok' in r ? r.ok : deserializeError(r.error, files[i]!.path)));
-    throw failure(answer, `${files.length} files`);
-  },
-};
+async function hashFile(path: string, algorithms: Algorithm[], opts?: CrossingHashOptions): Promise<FileDigests> {
+  const answer = await ask((id) => ({ kind: 'hashFile', id, path, algorithms, opts: crossing(opts) }));
+  if (answer.kind === 'hashed') return answer.digests;
+  throw failure(answer, path);
+}
+
+async function hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts?: CrossingHashOptions): Promise<Array<FileDigests | Error>> {
+  const answer = await ask((id) => ({ kind: 'hashFiles', id, files: [...files], opts: crossing(opts) }));
+  if (answer.kind === 'hashedAll') return answer.results.map((r, i) => ('ok' in r ? r.ok : deserializeError(r.error, files[i]!.path)));
+  throw failure(answer, `${files.length} files`);
+}
+
+/** The ingest's hasher, seen from here: batches only if it takes them. */
+const hasher: FileHasher = batches ? { hashFile, hashFiles } : { hashFile };
 
 function failure(answer: ToCheckWorker, path: string): Error {
   return answer.kind === 'hashFailed' ? deserializeError(answer.error, path) : new Error(`unexpected answer ${answer.kind} to a hashing call`);

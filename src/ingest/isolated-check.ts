@@ -12,7 +12,7 @@
 import { Worker } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
 import type { StoredProblem } from '../catalog/types.js';
-import { serializeError, workerExecArgv, type FileDigests } from '../fixity/index.js';
+import { serializeError, workerExecArgv } from '../fixity/index.js';
 import type { CheckWorkerData, CrossingDigests, FromCheckWorker, ReportSummary, ToCheckWorker } from './check-protocol.js';
 import type { UploadCheckOptions } from './check-upload.js';
 
@@ -64,7 +64,7 @@ class CheckWorker {
   constructor(dir: string, options: UploadCheckOptions) {
     this.hasher = options.hasher;
     this.signal = options.signal;
-    const workerData: CheckWorkerData = { dir, request: options.request, rules: options.rules };
+    const workerData: CheckWorkerData = { dir, request: options.request, rules: options.rules, batches: this.hasher.hashFiles !== undefined };
     this.worker = new Worker(CHECK_WORKER_URL, { workerData, execArgv: workerExecArgv() });
     this.worker.on('message', (message: FromCheckWorker) => this.receive(message));
     this.worker.on('error', (err) => this.end(err));
@@ -135,12 +135,9 @@ class CheckWorker {
     }
   }
 
+  /** Only asked for when the hasher takes batches (the worker offers them only then). */
   private async hashFiles(files: Extract<FromCheckWorker, { kind: 'hashFiles' }>['files'], opts: Extract<FromCheckWorker, { kind: 'hashFiles' }>['opts']): Promise<CrossingDigests[]> {
-    const signal = this.signal === undefined ? {} : { signal: this.signal };
-    const results: Array<FileDigests | Error> =
-      this.hasher.hashFiles !== undefined
-        ? await this.hasher.hashFiles(files, { ...opts, ...signal })
-        : await Promise.all(files.map((f) => this.hasher.hashFile(f.path, f.algorithms, { ...opts, ...signal }).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
+    const results = await this.hasher.hashFiles!(files, { ...opts, ...(this.signal === undefined ? {} : { signal: this.signal }) });
     return results.map((r) => (r instanceof Error ? { error: serializeError(r) } : { ok: r }));
   }
 
