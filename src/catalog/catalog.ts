@@ -30,9 +30,11 @@ import { UserStore } from './users.js';
  */
 export const SCHEMA_VERSION = 3;
 
+/** The meta key of `authGeneration()`. */
+const AUTH_GENERATION = 'authGeneration';
+
 /** Records migrated per transaction: a big catalog is carried forward in bounded steps. */
 const MIGRATION_BATCH = 5_000;
-
 
 export class Catalog implements Transactor {
   readonly users: UserStore;
@@ -58,8 +60,9 @@ export class Catalog implements Transactor {
   ) {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
-    this.users = new UserStore(root, this);
-    this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined);
+    const identitiesChanged = () => this.meta.put(AUTH_GENERATION, this.authGeneration() + 1);
+    this.users = new UserStore(root, this, identitiesChanged);
+    this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined, identitiesChanged);
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
     this.fixity = new FixityStore(root, this);
     this.packages = new PackageStore(root, this, seq('package'), this.fixity);
@@ -122,6 +125,16 @@ export class Catalog implements Transactor {
 
   reserve(bytes: number): void {
     this.space?.ensure(bytes);
+  }
+
+  /**
+   * A number that changes, in the same transaction, with every write to users, tokens or grants,
+   * whichever process makes it (the daemon, or `preservd token revoke` beside it). What was read
+   * of them at one generation holds while the generation is the same: http/auth.ts keeps the
+   * callers it authenticated on that condition. A catalog from before it reads 0.
+   */
+  authGeneration(): number {
+    return (this.meta.get(AUTH_GENERATION) as number | undefined) ?? 0;
   }
 
   get schemaVersion(): number {

@@ -24,6 +24,8 @@ export class GrantStore {
     root: RootDatabase,
     private readonly catalog: Transactor,
     private readonly userExists: (name: string) => boolean,
+    /** Called inside every transaction that writes a grant (catalog.ts, authGeneration). */
+    private readonly changed: () => void,
   ) {
     this.grants = root.openDB({ name: 'grants' });
   }
@@ -38,6 +40,7 @@ export class GrantStore {
       const key: [string, string, string] = [user, scope, checked];
       if (this.grants.get(key) !== undefined) return false;
       this.grants.put(key, { user, role: checked, scope, createdAt: Date.now() });
+      this.changed();
       return true;
     });
   }
@@ -51,6 +54,7 @@ export class GrantStore {
         throw new CatalogError(`${user} holds no grant ${role} on ${scope}`);
       }
       this.grants.remove(key);
+      this.changed();
     });
   }
 

@@ -20,7 +20,12 @@ export class UserStore {
   /** Keyed by the token's digest. */
   private readonly tokens: Database<Token, string>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor) {
+  /** `changed` is called inside every transaction that writes a user or a token (catalog.ts, authGeneration). */
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+    private readonly changed: () => void,
+  ) {
     this.users = root.openDB({ name: 'users' });
     this.tokens = root.openDB({ name: 'tokens' });
   }
@@ -40,6 +45,7 @@ export class UserStore {
       if (this.users.get(name) !== undefined) throw new CatalogError(`user "${name}" already exists`);
       const user: User = { name, admin, createdAt: Date.now() };
       this.users.put(name, user);
+      this.changed();
       return user;
     });
   }
@@ -60,6 +66,7 @@ export class UserStore {
     this.catalog.transaction(() => {
       if (this.users.get(userName) === undefined) throw new CatalogError(`no user "${userName}"`);
       this.tokens.put(digest, { id, userName, digest, createdAt: Date.now() });
+      this.changed();
     });
     return { id, secret };
   }
@@ -71,6 +78,7 @@ export class UserStore {
       for (const { key, value } of this.tokens.getRange({ start: id, end: `${id}g` })) {
         if (value.revokedAt !== undefined) return false;
         this.tokens.put(key, { ...value, revokedAt: Date.now() });
+        this.changed();
         return true;
       }
       return false;
@@ -79,7 +87,11 @@ export class UserStore {
 
   /** The user a presented secret belongs to, or undefined for an unknown or revoked token. */
   authenticate(secret: string): User | undefined {
-    const digest = tokenDigest(secret);
+    return this.authenticateDigest(tokenDigest(secret));
+  }
+
+  /** The same, for a secret whose digest (`tokenDigest`) the caller has already taken. */
+  authenticateDigest(digest: string): User | undefined {
     const token = this.tokens.get(digest);
     if (token === undefined || token.revokedAt !== undefined) return undefined;
     // The lookup is by digest; compare once more in constant time so no path depends on bytes.

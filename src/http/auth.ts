@@ -9,8 +9,10 @@
  */
 import type {} from '@fastify/cookie'; // its request.cookies
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { LRUCache } from 'lru-cache';
 import { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
+import { tokenDigest } from '../catalog/users.js';
 import type { User } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import { forbidden, HttpError } from './errors.js';
@@ -59,32 +61,78 @@ export class Unauthorized extends HttpError {
   }
 }
 
+/** At most this many bearer tokens' callers are kept (least recently seen go first). */
+const KNOWN_CALLERS = 10_000;
+
+/** A caller authenticated by a bearer token, and the catalog's auth generation it was read at. */
+interface KnownCaller {
+  generation: number;
+  user: User;
+  access: Access;
+}
+
 /**
  * onRequest hook: sets request.user and request.access for every non-public route, or answers
  * 401 (the API) or 303 to /login (a page).
+ *
+ * A bearer token's caller (user and grants, resolved into an `Access`) is kept by the token's
+ * digest while the catalog's auth generation stays the same: any write to a user, token or grant,
+ * by this process or another (`preservd token revoke`), changes it, so the next request reads
+ * the catalog again and a revoked token is refused at once. A request then costs the token's
+ * digest and one read of the generation instead of reading the token, the user and the grants
+ * (docs/decisions.md, "Authenticated callers are kept"). Only successes are kept: an unknown
+ * token costs its reads every time, and fills nothing.
  */
 export function authenticate(catalog: Catalog, config: Config) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply | undefined> => {
+  const known = new LRUCache<string, KnownCaller>({ max: KNOWN_CALLERS });
+  const byToken = (token: string): KnownCaller | undefined => {
+    const digest = tokenDigest(token);
+    // Read before the token, user and grants: what they say is at least as new as this.
+    const generation = catalog.authGeneration();
+    const kept = known.get(digest);
+    if (kept !== undefined && kept.generation === generation) return kept;
+    const user = catalog.users.authenticateDigest(digest);
+    if (user === undefined) {
+      known.delete(digest);
+      return undefined;
+    }
+    const caller = { generation, user, access: accessOf(catalog, config, user) };
+    known.set(digest, caller);
+    return caller;
+  };
+  /** Sets the caller, or throws 401; false when it answered itself (a redirect to /login). */
+  const identify = (request: FastifyRequest, reply: FastifyReply): boolean => {
     const route = request.routeOptions;
-    if (route.config?.public === true || route.url === undefined) return undefined;
+    if (route.config?.public === true || route.url === undefined) return true;
     if (route.config?.page === true) {
       const user = sessionUser(request, catalog);
-      if (user === undefined) return reply.redirect('/login', 303);
-      signIn(request, catalog, config, user);
-      return undefined;
+      if (user === undefined) {
+        void reply.redirect('/login', 303);
+        return false;
+      }
+      signIn(request, user, accessOf(catalog, config, user));
+      return true;
     }
     const token = tokenFromHeader(request.headers.authorization);
     if (token === undefined) {
       const reading = (request.method === 'GET' || request.method === 'HEAD') && request.url.startsWith('/v1/');
       const user = reading ? sessionUser(request, catalog) : undefined;
       if (user === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
-      signIn(request, catalog, config, user);
-      return undefined;
+      signIn(request, user, accessOf(catalog, config, user));
+      return true;
     }
-    const user = catalog.users.authenticate(token);
-    if (user === undefined) throw new Unauthorized('the token is unknown or revoked');
-    signIn(request, catalog, config, user);
-    return undefined;
+    const caller = byToken(token);
+    if (caller === undefined) throw new Unauthorized('the token is unknown or revoked');
+    signIn(request, caller.user, caller.access);
+    return true;
+  };
+  // Callback style: an async hook costs every request a promise and a microtask.
+  return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+    try {
+      if (identify(request, reply)) done();
+    } catch (err) {
+      done(err as Error);
+    }
   };
 }
 
@@ -96,10 +144,15 @@ export function sessionUser(request: FastifyRequest, catalog: Catalog): User | u
   return session === undefined ? undefined : catalog.users.get(session.userName);
 }
 
+/** The user's rights, their grants read from the catalog. */
+function accessOf(catalog: Catalog, config: Config, user: User): Access {
+  return Access.of(user, catalog.grants.of(user.name), { requireGrants: config.auth.requireGrants });
+}
+
 /** Sets the caller and their rights on the request. */
-function signIn(request: FastifyRequest, catalog: Catalog, config: Config, user: User): void {
+function signIn(request: FastifyRequest, user: User, access: Access): void {
   request.user = user;
-  request.access = Access.of(user, catalog.grants.of(user.name), { requireGrants: config.auth.requireGrants });
+  request.access = access;
 }
 
 /** The authenticated caller (routes run after the hook, so there always is one). */

@@ -40,6 +40,39 @@ t.test('users and tokens: digests only, revocation, validation', async (t) => {
   t.same(catalog.users.list().map((u) => [u.name, u.liveTokens]), [['alice', 0]]);
 });
 
+t.test('the auth generation changes with every write to users, tokens and grants, and only then', async (t) => {
+  const { catalog, dir } = openCatalog(t);
+  const seen = [catalog.authGeneration()];
+  const changes = (what: string, fn: () => unknown) => {
+    fn();
+    const now = catalog.authGeneration();
+    t.not(now, seen.at(-1), `${what} changes it`);
+    seen.push(now);
+  };
+  const keeps = (what: string, fn: () => unknown) => {
+    t.throws(fn, `${what} is refused`);
+    t.equal(catalog.authGeneration(), seen.at(-1), `${what} leaves it`);
+  };
+  changes('a user added', () => catalog.users.add('alice', false));
+  keeps('a user added twice', () => catalog.users.add('alice', false));
+  let id = '';
+  changes('a token issued', () => (id = catalog.users.issueToken('alice').id));
+  keeps('a token for nobody', () => catalog.users.issueToken('nobody'));
+  changes('a token revoked', () => catalog.users.revokeToken(id));
+  t.equal(catalog.users.revokeToken(id), false);
+  t.equal(catalog.authGeneration(), seen.at(-1), 'a token revoked twice leaves it');
+  changes('a grant given', () => catalog.grants.grant('alice', 'viewer', 'audio', ['audio']));
+  keeps('a grant refused', () => catalog.grants.grant('alice', 'owner', 'audio', ['audio']));
+  changes('a grant taken away', () => catalog.grants.revoke('alice', 'viewer', 'audio'));
+  keeps('a grant not held taken away', () => catalog.grants.revoke('alice', 'viewer', 'audio'));
+  catalog.packages.create(newPackage());
+  t.equal(catalog.authGeneration(), seen.at(-1), 'other writes leave it');
+  // Another process (the CLI beside the daemon) sees the same number.
+  const other = Catalog.open(dir, { readOnly: true });
+  t.equal(other.authGeneration(), seen.at(-1));
+  await other.close();
+});
+
 t.test('packages: bag_id and external_id are unique; lookups by either', async (t) => {
   const { catalog } = openCatalog(t);
   const a = newPackage('alice', 'shared-ext');
