@@ -1,17 +1,22 @@
 /**
  * Taking a response away from fastify (`reply.hijack()`) for a body it should not serialise or
- * copy: the headers hooks already set on the reply go out too, with the caller's on top.
- * onResponse hooks and the request log still run; onSend hooks do not. Used by the downloads
- * (send-download.ts) and the show (send-parts.ts).
+ * copy, and writing its head: the headers hooks already set on the reply go out too, with the
+ * caller's on top. onResponse hooks and the request log still run; onSend hooks do not. Used by
+ * the downloads (send-download.ts) and the show (send-parts.ts).
  */
-import type { ServerResponse } from 'node:http';
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import type { FastifyReply } from 'fastify';
 
-/** The raw response, its headers set (the reply's, then `headers`); the caller writes the head. */
-export function hijackWithHeaders(reply: FastifyReply, headers: Record<string, string | number>): ServerResponse {
+/** The raw response, its head written: `status`, the reply's headers, then `headers`. The caller writes the body. */
+export function hijackWithHead(reply: FastifyReply, status: number, headers: OutgoingHttpHeaders): ServerResponse {
   reply.hijack();
   const res = reply.raw;
-  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) res.setHeader(name, value);
-  for (const [name, value] of Object.entries(headers)) res.setHeader(name, value);
+  const set = reply.getHeaders();
+  for (const name in set) {
+    const value = set[name];
+    if (value !== undefined) res.setHeader(name, value);
+  }
+  // With no header set before, node sends `headers` as they are (writeHead's fast path); else it sets them on top.
+  res.writeHead(status, headers);
   return res;
 }

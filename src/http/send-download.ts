@@ -7,7 +7,7 @@
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { writeBody, type DownloadAnswer } from '../download/index.js';
-import { hijackWithHeaders } from './hijack.js';
+import { hijackWithHead } from './hijack.js';
 
 export async function sendDownload(request: FastifyRequest, reply: FastifyReply, answer: DownloadAnswer): Promise<FastifyReply> {
   switch (answer.kind) {
@@ -23,8 +23,7 @@ export async function sendDownload(request: FastifyRequest, reply: FastifyReply,
       reply.code(200).headers(answer.headers).removeHeader('content-length');
       return reply.send();
     case 'body': {
-      const res = hijackWithHeaders(reply, answer.headers);
-      res.writeHead(answer.status);
+      const res = hijackWithHead(reply, answer.status, answer.headers);
       const result = await writeBody(res, answer.source, answer.length);
       if (result.outcome === 'client-gone') request.log.info({ ...answer.context, sent: result.sent, length: answer.length }, 'download stopped: the client went away');
       if (result.outcome === 'failed') request.log.error({ ...answer.context, err: result.err, sent: result.sent, length: answer.length }, 'download aborted');

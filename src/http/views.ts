@@ -56,18 +56,10 @@ function replicaView(name: string, copy: ReplicaCopy | undefined): Record<string
 /**
  * A package view as JSON text around its `files`, which come as JSON text already (the stored
  * payload list, serialised once at ingest): `files` goes in its documented place, before
- * `upload` and the dates. The parts are sent one after the other (send-parts.ts), so the list
- * is never copied into a body of its own.
+ * `upload` and the dates. `[head, files, tail]` as UTF-8, sent one after the other
+ * (send-parts.ts), so the list is never copied into a body of its own.
  */
-export interface PackageParts {
-  /** `{"bag_id":…,"files":` */
-  head: string;
-  files: Buffer;
-  /** `,…,"updated_at":…}` */
-  tail: string;
-}
-
-export function packageParts(view: Record<string, unknown>, filesJson: Buffer): PackageParts {
+export function packageParts(view: Record<string, unknown>, filesJson: Buffer): readonly Buffer[] {
   const head: Record<string, unknown> = {};
   const tail: Record<string, unknown> = {};
   let before = true;
@@ -76,13 +68,12 @@ export function packageParts(view: Record<string, unknown>, filesJson: Buffer): 
     if (key === 'upload' || key === 'created_at') before = false;
     (before ? head : tail)[key] = value;
   }
-  return { head: `${JSON.stringify(head).slice(0, -1)},"files":`, files: filesJson, tail: `,${JSON.stringify(tail).slice(1)}` };
+  return [Buffer.from(`${JSON.stringify(head).slice(0, -1)},"files":`, 'utf8'), filesJson, Buffer.from(`,${JSON.stringify(tail).slice(1)}`, 'utf8')];
 }
 
 /** The same as one buffer (a small package: a new request's answer). */
 export function packageBody(view: Record<string, unknown>, filesJson: Buffer): Buffer {
-  const parts = packageParts(view, filesJson);
-  return Buffer.concat([Buffer.from(parts.head, 'utf8'), parts.files, Buffer.from(parts.tail, 'utf8')]);
+  return Buffer.concat(packageParts(view, filesJson));
 }
 
 function problemView(p: StoredProblem): Record<string, unknown> {

@@ -1,38 +1,62 @@
 /**
- * A show of a stored package (GET /v1/packages/{bag_id}) as sent in parts (send-parts.ts) with
- * the payload list held between shows (kept-lists.ts): the same document, Content-Length and
- * Content-Type as one buffer would give, HEAD with the headers and no body, the response still
- * counted by the metrics, and a list read afresh once the package record changes.
+ * A show of a stored package (GET /v1/packages/{bag_id}) as sent in parts (send-parts.ts) and
+ * held between shows (kept-shows.ts): the same document, Content-Length and Content-Type as one
+ * buffer would give, HEAD with the headers and no body, the response still counted by the
+ * metrics; each caller's flavour the bytes of a fresh rendering, rendered again once the package
+ * record, its fixity check or a replica's copy changes.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
-import type { FileRecord, Package } from '../../src/catalog/types.js';
-import { KeptLists } from '../../src/http/kept-lists.js';
+import type { FileRecord, Package, PreservationEvent } from '../../src/catalog/types.js';
+import { defaults, type Config } from '../../src/config/config.js';
+import { KeptShows, type ShowSource, type StorageState } from '../../src/http/kept-shows.js';
 import { offlineServer } from '../../src/http/offline.js';
+import { packageBody, packageView } from '../../src/http/views.js';
+import { uploadLink } from '../../src/ingest/upload-link.js';
 import { Storage } from '../../src/storage/storage.js';
 
 const file = (path: string): FileRecord => ({ path, size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } });
 
-t.test('KeptLists holds lists by package, drops the least recently shown, rereads a changed package', async (t) => {
-  const lists = new KeptLists(10);
-  const pkg = (bagId: string, updatedAt = 1) => ({ bagId, updatedAt }) as Package;
+t.test('KeptShows holds shows by package and flavour, drops the least recently shown, renders a changed package again', async (t) => {
   let reads = 0;
-  const read = (text: string) => () => {
-    reads++;
-    return Buffer.from(text);
+  let renders = 0;
+  const lists = new Map<string, string>();
+  const source: ShowSource = {
+    list: (bagId) => {
+      reads++;
+      return Buffer.from(lists.get(bagId)!);
+    },
+    render: (pkg, storage, files) => {
+      renders++;
+      return [Buffer.from(`${pkg.bagId}${storage === undefined ? '' : '+'}:`), files, Buffer.from(String(renders))];
+    },
   };
-  t.equal(lists.of(pkg('a'), read('[1,2]')).toString(), '[1,2]');
-  t.equal(lists.of(pkg('a'), read('[9]')).toString(), '[1,2]', 'held');
+  const shows = new KeptShows(40, source);
+  const pkg = (bagId: string, updatedAt = 1) => ({ bagId, updatedAt }) as Package;
+  const text = (parts: readonly Buffer[]) => Buffer.concat(parts).toString();
+  const storage: StorageState = { fixity: undefined, replicas: [] };
+  lists.set('a', '[1,2]');
+  t.equal(text(shows.show(pkg('a'), undefined)), 'a:[1,2]1');
+  t.equal(text(shows.show(pkg('a'), undefined)), 'a:[1,2]1', 'held');
+  t.equal(text(shows.show(pkg('a'), storage)), 'a+:[1,2]2', 'the other flavour: rendered, the list still held');
+  t.equal(text(shows.show(pkg('a'), { fixity: undefined, replicas: [] })), 'a+:[1,2]2', 'the same storage state read again: held');
   t.equal(reads, 1);
-  t.equal(lists.of(pkg('a', 2), read('[3]')).toString(), '[3]', 'the record changed: read again');
-  lists.of(pkg('b'), read('[4,5]'));
-  lists.of(pkg('a', 2), read('[x]')); // a is now the most recently shown
-  lists.of(pkg('c'), read('[6,7,8]')); // 3 + 5 + 7 > 10: b goes
-  t.equal(lists.of(pkg('a', 2), read('[x]')).toString(), '[3]', 'kept');
-  t.equal(lists.of(pkg('b'), read('[b]')).toString(), '[b]', 'dropped, read again');
-  t.equal(lists.of(pkg('big'), read('[1,2,3,4,5]')).toString(), '[1,2,3,4,5]');
-  t.equal(lists.of(pkg('big'), read('[other]')).toString(), '[other]', 'larger than the limit: never held');
+  lists.set('a', '[3]');
+  t.equal(text(shows.show(pkg('a', 2), undefined)), 'a:[3]3', 'the record changed: read and rendered again');
+  t.equal(text(shows.show(pkg('a', 2), storage)), 'a+:[3]4', 'both flavours');
+  lists.set('b', '[4,5]');
+  shows.show(pkg('b'), undefined); // 5 + 2 + 1 = 8 bytes, a's 3 + 3 + 4 = 10
+  shows.show(pkg('a', 2), undefined); // a is now the most recently shown
+  lists.set('c', '[6,7,8,9,10,11,12,13,14]');
+  shows.show(pkg('c'), undefined); // 10 + 8 + 27 > 40: b goes
+  t.equal(text(shows.show(pkg('a', 2), storage)), 'a+:[3]4', 'kept');
+  t.equal(text(shows.show(pkg('b'), undefined)), 'b:[4,5]7', 'dropped, rendered again');
+  lists.set('big', `[${'1,'.repeat(20)}1]`);
+  const reads0 = reads;
+  shows.show(pkg('big'), undefined);
+  shows.show(pkg('big'), undefined);
+  t.equal(reads - reads0, 2, 'larger than the limit: never held');
 });
 
 t.test('a show of a stored package', async (t) => {
@@ -69,4 +93,72 @@ t.test('a show of a stored package', async (t) => {
   catalog.packages.putFiles(bagId, ['bagit.txt', 'data/b.wav'].map(file));
   catalog.packages.markStored(bagId, Storage.storagePath(bagId));
   t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files, ['b.wav']);
+});
+
+t.test('a held show is the bytes of a fresh rendering, per flavour, until what it shows changes', async (t) => {
+  const replicas = [{ name: 'mirror', kind: 'dir', path: '/nonexistent/mirror' }, { name: 'vault', kind: 'dir', path: '/nonexistent/vault' }] as Config['replicas'];
+  const server = await offlineServer({ replicas });
+  t.teardown(() => server.close());
+  const { app, catalog } = server;
+  const config = { ...defaults(), replicas };
+  const tokenOf = (name: string, admin = false) => {
+    catalog.users.add(name, admin);
+    return catalog.users.issueToken(name).secret;
+  };
+  const callers = { admin: tokenOf('root', true), owner: tokenOf('olga'), viewer: tokenOf('vera'), typeAdmin: tokenOf('tess') };
+  catalog.grants.grant('vera', 'viewer', 'audio', Object.keys(config.contentTypes));
+  catalog.grants.grant('tess', 'admin', 'audio', Object.keys(config.contentTypes));
+  const seesStorage = { admin: true, owner: false, viewer: false, typeAdmin: true };
+  const bagId = randomUUID();
+  catalog.packages.create({ bagId, externalId: 'ü-1', contentType: 'audio', user: 'olga', capability: 'c'.repeat(32) });
+  catalog.packages.putFiles(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
+  catalog.packages.markStored(bagId, Storage.storagePath(bagId));
+
+  const show = async (who: keyof typeof callers) => (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers: { authorization: `Bearer ${callers[who]}` } })).rawPayload;
+  const storageLocation = JSON.parse((await show('admin')).toString()).storage_location as string;
+  /** The show rendered afresh from what the catalog holds now (views.ts, as the route renders it). */
+  const fresh = (storageVisible: boolean) => {
+    const pkg = catalog.packages.get(bagId)!;
+    const view = packageView(pkg, {
+      storageVisible,
+      uploadLink: uploadLink(config.upload, pkg),
+      storageLocation: storageVisible ? storageLocation : undefined,
+      replicas: storageVisible ? replicas.map(({ name }) => ({ name, copy: catalog.replication.get(bagId, name) })) : undefined,
+      fixity: storageVisible ? catalog.fixity.get(bagId) : undefined,
+    });
+    return packageBody(view, catalog.packages.payloadListJson(bagId));
+  };
+  const everyCaller = async (when: string) => {
+    for (const round of ['rendered', 'held'])
+      for (const who of Object.keys(callers) as Array<keyof typeof callers>) t.same((await show(who)).toString(), fresh(seesStorage[who]).toString(), `${when}: ${who}, ${round}`);
+  };
+
+  await everyCaller('as stored');
+  t.notOk(JSON.parse((await show('owner')).toString()).storage_location, 'the owner after an admin: no storage details');
+  t.ok(JSON.parse((await show('admin')).toString()).storage_location, 'an admin after the owner: storage details');
+
+  const before = (await show('admin')).toString();
+  catalog.fixity.checked(bagId, Date.now() + 1000, 'success');
+  t.not((await show('admin')).toString(), before, 'an audit of the package changes the show');
+  await everyCaller('after an audit');
+
+  catalog.replication.enqueue(bagId, ['mirror', 'vault'], 10);
+  await everyCaller('copies pending');
+  catalog.replication.verified(bagId, 'mirror', () => ({}) as PreservationEvent);
+  t.match(JSON.parse((await show('admin')).toString()).replicas[0], { name: 'mirror', status: 'verified' }, 'a verified copy shows');
+  await everyCaller('one copy verified');
+  catalog.replication.fail(bagId, 'vault', { error: 'wrong size', nextAttemptAt: Date.now() });
+  t.match(JSON.parse((await show('admin')).toString()).replicas[1], { name: 'vault', status: 'failed', error: 'wrong size' }, 'a failed copy shows');
+  await everyCaller('one copy failed');
+
+  const shownAt = JSON.parse((await show('owner')).toString()).updated_at as string;
+  await sleep(5);
+  catalog.packages.touch(bagId);
+  t.not(JSON.parse((await show('owner')).toString()).updated_at, shownAt, 'a changed record changes the show');
+  await everyCaller('after the record changed');
+
+  const open = randomUUID();
+  catalog.packages.create({ bagId: open, externalId: 'open', contentType: 'audio', user: 'olga', capability: 'd'.repeat(32) });
+  const openShow = await app.inject({ method: 'GET', url: `/v1/packages/${open}`, headers: { authorization: `Bearer ${callers.admin}` } });
+  t.same(openShow.json().files, [], 'an open request: its show rendered, with no files');
 });

@@ -10,9 +10,9 @@ import type { Package } from '../../catalog/types.js';
 import type { UploadProgress } from '../../ingest/watcher.js';
 import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import type { KeptLists } from '../kept-lists.js';
+import type { KeptShows, ShowSource, StorageState } from '../kept-shows.js';
 import { forbidden, notFound } from '../errors.js';
-import { packageParts, packageView, type PackageParts } from '../views.js';
+import { packageParts, packageView } from '../views.js';
 
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
@@ -47,25 +47,47 @@ export function visibleCount(ctx: HttpContext, request: FastifyRequest): number 
 
 /** The package as the caller may see it, without `files` (as lists show it); `upload` for a show. */
 export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, upload?: UploadProgress): Record<string, unknown> {
-  const storageVisible = access(request).canSeeStorage(pkg);
+  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), upload);
+}
+
+/** What the caller may see of the package's storage (undefined: nothing, not even that it is stored somewhere). */
+function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package): StorageState | undefined {
+  if (!access(request).canSeeStorage(pkg)) return undefined;
+  return {
+    fixity: pkg.stored ? ctx.catalog.fixity.get(pkg.bagId) : undefined,
+    replicas: ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })),
+  };
+}
+
+function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | undefined, upload?: UploadProgress): Record<string, unknown> {
   return packageView(pkg, {
-    storageVisible,
+    storageVisible: storage !== undefined,
     uploadLink: ctx.uploadLink(pkg),
-    storageLocation: storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
-    replicas: storageVisible ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : undefined,
-    fixity: storageVisible && pkg.stored ? ctx.catalog.fixity.get(pkg.bagId) : undefined,
+    storageLocation: storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
+    replicas: storage?.replicas,
+    fixity: storage?.fixity,
     upload,
   });
 }
 
+/** How kept shows (kept-shows.ts) are made: the list serialised at ingest, the view rendered around it. */
+export function showSource(ctx: HttpContext): ShowSource {
+  return {
+    list: (bagId) => ctx.catalog.packages.payloadListJson(bagId),
+    render: (pkg, storage, files) => packageParts(packageViewFor(ctx, pkg, storage), files),
+  };
+}
+
 /**
  * One package as the caller may see it, with `files` (and, for an open request, what has
- * arrived): JSON text in parts (views.ts, packageParts). A stored package's file list is the one
- * serialised at ingest: one catalog read, no list built, and none while `lists` holds it.
+ * arrived): JSON text in parts, `[head, files, tail]` (views.ts, packageParts). A stored
+ * package's show is rendered once per view flavour and held in `shows` while what it shows is
+ * unchanged; only the state it depends on is read per show.
  */
-export async function packageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package, lists: KeptLists): Promise<PackageParts> {
-  if (pkg.stored) return packageParts(viewPackage(ctx, request, pkg), lists.of(pkg, () => ctx.catalog.packages.payloadListJson(pkg.bagId)));
-  return packageParts(viewPackage(ctx, request, pkg, await ctx.uploadProgress(pkg)), EMPTY_LIST);
+export async function packageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package, shows: KeptShows): Promise<readonly Buffer[]> {
+  const storage = storageStateFor(ctx, request, pkg);
+  if (pkg.stored) return shows.show(pkg, storage);
+  return packageParts(packageViewFor(ctx, pkg, storage, await ctx.uploadProgress(pkg)), EMPTY_LIST);
 }
 
 const EMPTY_LIST = Buffer.from('[]');

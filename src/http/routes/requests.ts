@@ -9,10 +9,10 @@ import type { HttpContext } from '../context.js';
 import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.js';
 import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from '../lists.js';
-import { KeptLists } from '../kept-lists.js';
+import { KeptShows } from '../kept-shows.js';
 import { sendParts } from '../send-parts.js';
 import { packageBody, queueItemView } from '../views.js';
-import { loadPackage, packageDocument, scopeOf, viewPackage } from './access.js';
+import { loadPackage, packageDocument, scopeOf, showSource, viewPackage } from './access.js';
 
 interface ListQuery {
   limit?: string;
@@ -73,8 +73,8 @@ function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
   return { bagId: bagId!.toLowerCase(), contentType: contentType!, externalId: externalId!, user };
 }
 
-/** At most this much of shown packages' payload lists is held in memory (kept-lists.ts). */
-const KEPT_LISTS_BYTES = 16 * 1024 * 1024;
+/** At most this much of shown packages, rendered, is held in memory (kept-shows.ts). */
+const KEPT_SHOWS_BYTES = 16 * 1024 * 1024;
 
 export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   const list = {
@@ -83,7 +83,7 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
     response: { 200: listOf('Package'), ...errors(400, 401) },
   };
   const show = { tags: ['requests'], params: bagIdParam, response: { 200: ref('Package'), ...errors(401, 403, 404) } };
-  const keptLists = new KeptLists(KEPT_LISTS_BYTES);
+  const keptShows = new KeptShows(KEPT_SHOWS_BYTES, showSource(ctx));
 
   for (const prefix of ['/v1/requests', '/v1/packages', '/v1/bags']) {
     const deprecated = prefix === '/v1/bags';
@@ -104,8 +104,8 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       `${prefix}/:bag_id`,
       { schema: { ...show, summary: 'One request or package, with its files', deprecated } },
       async (request, reply) => {
-        const { head, files, tail } = await packageDocument(ctx, request, loadPackage(ctx, request, request.params.bag_id), keptLists);
-        return sendParts(request, reply, 'application/json; charset=utf-8', [head, files, tail]);
+        const parts = await packageDocument(ctx, request, loadPackage(ctx, request, request.params.bag_id), keptShows);
+        return sendParts(request, reply, 'application/json; charset=utf-8', parts);
       },
     );
   }
