@@ -79,15 +79,18 @@ export function showSource(ctx: HttpContext): ShowSource {
 }
 
 /**
- * One package as the caller may see it, with `files` (and, for an open request, what has
- * arrived): JSON text in parts, `[head, files, tail]` (views.ts, packageParts). A stored
- * package's show is rendered once per view flavour and held in `shows` while what it shows is
- * unchanged; only the state it depends on is read per show.
+ * A stored package as the caller may see it, with `files`: JSON text in parts, `[head, files,
+ * tail]` (views.ts, packageParts), rendered once per view flavour and held in `shows` while what
+ * it shows is unchanged; only the state it depends on is read per show. No promise: the show of a
+ * stored package is the hot path.
  */
-export async function packageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package, shows: KeptShows): Promise<readonly Buffer[]> {
-  const storage = storageStateFor(ctx, request, pkg);
-  if (pkg.stored) return shows.show(pkg, storage);
-  return packageParts(packageViewFor(ctx, pkg, storage, await ctx.uploadProgress(pkg)), EMPTY_LIST);
+export function storedPackageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package, shows: KeptShows): readonly Buffer[] {
+  return shows.show(pkg, storageStateFor(ctx, request, pkg));
+}
+
+/** An open request as the caller may see it, with what has arrived, in parts as a stored package's. */
+export async function requestDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<readonly Buffer[]> {
+  return packageParts(packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), await ctx.uploadProgress(pkg)), EMPTY_LIST);
 }
 
 const EMPTY_LIST = Buffer.from('[]');

@@ -12,7 +12,7 @@ import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from 
 import { KeptShows } from '../kept-shows.js';
 import { sendParts } from '../send-parts.js';
 import { packageBody, queueItemView } from '../views.js';
-import { loadPackage, packageDocument, scopeOf, showSource, viewPackage } from './access.js';
+import { loadPackage, requestDocument, scopeOf, showSource, storedPackageDocument, viewPackage } from './access.js';
 
 interface ListQuery {
   limit?: string;
@@ -75,6 +75,7 @@ function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
 
 /** At most this much of shown packages, rendered, is held in memory (kept-shows.ts). */
 const KEPT_SHOWS_BYTES = 16 * 1024 * 1024;
+const JSON_TYPE = 'application/json; charset=utf-8';
 
 export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   const list = {
@@ -103,9 +104,11 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
     app.get<{ Params: { bag_id: string } }>(
       `${prefix}/:bag_id`,
       { schema: { ...show, summary: 'One request or package, with its files', deprecated } },
-      async (request, reply) => {
-        const parts = await packageDocument(ctx, request, loadPackage(ctx, request, request.params.bag_id), keptShows);
-        return sendParts(request, reply, 'application/json; charset=utf-8', parts);
+      (request, reply) => {
+        const pkg = loadPackage(ctx, request, request.params.bag_id);
+        // Without a promise for a stored package (the hot path); the handler's throws are answered as errors all the same.
+        if (pkg.stored) return void sendParts(request, reply, JSON_TYPE, storedPackageDocument(ctx, request, pkg, keptShows));
+        return requestDocument(ctx, request, pkg).then((parts) => sendParts(request, reply, JSON_TYPE, parts));
       },
     );
   }
