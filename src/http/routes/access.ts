@@ -50,7 +50,7 @@ export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Pack
   return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), upload);
 }
 
-/** What the caller may see of the package's storage (undefined: nothing, not even that it is stored somewhere). */
+/** The storage details the caller may see of the package, read now (undefined: the caller may see none). */
 function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package): StorageState | undefined {
   if (!access(request).canSeeStorage(pkg)) return undefined;
   return {
