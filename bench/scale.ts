@@ -8,9 +8,10 @@
  *   owned by the regular user `solo`), one of 2,040 files, and 1,000 real stored bags; its bytes
  *   per package;
  * - daemon start-up on it (spawn → serving; target ≤ 3 s);
- * - a show of the 2,040-file package with 32 requests in flight (autocannon), p50/p99 (target
- *   p99 ≤ 5 ms), beside a bare node:http server sending the same bytes, in alternating rounds,
- *   and the CPU each server and the client spend per answer;
+ * - a show of the 2,040-file package with 32 requests in flight (autocannon, in a process of
+ *   its own), p50/p99 (target p99 ≤ 5 ms), beside a bare node:http server and a bare fastify
+ *   route sending the same bytes, in alternating rounds, and the CPU each server and the client
+ *   spend per answer;
  *   the first page of 100 of a list, and one from the middle (target ≤ 10 ms); `solo`'s first
  *   page and whole list among everyone's; the whole unpaged list streamed: time, and the
  *   daemon's peak RSS while it streams (target ≤ 200 MB);
@@ -27,12 +28,12 @@
  * The machine is shared: figures are medians where there are rounds, and every limit is printed
  * beside its figure. Everything is written under the OS temporary folder and deleted at the end.
  */
-import autocannon from 'autocannon';
-import { spawn, spawnSync } from 'node:child_process';
+import { fork, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Catalog } from '../src/catalog/catalog.js';
 import { encodeCursor } from '../src/catalog/scan.js';
@@ -43,6 +44,7 @@ import { Storage } from '../src/storage/storage.js';
 import { TestDaemon } from '../test/helpers/daemon.js';
 import { Jar, logIn } from '../test/helpers/session.js';
 import { createStoredPackage } from '../test/helpers/stored-package.js';
+import type { LoadRequest, LoadResult } from './lib/load-client.js';
 import { median } from './stats.js';
 
 const MB = 1e6;
@@ -240,25 +242,20 @@ async function load(url: string, token: string, inFlight: number, total: number)
 }
 
 /**
- * `amount` GETs of `url` over `inFlight` keep-alive connections, driven by autocannon: it writes
- * prebuilt requests to raw sockets and counts response bytes without decoding them, about
- * 50–90 µs of CPU per 43 kB answer here where fetch (undici) spent 240–330 µs, more than either
- * server, so with fetch the client was what the show's latency measured. Latencies in ms,
- * fractional, from its per-response events (its own histogram keeps whole milliseconds).
+ * The show's load client, in a process of its own (lib/load-client.ts): `run` sends it `amount`
+ * GETs of `url` over `inFlight` keep-alive connections and returns the latencies (ms) and the
+ * CPU seconds the client spent on them.
  */
-function cannon(url: string, token: string, inFlight: number, amount: number): Promise<number[]> {
-  const latencies: number[] = [];
-  return new Promise((resolve, reject) => {
-    const instance = autocannon({ url, connections: inFlight, amount, headers: { authorization: `Bearer ${token}` } }, (err, result) => {
-      if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));
-      else if (result.errors > 0 || result.non2xx > 0 || latencies.length !== amount)
-        reject(new Error(`${url}: ${result.errors} errors, ${result.non2xx} answers other than 2xx, ${latencies.length} of ${amount} timed`));
-      else resolve(latencies);
-    });
-    instance.on('response', (_client, statusCode, _bytes, ms) => {
-      if (statusCode === 200) latencies.push(ms);
-    });
-  });
+function loadClient(): { run: (url: string, token: string, inFlight: number, amount: number) => Promise<{ latencies: number[]; cpuSeconds: number }>; stop: () => void } {
+  const child = fork(join(dirname(fileURLToPath(import.meta.url)), 'lib', 'load-client.js'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return {
+    run: (url, token, inFlight, amount) =>
+      new Promise((resolve, reject) => {
+        child.once('message', (result: LoadResult) => ('error' in result ? reject(new Error(result.error)) : resolve(result)));
+        child.send({ url, token, inFlight, amount } satisfies LoadRequest);
+      }),
+    stop: () => child.disconnect(),
+  };
 }
 
 /** The floors for a show, each a server in its own process answering with the show's bytes from memory. */
@@ -312,15 +309,15 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   const SHOWS = 5_000;
   // CPU per request of each server and of the client, over the timed rounds only.
   const cpu = { ours: 0, floor: 0, framework: 0, clientOurs: 0, clientFloor: 0 };
-  const timed = async (url: string, pid: number, server: 'ours' | 'floor' | 'framework', client?: 'clientOurs' | 'clientFloor') => {
-    const [serverBefore, clientBefore] = [cpuSeconds(pid), process.cpuUsage()];
-    const latencies = await cannon(url, admin, 32, SHOWS);
-    const used = process.cpuUsage(clientBefore);
+  const client = loadClient();
+  const timed = async (url: string, pid: number, server: 'ours' | 'floor' | 'framework', clientCpu?: 'clientOurs' | 'clientFloor') => {
+    const serverBefore = cpuSeconds(pid);
+    const { latencies, cpuSeconds: used } = await client.run(url, admin, 32, SHOWS);
     cpu[server] += cpuSeconds(pid) - serverBefore;
-    if (client !== undefined) cpu[client] += (used.user + used.system) / 1e6;
+    if (clientCpu !== undefined) cpu[clientCpu] += used;
     return latencies;
   };
-  for (const url of [show, floor.url, framework.url]) await cannon(url, admin, 32, 2_000); // warm-up
+  for (const url of [show, floor.url, framework.url]) await client.run(url, admin, 32, 2_000); // warm-up
   for (let r = 0; r < 5; r++) {
     rounds.push({
       ours: await timed(show, d.proc.pid!, 'ours', 'clientOurs'),
@@ -330,6 +327,7 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   }
   floor.stop();
   framework.stop();
+  client.stop();
   const usPerShow = (seconds: number) => (seconds / (5 * SHOWS)) * 1e6;
   const all = (server: 'ours' | 'floor' | 'framework') => rounds.flatMap((r) => r[server]);
   const ratio = (p: number) => median(rounds.map((r) => percentile(r.ours, p) / percentile(r.floor, p)));
