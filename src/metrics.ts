@@ -1,12 +1,13 @@
 /**
- * Prometheus metrics (prom-client): HTTP requests, ingest queue and durations, bytes hashed,
- * audit progress, failures by code, rsync restarts, catalog size, replica copies. Gauges are read
- * when scraped.
+ * Prometheus metrics: HTTP requests (counted apart, metrics-http.ts), and through prom-client the
+ * ingest queue and durations, bytes hashed, audit progress, failures by code, rsync restarts,
+ * catalog size, replica copies. Gauges are read when scraped.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { Catalog } from './catalog/catalog.js';
 import type { StoredProblem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/deps.js';
+import { HttpMetrics } from './metrics-http.js';
 import { summarizeReplicas } from './replicas/index.js';
 
 interface PoolStats {
@@ -21,8 +22,7 @@ interface AuditProgress {
 
 export class Metrics {
   readonly registry = new Registry();
-  private readonly requests: Counter<'route' | 'method' | 'status'>;
-  private readonly requestSeconds: Histogram<'route' | 'method'>;
+  private readonly http = new HttpMetrics();
   private readonly ingestSeconds: Histogram<'outcome'>;
   private readonly ingestBytes: Counter;
   private readonly failures: Counter<'code'>;
@@ -32,14 +32,6 @@ export class Metrics {
   constructor(private readonly catalog: Catalog) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'preservd_' });
-    this.requests = new Counter({ name: 'preservd_http_requests_total', help: 'HTTP responses by route, method and status', labelNames: ['route', 'method', 'status'], registers });
-    this.requestSeconds = new Histogram({
-      name: 'preservd_http_request_duration_seconds',
-      help: 'HTTP response time by route and method',
-      labelNames: ['route', 'method'],
-      buckets: [0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60],
-      registers,
-    });
     this.ingestSeconds = new Histogram({
       name: 'preservd_ingest_duration_seconds',
       help: 'Time from the start of an ingest to DONE or FAILED',
@@ -163,12 +155,12 @@ export class Metrics {
   }
 
   observeResponse(route: string, method: string, status: number, seconds: number): void {
-    this.requests.inc({ route, method, status: String(status) });
-    this.requestSeconds.observe({ route, method }, seconds);
+    this.http.record(route, method, status, seconds);
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
-    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+    // prom-client's text ends with a newline; a blank line separates metrics, as between its own.
+    return { contentType: this.registry.contentType, body: `${await this.registry.metrics()}\n${this.http.text()}` };
   }
 }
 
