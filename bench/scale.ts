@@ -10,7 +10,8 @@
  * - daemon start-up on it (spawn → serving; target ≤ 3 s);
  * - a show of the 2,040-file package with 32 requests in flight (autocannon, in a process of
  *   its own), p50/p99 (target p99 ≤ 5 ms), beside a bare node:http server and a bare fastify
- *   route sending the same bytes, in alternating rounds, and the CPU each server and the client
+ *   route sending the same bytes, in alternating rounds after a round of warm-up each, the
+ *   servers on core 0 and the client on core 1 (taskset), and the CPU each server and the client
  *   spend per answer;
  *   the first page of 100 of a list, and one from the middle (target ≤ 10 ms); `solo`'s first
  *   page and whole list among everyone's; the whole unpaged list streamed: time, and the
