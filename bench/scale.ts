@@ -252,7 +252,14 @@ function loadClient(): { run: (url: string, token: string, inFlight: number, amo
   return {
     run: (url, token, inFlight, amount) =>
       new Promise((resolve, reject) => {
-        child.once('message', (result: LoadResult) => ('error' in result ? reject(new Error(result.error)) : resolve(result)));
+        // A client that dies mid-round fails the bench instead of leaving it waiting.
+        const died = (code: number | null) => reject(new Error(`the load client exited (${code}) during a round`));
+        child.once('exit', died);
+        child.once('message', (result: LoadResult) => {
+          child.off('exit', died);
+          if ('error' in result) reject(new Error(result.error));
+          else resolve(result);
+        });
         child.send({ url, token, inFlight, amount } satisfies LoadRequest);
       }),
     pid: child.pid!,
