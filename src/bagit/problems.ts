@@ -17,7 +17,7 @@ export type BagitTxtFault =
   | 'missing-version'
   | 'missing-encoding';
 
-/** Why a path taken from a manifest, fetch.txt or chipmunk-info.txt is refused. */
+/** Why a path is refused: one listed in a manifest, fetch.txt or chipmunk-info.txt, or one in the bag. */
 export type UnsafePathReason =
   | 'empty'
   | 'absolute'
@@ -55,7 +55,8 @@ export type BagProblemInit =
   | { code: 'manifest-dot-slash'; path: string; line: number; count: number }
   | { code: 'manifest-duplicate'; path: string; listedIn: string; line: number }
   | { code: 'manifest-duplicate-conflict'; path: string; listedIn: string; line: number; expected: string; actual: string }
-  | { code: 'unsafe-path'; path: string; listedIn: string; line?: number; reason: UnsafePathReason }
+  /** Without `listedIn`: a file or folder in the bag has the path. */
+  | { code: 'unsafe-path'; path: string; listedIn?: string; line?: number; reason: UnsafePathReason }
   | { code: 'payload-entry-outside-data'; path: string; listedIn: string; line: number }
   | { code: 'tag-entry-inside-data'; path: string; listedIn: string; line: number }
   | { code: 'file-missing'; path: string; listedIn: string[]; similar?: string }
@@ -272,7 +273,9 @@ export function describeProblem(p: BagProblemInit): string {
     case 'manifest-duplicate-conflict':
       return `${showPath(p.path)} is listed twice in ${p.listedIn} with different digests (${p.expected} and ${p.actual}, line ${p.line}).`;
     case 'unsafe-path':
-      return `${p.listedIn}${p.line === undefined ? '' : ` line ${p.line}`} names "${showPath(p.path)}", which is refused because ${UNSAFE_REASON[p.reason]}.`;
+      return p.listedIn === undefined
+        ? `The bag holds "${showPath(p.path)}", which is refused because ${UNSAFE_REASON[p.reason]}; rename it.`
+        : `${p.listedIn}${p.line === undefined ? '' : ` line ${p.line}`} names "${showPath(p.path)}", which is refused because ${UNSAFE_REASON[p.reason]}.`;
     case 'payload-entry-outside-data':
       return `${p.listedIn} line ${p.line} names ${showPath(p.path)}, which is not under data/; only payload files belong there.`;
     case 'tag-entry-inside-data':

@@ -9,7 +9,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Stats } from 'node:fs';
 import { errorCode } from '../fs/errors.js';
-import { nonPortableNameReason } from './paths.js';
+import { nonPortableNameReason, unsafePathReason } from './paths.js';
 import type { BagProblemInit, SpecialFileKind } from './problems.js';
 
 export interface ScannedFile {
@@ -76,7 +76,7 @@ function unreachableProblem(path: string, err: unknown): BagProblemInit {
 
 /**
  * Walk the bag rooted at `root` (which the caller has checked is a directory). Problems here:
- * `symlink`, `special-file`, `hard-link`, `name-not-utf8`, `non-portable-name`,
+ * `symlink`, `special-file`, `hard-link`, `name-not-utf8`, `non-portable-name`, `unsafe-path`,
  * `file-unreadable` (a directory that cannot be listed).
  */
 export async function scanBag(root: string, signal?: AbortSignal): Promise<BagScan> {
@@ -92,6 +92,8 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   while (pending.length > 0) {
     signal?.throwIfAborted();
     const dir = pending.pop()!;
+    // A path refused for a folder's name is reported once, for the folder, not for all inside it.
+    const dirRefused = dir !== '' && unsafePathReason(dir) !== undefined;
     let names: Buffer[];
     try {
       // Names as bytes: a name that is not UTF-8 would otherwise be silently mangled.
@@ -130,8 +132,11 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
         problems.push(unreachableProblem(rel, st));
         return;
       }
+      // The rule manifest paths follow holds for every path in the bag (storage reads by it too).
+      const unsafe = dirRefused ? undefined : unsafePathReason(rel);
       const portability = nonPortableNameReason(name);
-      if (portability !== undefined) problems.push({ code: 'non-portable-name', path: rel, reason: portability });
+      if (unsafe !== undefined) problems.push({ code: 'unsafe-path', path: rel, reason: unsafe });
+      else if (portability !== undefined) problems.push({ code: 'non-portable-name', path: rel, reason: portability });
       if (!st.isDirectory() && !st.isFile()) others.add(rel);
       if (st.isSymbolicLink()) problems.push({ code: 'symlink', path: rel });
       else if (st.isDirectory()) {

@@ -17,8 +17,13 @@ import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
 import { ReplicaDown, ReplicaUnusable, streamOf, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
 
-/** Our temporary files: `.<name>.preservd-<hex>.tmp`. */
-const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/;
+/** Our temporary files: `.<name>.preservd-<hex>.tmp` (a name may hold a newline: `s`). */
+const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/s;
+/**
+ * Characters of a file's name kept in its temporary name: at most 4 bytes each, so that with the
+ * 31 bytes around them the name stays within NAME_MAX (255 bytes) when the file's own is 255.
+ */
+const NAME_IN_TEMPORARY = 48;
 
 /** Errors that say the folder as a whole is unavailable (unmounted, full, read-only), not one file. */
 const DOWN_CODES = new Set(['EIO', 'ENOTCONN', 'ESTALE', 'EHOSTDOWN', 'ETIMEDOUT', 'ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM']);
@@ -62,7 +67,8 @@ export class DirTarget implements ReplicaTarget {
     const source = streamOf(from, expected.size + 1);
     const target = this.path(key);
     const folder = dirname(target);
-    const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
+    const stem = Array.from(basename(target)).slice(0, NAME_IN_TEMPORARY).join('');
+    const temporary = join(folder, `.${stem}.preservd-${randomBytes(8).toString('hex')}.tmp`);
     try {
       if (!opts.replace && opts.absent !== true && (await stat(target).then(() => true, () => false))) {
         source.destroy();

@@ -2,8 +2,8 @@
  * A stored file becomes unreadable (its permissions taken away) while the daemon runs: the audit
  * records a `file-unreadable` failure naming the file and goes on with the rest, the download of
  * that file fails cleanly, the daemon keeps serving; once the permission is back, the next audit
- * passes. Root reads through any permission, so when the tests run as root the daemon runs as
- * `nobody`, with a data directory it owns.
+ * passes. Root reads through any permission, so the daemon runs bound by permissions
+ * (test/helpers/unprivileged.ts), which works wherever the checkout lives.
  */
 import { chmodSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,8 +11,6 @@ import t from 'tap';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { assertInvariants } from '../helpers/invariants.js';
-
-const NOBODY = 65534;
 
 async function finishedAudit(d: TestDaemon): Promise<any> {
   const started = await d.request('POST', '/v1/audits');
@@ -26,11 +24,8 @@ async function finishedAudit(d: TestDaemon): Promise<any> {
   }
 }
 
-// As root the daemon runs as nobody; as anyone else, as the test's own user, whom chmod binds.
-const identity = process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : {};
-
 t.test('an audit records a file made unreadable during its life as file-unreadable, naming it', async (t) => {
-  const d = await TestDaemon.start(t, { ...identity, keepDataDir: true });
+  const d = await TestDaemon.start(t, { boundByPermissions: true, keepDataDir: true });
   t.teardown(() => rmSync(d.dataDir, { recursive: true, force: true }));
   const token = d.addUser('alice');
   const good = await ingestBag(d, token, { 'a.txt': 'still readable\n' });

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { boundByPermissions, checkoutOwner } from './unprivileged.js';
 
 /** The repository root (tests run from dist/test/...). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
@@ -57,9 +58,15 @@ export interface StartOptions {
   /**
    * Run the daemon (and `cli()`) as this user and group instead of the test's own, e.g. so that
    * file permissions bind it when the tests run as root. A new data directory is given to them.
+   * That user must be able to read the checkout; `boundByPermissions` works wherever it lives.
    */
   uid?: number;
   gid?: number;
+  /**
+   * Run the daemon (and `cli()`) so that file permissions bind it even when the tests run as
+   * root (test/helpers/unprivileged.ts). A new data directory is given to it.
+   */
+  boundByPermissions?: boolean;
 }
 
 export class TestDaemon {
@@ -73,6 +80,7 @@ export class TestDaemon {
     readonly rsyncPort: number,
     readonly env: NodeJS.ProcessEnv,
     private readonly identity: { uid?: number; gid?: number } = {},
+    private readonly bound = false,
   ) {
     this.exited = new Promise((ok) => proc.once('exit', (code) => ok(code)));
     proc.stdout?.on('data', (d: Buffer) => (this.output += d.toString()));
@@ -83,6 +91,8 @@ export class TestDaemon {
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'preservd-test-'));
     const identity = { ...(options.uid !== undefined ? { uid: options.uid } : {}), ...(options.gid !== undefined ? { gid: options.gid } : {}) };
     if (options.dataDir === undefined && (options.uid !== undefined || options.gid !== undefined)) chownSync(dataDir, options.uid ?? -1, options.gid ?? -1);
+    const bound = options.boundByPermissions === true;
+    if (options.dataDir === undefined && bound && process.getuid?.() === 0) chownSync(dataDir, checkoutOwner().uid, checkoutOwner().gid);
     const httpPort = await freePort();
     const rsyncPort = await freePort();
     const configPath = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
@@ -96,8 +106,9 @@ export class TestDaemon {
       PRESERVD_RSYNC_PORT: String(rsyncPort),
       ...options.env,
     };
-    const proc = spawn(process.execPath, [cliPath, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
-    const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity);
+    const [command, args] = TestDaemon.command([cliPath, 'serve'], bound);
+    const proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
+    const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity, bound);
     t.teardown(async () => {
       await daemon.stop();
       rmSync(configPath, { force: true }); // read at start-up only; a later start writes its own
@@ -105,6 +116,11 @@ export class TestDaemon {
     });
     await daemon.waitUntilServing();
     return daemon;
+  }
+
+  /** node with `args`, bound by file permissions when asked. */
+  private static command(args: string[], bound: boolean): [string, string[]] {
+    return bound ? boundByPermissions([process.execPath, ...args]) : [process.execPath, args];
   }
 
   get url(): string {
@@ -157,7 +173,8 @@ export class TestDaemon {
 
   /** Runs `preservd ARGS` against this daemon's data directory and configuration. */
   cli(args: string[], extraEnv: Record<string, string> = {}): { code: number; stdout: string; stderr: string } {
-    const r = spawnSync(process.execPath, [cliPath, ...args], { env: { ...this.env, ...extraEnv }, encoding: 'utf8', timeout: 120_000, ...this.identity });
+    const [command, argv] = TestDaemon.command([cliPath, ...args], this.bound);
+    const r = spawnSync(command, argv, { env: { ...this.env, ...extraEnv }, encoding: 'utf8', timeout: 120_000, ...this.identity });
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
   }
 

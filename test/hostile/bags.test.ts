@@ -124,6 +124,34 @@ t.test('hostile bags', async (t) => {
     await expectRefused(t, req, [{ code: 'unsafe-path', path: '../../../../etc/passwd' }]);
   });
 
+  await t.test('names in the bag that storage would refuse: refused at ingest, each named once', async (t) => {
+    // No manifest lists them: unlisted tag files and folders are the bag's paths all the same.
+    const { req, dir } = await prepare();
+    await writeFile(join(dir, 'notes\\2026.txt'), 'made on Windows\n');
+    await writeFile(join(dir, '..\\..\\AppData\\Roaming\\Startup\\evil.bat'), 'x');
+    mkdirSync(join(dir, '..\\x'));
+    await writeFile(join(dir, '..\\x', 'y.txt'), 'hi\n');
+    mkdirSync(join(dir, 'data', 'sub\\dir'));
+    await writeFile(join(dir, 'data', 'sub\\dir', 'z.txt'), 'z\n');
+    await writeFile(join(dir, '~notes.txt'), 'x');
+    await writeFile(join(dir, 'C:notes.txt'), 'x');
+    await writeFile(join(dir, '%TEMP%notes.txt'), 'x');
+    upload(t, dir, req);
+    const item = await expectRefused(t, req, [{ code: 'unsafe-path', path: 'notes\\2026.txt' }]);
+    const unsafe = item.errors.filter((e: any) => e.code === 'unsafe-path');
+    t.same(
+      unsafe.map((e: any) => e.path).sort(),
+      ['%TEMP%notes.txt', '..\\..\\AppData\\Roaming\\Startup\\evil.bat', '..\\x', 'C:notes.txt', 'data/sub\\dir', 'notes\\2026.txt', '~notes.txt'],
+      'each file and folder once; nothing inside a refused folder again',
+    );
+    t.equal(
+      unsafe.find((e: any) => e.path === '..\\x').message,
+      'The bag holds "..\\x", which is refused because it contains a backslash, a path separator on Windows; rename it.',
+    );
+    t.match(unsafe.find((e: any) => e.path === '~notes.txt').message, /starts with "~"/);
+    t.notOk(item.errors.some((e: any) => e.code === 'non-portable-name' && e.path === 'notes\\2026.txt'), 'an error, not also a warning');
+  });
+
   await t.test('symbolic links to /etc/passwd, placed in the landing folder', async (t) => {
     const passwd = await readFile('/etc/passwd');
     const { req, dir } = await prepare({ files: { 'a.txt': 'hello\n', 'passwd': passwd } }, 'landing');

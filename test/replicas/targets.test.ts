@@ -83,9 +83,17 @@ t.test('dir replica', async (t) => {
   // A temporary file a killed write left behind is not listed, and is removed.
   const folder = join(root, 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data');
   await writeFile(join(folder, '.x.bin.preservd-0123456789abcdef.tmp'), 'partial');
-  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 1);
+  await writeFile(join(folder, '.nl\nname.txt.preservd-0123456789abcdef.tmp'), 'partial'); // a name may hold a newline
+  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 2);
   t.same((await readdir(folder)).sort(), ['big.bin', 'hello.txt']);
   t.equal(await readFile(join(folder, 'hello.txt'), 'utf8'), 'replaced bytes');
+  // A name of NAME_MAX bytes: its temporary name must fit too.
+  for (const name of [`${'L'.repeat(251)}.txt`, '\u3042'.repeat(85), '\u{1F600}'.repeat(63)]) {
+    const longKey = `ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/${name}`;
+    const bytes = Buffer.from(name);
+    t.equal(await target!.write(longKey, Readable.from([bytes]), { size: bytes.length, sha256: sha(bytes) }, { replace: false }), 'written', `${Buffer.byteLength(name)} bytes`);
+    t.same(await target!.readBack(longKey, { size: bytes.length, sha256: sha(bytes) }, {}), { kind: 'match' });
+  }
 });
 
 s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
