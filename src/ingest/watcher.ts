@@ -70,10 +70,17 @@ export interface QuietOptions {
   /**
    * A temp-file name that has not changed for this long, with no transfer running, is taken to
    * be an ordinary file that merely looks like one (`.notes.backup`), not a transfer in
-   * progress; otherwise such a bag would never be quiet. Default 10 minutes.
+   * progress; otherwise such a bag would never be quiet. Default 10 minutes; 0 when
+   * `activeTransfers` knows every writer (our rsync's gate is closed): such a name is then just
+   * a file, for validation to judge.
    */
   tempFileTimeoutMs?: number;
+  /** Gives up after this long (resolving `timed-out`) however busy the upload still is. */
+  timeoutMs?: number;
 }
+
+/** How a wait for quiet ended. */
+export type QuietOutcome = 'quiet' | 'timed-out';
 
 /**
  * Walks an upload with lstat (symlinks are counted, never followed). Throws ENOENT when the
@@ -242,28 +249,32 @@ export class LandingWatcher {
    * changed for `quietMs` (by ctime, or by a difference between two scans),
    * or nothing has changed on disk since our rsync's last transfer into it ended.
    * Resolves at once if the folder does not exist (nothing can be written to it then: the
-   * gate admits only existing folders). Rejects when `signal` aborts.
+   * gate admits only existing folders), and with `timed-out` once `timeoutMs` has passed.
+   * Rejects when `signal` aborts.
    */
-  async waitForQuiet(capability: string, options: QuietOptions): Promise<void> {
+  async waitForQuiet(capability: string, options: QuietOptions): Promise<QuietOutcome> {
     assertCapability(capability);
     const dir = join(this.landing, capability);
     const { quietMs, signal } = options;
     const pollMs = options.pollMs ?? Math.min(1_000, Math.max(50, quietMs / 4));
     const tempFileTimeoutMs = options.tempFileTimeoutMs ?? 600_000;
+    const deadline = Date.now() + (options.timeoutMs ?? Infinity);
+    const pause = (ms: number) => sleep(Math.max(0, Math.min(ms, deadline - Date.now())), undefined, { signal });
     let signature: string | undefined;
     let changedAt = -Infinity;
     for (;;) {
       signal?.throwIfAborted();
+      if (Date.now() >= deadline) return 'timed-out';
       // While rsync still writes (or runs its post-xfer hook), a scan says nothing new.
       if ((await options.activeTransfers()) > 0) {
-        await sleep(Math.min(pollMs, ACTIVE_POLL_MS), undefined, { signal });
+        await pause(Math.min(pollMs, ACTIVE_POLL_MS));
         continue;
       }
       let scan: UploadScan;
       try {
         scan = await scanUpload(dir);
       } catch (err) {
-        if (isErrno(err, 'ENOENT')) return;
+        if (isErrno(err, 'ENOENT')) return 'quiet';
         throw err;
       }
       // A transfer that began during the scan: wait for it as above.
@@ -275,13 +286,13 @@ export class LandingWatcher {
       // A change time in the future (clock stepped back) says nothing; scan differences still do.
       const lastWrite = Math.max(changedAt, scan.lastWriteMs <= now ? scan.lastWriteMs : -Infinity);
       const tempInProgress = scan.tempFiles > 0 && now - scan.lastTempWriteMs < tempFileTimeoutMs;
-      if (!tempInProgress && now - lastWrite >= quietMs) return;
-      if (scan.tempFiles === 0 && changedAt === -Infinity && options.lastTransferEndedAt) {
+      if (!tempInProgress && now - lastWrite >= quietMs) return 'quiet';
+      if (!tempInProgress && changedAt === -Infinity && options.lastTransferEndedAt) {
         // Only the disk's own change times count here: event and scan times are taken later.
         const endedAt = await options.lastTransferEndedAt();
-        if (endedAt !== undefined && scan.lastWriteMs <= endedAt) return;
+        if (endedAt !== undefined && scan.lastWriteMs <= endedAt) return 'quiet';
       }
-      await sleep(pollMs, undefined, { signal });
+      await pause(pollMs);
     }
   }
 
