@@ -170,11 +170,15 @@ export class Catalog implements Transactor {
     }
   }
 
-  /** Schema 2 or 3 → 4: the owner index of open requests (each put is idempotent). */
+  /** Schema 2 or 3 → 4: the packages' indexes again, the owner index of open requests with them (each put is idempotent). */
   private indexOpenRequests(): void {
-    for (let after: number | undefined = 0; after !== undefined; ) {
-      const from: number = after;
-      after = this.transaction(() => this.packages.indexOpenByOwner(from, MIGRATION_BATCH));
+    for (let after = 0, done = false; !done; ) {
+      done = this.transaction(() => {
+        const batch = [...this.packages.everyRecord(after, MIGRATION_BATCH)];
+        for (const pkg of batch) this.packages.putIndexes(pkg);
+        after = batch.at(-1)?.seq ?? after;
+        return batch.length < MIGRATION_BATCH;
+      });
     }
   }
 

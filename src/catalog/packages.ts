@@ -207,16 +207,6 @@ export class PackageStore {
     else this.openByOwner.put([pkg.user, pkg.seq], null);
   }
 
-  /** Schema 3 → 4: the open requests' owner index, from the state index (open ones only). */
-  indexOpenByOwner(after: number, batch: number): number | undefined {
-    const open = [...this.byState.getRange({ start: [stateOf(false), after + 1], end: [stateOf(false), Infinity], limit: batch })];
-    for (const { value: bagId } of open) {
-      const pkg = this.packages.get(bagId);
-      if (pkg !== undefined && !pkg.stored) this.openByOwner.put([pkg.user, pkg.seq], null);
-    }
-    return open.at(-1)?.key[1];
-  }
-
   /** Every package with its sequence number, oldest first, `batch` at a time (the migration's walk). */
   *everyRecord(after: number, batch: number): Generator<StoredPackage> {
     for (const { value: bagId } of this.order.getRange({ start: after + 1, limit: batch })) {
