@@ -8,12 +8,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
+import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag } from '../helpers/make-bag.js';
 
 const QUIET_TIMEOUT_MS = 20_000;
@@ -105,4 +106,33 @@ t.test('a file named like an rsync temp file, with no transfer behind it, does n
   t.ok(seconds < 15, `well within the quiet deadline: ${seconds} s`);
   const pkg = (await d.request('GET', `/v1/packages/${r.bagId}`)).json;
   t.ok(existsSync(join(pkg.storage_location, '.notes.AbCdEf')), 'the file was stored like any tag file');
+});
+
+t.test('kill -9 while an item waits for a trickling upload: after a restart it ends, nothing half-done', async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'preservd-stalldata-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const config = { upload: { quietMs: 200, quietTimeoutMs: QUIET_TIMEOUT_MS } };
+  const first = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
+  const bob = first.addUser('bob');
+  const scratch = await scratchDir(t);
+  const r = await prepare(first, bob, scratch);
+  t.equal(rsyncUpload(r.bagDir, r.link).code, 0, 'the bag is uploaded');
+  await writeFile(join(scratch, 'trickle.bin'), Buffer.alloc(300_000, 7));
+  const trickle = spawn('rsync', ['--bwlimit=1', join(scratch, 'trickle.bin'), r.link], { stdio: 'ignore' });
+  t.teardown(() => trickle.kill('SIGKILL'));
+  const active = join(dataDir, 'rsyncd', 'active');
+  for (const deadline = Date.now() + 30_000; (await readdir(active)).filter((n) => /^\d+$/.test(n)).length < 1; ) {
+    if (Date.now() > deadline) throw new Error('the trickling transfer was not admitted');
+    await sleep(50);
+  }
+  const id = await complete(first, bob, r.bagId);
+  await sleep(1_000);
+  await first.kill9(); // its rsync daemon too: the trickle's server side dies with it
+
+  const second = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
+  const item = await second.waitForQueueItem(id, bob, QUIET_TIMEOUT_MS + 30_000);
+  // The cut transfer may leave its temp file: a file for validation to judge, never waited for.
+  t.ok(['DONE', 'FAILED'].includes(item.status), `the item ended ${item.status}`);
+  await second.stop();
+  await assertInvariants(t, dataDir);
 });
