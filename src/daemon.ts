@@ -103,6 +103,7 @@ export class Daemon {
     });
     started.push(() => watcher.stop());
     await watcher.start();
+    metrics.watchLanding(watcher);
 
     await reconcile(catalog, storage, landing, logger);
 

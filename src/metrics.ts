@@ -94,6 +94,11 @@ export class Metrics {
     this.rsyncRestarts = () => rsync.restarts;
   }
 
+  /** Walks of upload folders: a request's progress (cached), the ingest's wait, uploads being received. */
+  watchLanding(watcher: { readonly scans: number }): void {
+    counterOf('preservd_upload_scans_total', 'Walks of upload folders (progress of open requests, waits for quiet, uploads being received)', [this.registry], () => watcher.scans);
+  }
+
   watchAudits(audits: AuditProgress): void {
     const registers = [this.registry];
     const progress = new Gauge({ name: 'preservd_audit_packages', help: 'Packages of the audit in progress', labelNames: ['state'], registers, collect() {

@@ -27,8 +27,9 @@ import { UserStore } from './users.js';
  * 2: indexes by owner, content type and state (packages, events, queue), payload lists kept as
  * JSON, and each stored package's verification state (fixity.ts).
  * 3: an index of FAILED queue items (the overview counts them without reading the queue).
+ * 4: open requests by owner (a user's open requests are capped: `upload.openRequestsPerUser`).
  */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** The meta key of `authGeneration()`. */
 const AUTH_GENERATION = 'authGeneration';
@@ -150,6 +151,7 @@ export class Catalog implements Transactor {
     // batches; the version is written last, so an interrupted migration simply runs again.
     if (found === 1) this.buildIndexes();
     else if (found === 2) this.indexQueue();
+    if (found === 2 || found === 3) this.indexOpenRequests();
     this.transaction(() => {
       this.meta.put('schemaVersion', SCHEMA_VERSION);
       if (this.meta.get('createdAt') === undefined) this.meta.put('createdAt', Date.now());
@@ -168,7 +170,19 @@ export class Catalog implements Transactor {
     }
   }
 
-  /** Schema 1 → 3: every index, payload list and verification state from the records. */
+  /** Schema 2 or 3 → 4: the packages' indexes again, the owner index of open requests with them (each put is idempotent). */
+  private indexOpenRequests(): void {
+    for (let after = 0, done = false; !done; ) {
+      done = this.transaction(() => {
+        const batch = [...this.packages.everyRecord(after, MIGRATION_BATCH)];
+        for (const pkg of batch) this.packages.putIndexes(pkg);
+        after = batch.at(-1)?.seq ?? after;
+        return batch.length < MIGRATION_BATCH;
+      });
+    }
+  }
+
+  /** Schema 1 → 4: every index, payload list and verification state from the records. */
   private buildIndexes(): void {
     for (let after = 0, done = false; !done; ) {
       done = this.transaction(() => {

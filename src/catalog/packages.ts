@@ -2,7 +2,7 @@
  * Requests/packages (one record, two names) and the files of stored packages. Packages are
  * listed oldest first by their sequence number, through indexes that make a page cost the same
  * whatever the catalog's size: the order itself, `[owner, seq]`, `[content type, seq]` and
- * `[stored, seq]`. Files are keyed `[bag_id, path]`; a stored package's payload list, which never
+ * `[stored, seq]`; open requests also by `[owner, seq]`, to count them. Files are keyed `[bag_id, path]`; a stored package's payload list, which never
  * changes, is also kept as the JSON the API sends, so showing a package reads one value.
  */
 import type { Database, RootDatabase } from 'lmdb';
@@ -40,7 +40,7 @@ export interface FileView extends Iterable<FileRecord> {
   holdsUnder(folder: string): boolean;
 }
 
-export type CreateResult = { created: Package } | { existing: Package };
+export type CreateResult = { created: Package } | { existing: Package } | { overLimit: number };
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
@@ -56,6 +56,7 @@ export class PackageStore {
   private readonly byOwner: Database<string, [string, number]>;
   private readonly byContentType: Database<string, [string, number]>;
   private readonly byState: Database<string, [number, number]>;
+  private readonly openByOwner: Database<null, [string, number]>;
   private readonly files: Database<FileRecord, [string, string]>;
   /** bag_id → the total size of its files, kept by putFiles (storedBytes without reading every record). */
   private readonly fileBytes: Database<number, string>;
@@ -75,6 +76,7 @@ export class PackageStore {
     this.byOwner = root.openDB({ name: 'packagesByOwner' });
     this.byContentType = root.openDB({ name: 'packagesByContentType' });
     this.byState = root.openDB({ name: 'packagesByState' });
+    this.openByOwner = root.openDB({ name: 'openPackagesByOwner' });
     this.files = root.openDB({ name: 'files' });
     this.fileBytes = root.openDB({ name: 'packageFileBytes' });
     this.payloadLists = root.openDB({ name: 'payloadLists', encoding: 'binary' });
@@ -99,11 +101,13 @@ export class PackageStore {
    * Creates the package unless its bag_id or external_id is taken, in which case the package
    * holding it is returned and nothing is written. Check and insert are one transaction.
    */
-  create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt'>): CreateResult {
+  create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt'>, limits: { openPerOwner?: number } = {}): CreateResult {
     return this.catalog.transaction(() => {
       const bagId = fields.bagId.toLowerCase();
       const existing = this.get(bagId) ?? this.find(fields.externalId);
       if (existing !== undefined) return { existing };
+      const open = limits.openPerOwner;
+      if (open !== undefined && this.openCountOf(fields.user) >= open) return { overLimit: open };
       const now = Date.now();
       const seq = this.nextSeq();
       const pkg: Package = { ...fields, bagId, stored: false, createdAt: now, updatedAt: now };
@@ -179,6 +183,11 @@ export class PackageStore {
     return this.byState.getKeysCount({ start: [state], end: [state, Infinity] });
   }
 
+  /** How many open (not stored) requests `user` owns: counted in an index. */
+  openCountOf(user: string): number {
+    return this.openByOwner.getKeysCount({ start: [user], end: [user, Infinity] });
+  }
+
   /**
    * The owner and content type of a package: what an event's or queue item's visibility depends
    * on (the events and queue stores index their records by them).
@@ -194,6 +203,8 @@ export class PackageStore {
     this.byContentType.put([pkg.contentType, pkg.seq], pkg.bagId);
     this.byState.remove([stateOf(!pkg.stored), pkg.seq]);
     this.byState.put([stateOf(pkg.stored), pkg.seq], pkg.bagId);
+    if (pkg.stored) this.openByOwner.remove([pkg.user, pkg.seq]);
+    else this.openByOwner.put([pkg.user, pkg.seq], null);
   }
 
   /** Every package with its sequence number, oldest first, `batch` at a time (the migration's walk). */

@@ -53,6 +53,13 @@ export interface Config {
     linkTemplate?: string;
     /** An upload is quiet, and may be ingested, after this long without writes. */
     quietMs: number;
+    /**
+     * Longest an ingest waits (holding no slot) for a completed upload to become quiet; then the
+     * item fails with `upload-still-writing` and the link opens again.
+     */
+    quietTimeoutMs: number;
+    /** Open (not stored) requests a user may hold at once; 0: no limit. */
+    openRequestsPerUser: number;
   };
   ingest: {
     /** Bags ingested at once. */
@@ -130,6 +137,8 @@ export function defaults(): Config {
     upload: {
       rsync: { enabled: true, host: '127.0.0.1', port: 8873, module: 'preservd', binary: 'rsync', maxConnections: 20 },
       quietMs: 2000,
+      quietTimeoutMs: 600_000,
+      openRequestsPerUser: 1000,
     },
     ingest: { concurrency: 2, resumeAboveBytes: 1024 ** 3 },
     fixity: { workers: availableParallelism(), readSize: 1024 * 1024, maxOpenFiles: 64 },
@@ -255,6 +264,8 @@ function checkConfig(c: Config): string[] {
       p.push('upload.linkTemplate: must be a string containing {capability}');
     if (!r.enabled && c.upload.linkTemplate === undefined) p.push('upload.linkTemplate: required when upload.rsync.enabled is false');
     int(c.upload.quietMs, 'upload.quietMs', 0);
+    int(c.upload.quietTimeoutMs, 'upload.quietTimeoutMs', 1000);
+    int(c.upload.openRequestsPerUser, 'upload.openRequestsPerUser', 0);
   }
   if (!isObject(c.ingest)) p.push('ingest: must be an object');
   else {

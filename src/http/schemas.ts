@@ -194,6 +194,7 @@ const errorDescriptions: Record<number, string> = {
   413: 'The body is larger than the configured limit.',
   416: 'The range cannot be satisfied.',
   422: 'A body field is missing, empty, of the wrong type or not allowed; `fields` names each.',
+  429: 'The caller already holds as many open requests as a user may (`upload.openRequestsPerUser`); complete some first.',
   507: 'The repository is out of disk space; try again later.',
 };
 

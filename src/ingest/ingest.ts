@@ -1,7 +1,12 @@
 /**
- * The ingest worker: takes PENDING queue items, oldest first, a few at a time, and drives each
- * through its stages (stages.ts) to DONE or FAILED. The stage reached is recorded in the catalog,
- * so after a crash start-up resumes every PENDING item where it was; nothing stays PENDING.
+ * The ingest worker: takes PENDING queue items, oldest first, and drives each through its stages
+ * (stages.ts) to DONE or FAILED. The stage reached is recorded in the catalog, so after a crash
+ * start-up resumes every PENDING item where it was; nothing stays PENDING.
+ *
+ * Waiting for a quiet upload holds no ingest slot: an upload still being written delays only its
+ * own item (and the wait has a deadline). Each depositor may have `ingest.concurrency` items
+ * waiting at once; the slots (`ingest.concurrency`) go to quiet items, the depositor with the
+ * fewest items in a slot first, so one depositor's many bags do not shut out another's.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueueItem } from '../catalog/types.js';
@@ -10,9 +15,19 @@ import { IngestStages } from './stages.js';
 
 export type { IngestDeps } from './deps.js';
 
+/** An item the worker holds, with the depositor who completed it. */
+interface Held {
+  user: string;
+  done: Promise<void>;
+}
 
 export class IngestWorker {
-  private readonly running = new Map<number, Promise<void>>();
+  /** Items in an ingest slot: staging, validating, storing. */
+  private readonly running = new Map<number, Held>();
+  /** Items waiting for their upload to be quiet (no slot). */
+  private readonly waiting = new Map<number, Held>();
+  /** Items whose upload is quiet (or that are past that stage), waiting for a slot. */
+  private readonly ready = new Map<number, QueueItem>();
   private readonly stages: IngestStages;
   private readonly abort = new AbortController();
   private stopped = false;
@@ -32,19 +47,53 @@ export class IngestWorker {
     if (this.stopped) return;
     const limit = this.deps.config.ingest.concurrency;
     for (const item of this.deps.catalog.queue.pending()) {
-      if (this.running.size >= limit) break;
-      if (this.running.has(item.id)) continue;
-      const run = this.run(item).finally(() => {
-        this.running.delete(item.id);
-        this.wake();
-      });
-      this.running.set(item.id, run);
+      if (this.ready.size >= limit) break; // enough to fill the slots; the rest at a later wake
+      if (this.running.has(item.id) || this.waiting.has(item.id) || this.ready.has(item.id)) continue;
+      if (item.stage !== 'waiting') this.ready.set(item.id, item);
+      else if (heldBy(this.waiting, item.user) < limit) this.hold(this.waiting, item, this.awaitQuiet(item));
+    }
+    while (this.running.size < limit) {
+      const next = this.nextReady();
+      if (next === undefined) break;
+      this.ready.delete(next.id);
+      this.hold(this.running, next, this.run(next));
     }
   }
 
-  /** Items being worked on now. */
+  /** Items being worked on now (in a slot; waits for quiet uploads are not work). */
   get active(): number {
     return this.running.size;
+  }
+
+  private hold(where: Map<number, Held>, item: QueueItem, work: Promise<void>): void {
+    const done = work.finally(() => {
+      where.delete(item.id);
+      this.wake();
+    });
+    where.set(item.id, { user: item.user, done });
+  }
+
+  /** The oldest ready item of the depositor with the fewest items in a slot. */
+  private nextReady(): QueueItem | undefined {
+    let best: QueueItem | undefined;
+    let bestLoad = Infinity;
+    for (const item of this.ready.values()) {
+      const load = heldBy(this.running, item.user);
+      if (load < bestLoad || (load === bestLoad && best !== undefined && item.id < best.id)) {
+        best = item;
+        bestLoad = load;
+      }
+    }
+    return best;
+  }
+
+  private async awaitQuiet(item: QueueItem): Promise<void> {
+    try {
+      if (await this.stages.awaitQuiet(item)) this.ready.set(item.id, item);
+    } catch (err) {
+      if (this.stopped) return; // resumed at the next start, where it waits again
+      await this.retryLater(item, err);
+    }
   }
 
   private async run(item: QueueItem): Promise<void> {
@@ -52,15 +101,21 @@ export class IngestWorker {
       await this.stages.ingest(item);
     } catch (err) {
       if (this.stopped) return; // parked: resumed at next start from its recorded stage
-      // The item could not even be failed (e.g. the catalog refused a write): try again later.
-      this.deps.logger.error({ err, queueItem: item.id, bagId: item.bagId }, 'ingest could not record its outcome; retrying in 30 s');
-      clearTimeout(this.retryTimer);
-      this.retryTimer = setTimeout(() => this.wake(), 30_000);
-      this.retryTimer.unref();
-      // The item stays "running" meanwhile, so wake() does not pick it again at once; a stop
-      // ends the wait (a graceful shutdown must not hang on it).
-      await sleep(30_000, undefined, { signal: this.abort.signal, ref: false }).catch(() => undefined);
+      await this.retryLater(item, err);
     }
+  }
+
+  /**
+   * The item could not even be failed (e.g. the catalog refused a write): try again later. It
+   * stays held meanwhile, so wake() does not pick it again at once; a stop ends the wait (a
+   * graceful shutdown must not hang on it).
+   */
+  private async retryLater(item: QueueItem, err: unknown): Promise<void> {
+    this.deps.logger.error({ err, queueItem: item.id, bagId: item.bagId }, 'ingest could not record its outcome; retrying in 30 s');
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => this.wake(), 30_000);
+    this.retryTimer.unref();
+    await sleep(30_000, undefined, { signal: this.abort.signal, ref: false }).catch(() => undefined);
   }
 
   /** Stops taking work and parks what is in flight (it resumes at the next start). */
@@ -68,6 +123,12 @@ export class IngestWorker {
     this.stopped = true;
     clearTimeout(this.retryTimer);
     this.abort.abort();
-    await Promise.allSettled([...this.running.values()]);
+    await Promise.allSettled([...this.running.values(), ...this.waiting.values()].map((h) => h.done));
   }
+}
+
+function heldBy(held: Map<number, Held>, user: string): number {
+  let n = 0;
+  for (const h of held.values()) if (h.user === user) n += 1;
+  return n;
 }

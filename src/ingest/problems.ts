@@ -9,6 +9,7 @@ import type { StoredProblem } from '../catalog/types.js';
 export type IngestProblemInit =
   | { code: 'upload-missing'; bagId: string }
   | { code: 'upload-empty'; bagId: string }
+  | { code: 'upload-still-writing'; bagId: string; waitedMs: number }
   | { code: 'path-too-long'; path: string; bytes: number }
   | { code: 'disk-full'; bagId: string }
   | { code: 'internal-error' }
@@ -21,12 +22,17 @@ export type IngestProblemCode = IngestProblemInit['code'];
 export const INGEST_PROBLEM_CODES: Readonly<Record<IngestProblemCode, 'error'>> = {
   'upload-missing': 'error',
   'upload-empty': 'error',
+  'upload-still-writing': 'error',
   'path-too-long': 'error',
   'disk-full': 'error',
   'internal-error': 'error',
   'already-stored': 'error',
   'request-missing': 'error',
 };
+
+function duration(ms: number): string {
+  return ms < 120_000 ? `${Math.round(ms / 1000)} seconds` : `${Math.round(ms / 60_000)} minutes`;
+}
 
 /** The one place an ingest problem becomes a sentence. */
 function describeIngestProblem(p: IngestProblemInit): string {
@@ -35,6 +41,8 @@ function describeIngestProblem(p: IngestProblemInit): string {
       return `nothing was uploaded for ${p.bagId}: rsync the bag to its upload_link, then complete again`;
     case 'upload-empty':
       return `the upload of ${p.bagId} is empty: rsync the bag's contents to its upload_link`;
+    case 'upload-still-writing':
+      return `the upload of ${p.bagId} was still being written ${duration(p.waitedMs)} after complete (an rsync still running into it); nothing was ingested and its upload_link is open again: let the upload finish, then complete again`;
     case 'path-too-long':
       return `${p.path.slice(0, 80)}… is ${p.bytes} bytes long; this repository stores paths of at most ${MAX_PATH_BYTES} bytes (UTF-8): shorten it.`;
     case 'disk-full':

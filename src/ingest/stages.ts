@@ -3,6 +3,9 @@
  *
  *   waitForQuiet → stage → validate → record intent → store → record result
  *
+ * The first (`awaitQuiet`) holds no ingest slot and has a deadline (`upload.quietTimeoutMs`):
+ * the worker runs it apart, so an upload still being written delays only its own item.
+ *
  * Validation hashes huge files resumably (checkpointed-hasher.ts): a crash in the middle of one
  * costs the bytes since its last checkpoint, not the whole file. The transaction that ends an
  * ingest, DONE or FAILED, drops the bag's checkpoints.
@@ -22,6 +25,7 @@ import { ingestProblem } from './problems.js';
 import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './deps.js';
+import type { QuietOutcome } from './watcher.js';
 
 /** What a step that may find the upload unusable returns: go on, or end with this problem. */
 type StepOutcome = { ok: true } | { ok: false; problem: StoredProblem };
@@ -38,7 +42,31 @@ export class IngestStages {
     private readonly signal: AbortSignal,
   ) {}
 
-  /** Drives one PENDING item to DONE or FAILED, from whatever stage it had reached. */
+  /**
+   * Closes the upload link and waits until the upload is quiet: true when the item may go on to
+   * `ingest`, false when it ended here (FAILED `upload-still-writing` after the deadline, the
+   * upload given back and its link opened again; or an error). Throws only when shutting down.
+   */
+  async awaitQuiet(item: QueueItem): Promise<boolean> {
+    const pkg = this.deps.catalog.packages.get(item.bagId);
+    if (pkg === undefined || pkg.stored) return true; // ingest() ends it at once
+    const started = Date.now();
+    try {
+      if ((await this.waitForQuiet(pkg)) === 'quiet') return true;
+      this.deps.logger.warn({ queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the upload was still being written at the deadline');
+      await this.giveBack(item, pkg, ingestProblem({ code: 'upload-still-writing', bagId: pkg.bagId, waitedMs: this.deps.config.upload.quietTimeoutMs }), started);
+    } catch (err) {
+      if (this.signal.aborted) throw err; // shutting down: it waits again at the next start
+      this.deps.logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
+      await this.giveBack(item, pkg, ingestProblem({ code: 'internal-error' }), started);
+    }
+    return false;
+  }
+
+  /**
+   * Drives one PENDING item to DONE or FAILED, from whatever stage it had reached; an item still
+   * `waiting` has been through `awaitQuiet`.
+   */
   async ingest(item: QueueItem): Promise<void> {
     const { catalog, logger } = this.deps;
     const started = Date.now();
@@ -55,7 +83,6 @@ export class IngestStages {
     let stage = item.stage;
     try {
       if (stage === 'waiting') {
-        await this.waitForQuiet(pkg);
         failpoint('ingest:before-stage');
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
@@ -112,13 +139,19 @@ export class IngestStages {
     this.fail(item, pkg, [problem], started, 'ingestion');
   }
 
-  /** Closes the upload link, then waits until no rsync runs into it and nothing was written lately. */
-  private async waitForQuiet(pkg: Package): Promise<void> {
+  /**
+   * Closes the upload link, then waits until no rsync runs into it and nothing was written
+   * lately, for at most `upload.quietTimeoutMs`. With our rsync's gate closed and no transfer
+   * running nothing can write any more, so a file named like an rsync temp file is just a file.
+   */
+  private async waitForQuiet(pkg: Package): Promise<QuietOutcome> {
     const { landing, watcher, config } = this.deps;
     await landing.close(pkg.capability);
-    if (!(await exists(landing.path(pkg.capability)))) return;
-    await watcher.waitForQuiet(pkg.capability, {
+    if (!(await exists(landing.path(pkg.capability)))) return 'quiet';
+    return watcher.waitForQuiet(pkg.capability, {
       quietMs: config.upload.quietMs,
+      timeoutMs: config.upload.quietTimeoutMs,
+      ...(config.upload.rsync.enabled ? { tempFileTimeoutMs: 0 } : {}),
       activeTransfers: () => landing.activeTransfers(pkg.capability),
       lastTransferEndedAt: () => this.lastTransferEndedAt(pkg),
       signal: this.signal,

@@ -8,8 +8,9 @@
  * scan of every upload at start or on a timer. Only uploads receiving data are followed, and
  * the rsync daemon says which (the pre-xfer gate's records of admitted transfers, one
  * `fs.watch` on their folder plus a poll): each is scanned while its transfer runs and once
- * after. Any other upload (a local copy, ssh) is scanned when someone asks (`progress`,
- * `waitForQuiet`): a directory scan counts every file, which filesystem events alone do not
+ * after. Any other upload (a local copy, ssh) is scanned when someone asks (`progress`, its
+ * walk shared for a few seconds by every asker: scan-cache.ts; `waitForQuiet`): a directory
+ * scan counts every file, which filesystem events alone do not
  * (they miss files in a `cp -r` burst).
  *
  * Times are change times (ctime), not mtimes: `rsync -t` sets each file's mtime to the source's,
@@ -22,6 +23,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { assertCapability } from './capability.js';
 import { isErrno } from '../fs/errors.js';
 import { silentLogger, type Logger } from '../logger.js';
+import { ScanCache } from './scan-cache.js';
 
 /** rsync's temp file for `name` while it is being received: `.name.XXXXXX`. */
 const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;
@@ -70,10 +72,17 @@ export interface QuietOptions {
   /**
    * A temp-file name that has not changed for this long, with no transfer running, is taken to
    * be an ordinary file that merely looks like one (`.notes.backup`), not a transfer in
-   * progress; otherwise such a bag would never be quiet. Default 10 minutes.
+   * progress; otherwise such a bag would never be quiet. Default 10 minutes; 0 when
+   * `activeTransfers` knows every writer (our rsync's gate is closed): such a name is then just
+   * a file, for validation to judge.
    */
   tempFileTimeoutMs?: number;
+  /** Gives up after this long (resolving `timed-out`) however busy the upload still is. */
+  timeoutMs?: number;
 }
+
+/** How a wait for quiet ended. */
+export type QuietOutcome = 'quiet' | 'timed-out';
 
 /**
  * Walks an upload with lstat (symlinks are counted, never followed). Throws ENOENT when the
@@ -137,6 +146,11 @@ export interface LandingWatcherOptions {
   /** Least time between two scans of an upload being received; default 1 s. */
   minScanIntervalMs?: number;
   /**
+   * How long the walk of an upload nobody follows answers `progress`, whoever asks (longer for
+   * a walk that took more than a quarter of it); default three times `minScanIntervalMs`.
+   */
+  progressMaxAgeMs?: number;
+  /**
    * The uploads receiving data: the capabilities of the transfers our rsync daemon admitted and
    * that still run, and the folder where the gate records them (watched for prompt notice). Without
    * it (uploads over ssh) no upload is followed; each is scanned when asked.
@@ -160,6 +174,8 @@ export class LandingWatcher {
   private readonly minScanIntervalMs: number;
   private readonly transfers: LandingWatcherOptions['transfers'];
   private readonly followed = new Map<string, Followed>();
+  private readonly asked: ScanCache<UploadScan | undefined>;
+  private walks = 0;
   private dirWatch: FSWatcher | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   private polling: Promise<void> | undefined;
@@ -172,6 +188,26 @@ export class LandingWatcher {
     this.logger = options.logger ?? silentLogger;
     this.minScanIntervalMs = options.minScanIntervalMs ?? 1_000;
     this.transfers = options.transfers;
+    this.asked = new ScanCache((capability) => this.walkIfThere(capability), options.progressMaxAgeMs ?? 3 * this.minScanIntervalMs);
+  }
+
+  /** Walks of upload folders made so far, for whatever reason (a metric). */
+  get scans(): number {
+    return this.walks;
+  }
+
+  private walk(capability: string): Promise<UploadScan> {
+    this.walks += 1;
+    return scanUpload(join(this.landing, capability));
+  }
+
+  private async walkIfThere(capability: string): Promise<UploadScan | undefined> {
+    try {
+      return await this.walk(capability);
+    } catch (err) {
+      if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) return undefined;
+      throw err;
+    }
   }
 
   /** Starts following the uploads the rsync daemon is receiving; reads no landing folder. */
@@ -226,12 +262,8 @@ export class LandingWatcher {
     const followed = this.followed.get(capability);
     let scan = followed?.scan;
     if (scan === undefined || Date.now() - (followed?.scannedAt ?? 0) > this.minScanIntervalMs) {
-      try {
-        scan = await scanUpload(join(this.landing, capability));
-      } catch (err) {
-        if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) return undefined;
-        throw err;
-      }
+      scan = await this.asked.get(capability);
+      if (scan === undefined) return undefined;
     }
     const { files, bytes, tempFiles, lastWriteMs } = scan;
     return { files, bytes, tempFiles, lastWriteAt: lastWriteMs };
@@ -242,28 +274,31 @@ export class LandingWatcher {
    * changed for `quietMs` (by ctime, or by a difference between two scans),
    * or nothing has changed on disk since our rsync's last transfer into it ended.
    * Resolves at once if the folder does not exist (nothing can be written to it then: the
-   * gate admits only existing folders). Rejects when `signal` aborts.
+   * gate admits only existing folders), and with `timed-out` once `timeoutMs` has passed.
+   * Rejects when `signal` aborts.
    */
-  async waitForQuiet(capability: string, options: QuietOptions): Promise<void> {
+  async waitForQuiet(capability: string, options: QuietOptions): Promise<QuietOutcome> {
     assertCapability(capability);
-    const dir = join(this.landing, capability);
     const { quietMs, signal } = options;
     const pollMs = options.pollMs ?? Math.min(1_000, Math.max(50, quietMs / 4));
     const tempFileTimeoutMs = options.tempFileTimeoutMs ?? 600_000;
+    const deadline = Date.now() + (options.timeoutMs ?? Infinity);
+    const pause = (ms: number) => sleep(Math.max(0, Math.min(ms, deadline - Date.now())), undefined, { signal });
     let signature: string | undefined;
     let changedAt = -Infinity;
     for (;;) {
       signal?.throwIfAborted();
+      if (Date.now() >= deadline) return 'timed-out';
       // While rsync still writes (or runs its post-xfer hook), a scan says nothing new.
       if ((await options.activeTransfers()) > 0) {
-        await sleep(Math.min(pollMs, ACTIVE_POLL_MS), undefined, { signal });
+        await pause(Math.min(pollMs, ACTIVE_POLL_MS));
         continue;
       }
       let scan: UploadScan;
       try {
-        scan = await scanUpload(dir);
+        scan = await this.walk(capability);
       } catch (err) {
-        if (isErrno(err, 'ENOENT')) return;
+        if (isErrno(err, 'ENOENT')) return 'quiet';
         throw err;
       }
       // A transfer that began during the scan: wait for it as above.
@@ -275,13 +310,13 @@ export class LandingWatcher {
       // A change time in the future (clock stepped back) says nothing; scan differences still do.
       const lastWrite = Math.max(changedAt, scan.lastWriteMs <= now ? scan.lastWriteMs : -Infinity);
       const tempInProgress = scan.tempFiles > 0 && now - scan.lastTempWriteMs < tempFileTimeoutMs;
-      if (!tempInProgress && now - lastWrite >= quietMs) return;
-      if (scan.tempFiles === 0 && changedAt === -Infinity && options.lastTransferEndedAt) {
+      if (!tempInProgress && now - lastWrite >= quietMs) return 'quiet';
+      if (!tempInProgress && changedAt === -Infinity && options.lastTransferEndedAt) {
         // Only the disk's own change times count here: event and scan times are taken later.
         const endedAt = await options.lastTransferEndedAt();
-        if (endedAt !== undefined && scan.lastWriteMs <= endedAt) return;
+        if (endedAt !== undefined && scan.lastWriteMs <= endedAt) return 'quiet';
       }
-      await sleep(pollMs, undefined, { signal });
+      await pause(pollMs);
     }
   }
 
@@ -300,6 +335,7 @@ export class LandingWatcher {
           for (const capability of live) {
             const followed = this.followed.get(capability);
             if (followed === undefined) {
+              this.asked.forget(capability);
               this.followed.set(capability, { scannedAt: 0, lastScanDurationMs: 0, live: true });
               this.scheduleScan(capability);
             } else followed.live = true;
@@ -307,6 +343,7 @@ export class LandingWatcher {
           for (const [capability, followed] of this.followed) {
             if (live.has(capability) || !followed.live) continue;
             followed.live = false;
+            this.asked.forget(capability);
             this.scheduleScan(capability);
           }
         } while (this.pollAgain && this.started);
@@ -339,7 +376,7 @@ export class LandingWatcher {
   private async scan(capability: string, followed: Followed): Promise<void> {
     const started = Date.now();
     try {
-      followed.scan = await scanUpload(join(this.landing, capability));
+      followed.scan = await this.walk(capability);
     } catch (err) {
       if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) followed.live = false;
       else this.logger.warn({ err, capability }, 'landing scan failed');

@@ -67,7 +67,7 @@ async function writeOldCatalog(dataDir: string, n: number): Promise<{ packages: 
   return out;
 }
 
-t.test('a schema-1 catalog gets its indexes, payload lists and verification states, through schema 3', async (t) => {
+t.test('a schema-1 catalog gets its indexes, payload lists and verification states, through schema 4', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   // More than one migration batch (5,000 records).
@@ -75,7 +75,7 @@ t.test('a schema-1 catalog gets its indexes, payload lists and verification stat
   const catalog = Catalog.open(dir);
   t.teardown(() => catalog.close());
   t.equal(catalog.schemaVersion, SCHEMA_VERSION);
-  t.equal(SCHEMA_VERSION, 3);
+  t.equal(SCHEMA_VERSION, 4);
 
   const ids = (pkgs: Iterable<Package>) => [...pkgs].map((p) => p.bagId);
   const alice = { kind: 'some', users: ['alice'], contentTypes: [] } as const;
@@ -83,6 +83,8 @@ t.test('a schema-1 catalog gets its indexes, payload lists and verification stat
   t.same(ids(catalog.packages.list({ contentType: 'audio' })), old.packages.filter((p) => p.contentType === 'audio').map((p) => p.bagId), 'by content type');
   t.same(ids(catalog.packages.list({ stored: false })), old.packages.filter((p) => !p.stored).map((p) => p.bagId), 'open requests');
   t.equal(catalog.packages.count({ stored: true }), 6_000);
+  t.equal(catalog.packages.openCountOf('bob'), old.packages.filter((p) => p.user === 'bob' && !p.stored).length, "bob's open requests");
+  t.equal(catalog.packages.openCountOf('alice'), 0, 'alice has none open');
   const grantee = { kind: 'some', users: ['alice'], contentTypes: ['audio'] } as const;
   t.same(
     ids(catalog.packages.list({ scope: grantee })),
@@ -126,7 +128,7 @@ t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const old = await writeOldCatalog(dir, 6_000);
-  await Catalog.open(dir).close(); // 1 → 3
+  await Catalog.open(dir).close(); // 1 → 4
   // Back to what schema 2 had: no FAILED index.
   const root = open({ path: join(dir, 'catalog'), maxDbs: 64, compression: false });
   const failedIndex = root.openDB({ name: 'queueFailed' });
@@ -138,6 +140,29 @@ t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
   await root.close();
   const catalog = Catalog.open(dir);
   t.teardown(() => catalog.close());
-  t.equal(catalog.schemaVersion, 3);
+  t.equal(catalog.schemaVersion, 4);
   assertQueueCounts(t, catalog, old.queue);
+});
+
+t.test('a schema-3 catalog gets the owner index of open requests', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const old = await writeOldCatalog(dir, 12_000);
+  await Catalog.open(dir).close(); // 1 → 4
+  // Back to what schema 3 had: no owner index of open requests.
+  const root = open({ path: join(dir, 'catalog'), maxDbs: 64, compression: false });
+  const openIndex = root.openDB({ name: 'openPackagesByOwner' });
+  const meta = root.openDB({ name: 'meta' });
+  await root.transaction(() => {
+    openIndex.clearSync();
+    meta.put('schemaVersion', 3);
+  });
+  await root.close();
+  const catalog = Catalog.open(dir);
+  t.teardown(() => catalog.close());
+  t.equal(catalog.schemaVersion, 4);
+  const bobs = old.packages.filter((p) => p.user === 'bob' && !p.stored).length;
+  t.equal(bobs, 6_000, 'more than one migration batch');
+  t.equal(catalog.packages.openCountOf('bob'), bobs, "bob's open requests");
+  t.equal(catalog.packages.openCountOf('alice'), 0, 'alice has none open (all hers are stored)');
 });

@@ -6,7 +6,7 @@ import { isUuid } from '../../catalog/packages.js';
 import { newCapability } from '../../ingest/capability.js';
 import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
+import { conflict, forbidden, notFound, tooMany, unprocessable } from '../errors.js';
 import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.js';
 import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from '../lists.js';
 import { KeptShows } from '../kept-shows.js';
@@ -126,7 +126,7 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         response: {
           201: created('Package', 'The new request, with its upload_link.', '/v1/requests/{bag_id}'),
           303: seeOther('A package with this bag_id or external_id exists and the caller may see it; nothing was created.', '/v1/requests/{bag_id} of that package'),
-          ...errors(400, 401, 403, 409, 413, 422, 507),
+          ...errors(400, 401, 403, 409, 413, 422, 429, 507),
         },
       },
     },
@@ -141,13 +141,13 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         if (ctx.catalog.users.get(fields.user) === undefined) throw unprocessable({ user: [`no user "${fields.user}"`] });
         owner = fields.user;
       }
-      const result = ctx.catalog.packages.create({
-        bagId: fields.bagId,
-        externalId: fields.externalId,
-        contentType: fields.contentType,
-        user: owner,
-        capability: newCapability(),
-      });
+      const openLimit = ctx.config.upload.openRequestsPerUser;
+      const result = ctx.catalog.packages.create(
+        { bagId: fields.bagId, externalId: fields.externalId, contentType: fields.contentType, user: owner, capability: newCapability() },
+        openLimit > 0 ? { openPerOwner: openLimit } : {},
+      );
+      if ('overLimit' in result)
+        throw tooMany(`${owner === user.name ? 'you hold' : `${owner} holds`} ${result.overLimit} open requests, as many as a user may: complete them (or wait until they are stored) before declaring more`);
       if ('existing' in result) {
         const existing = result.existing;
         if (!rights.canSee(existing))
