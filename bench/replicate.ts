@@ -24,6 +24,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { Agent } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -86,7 +87,8 @@ const endpointOf = (ceph: Ceph) => (useHttps ? ceph.httpsEndpoint : ceph.endpoin
 function client(ceph: Ceph): S3Client {
   return new S3Client({
     endpoint: endpointOf(ceph), region: ceph.region, forcePathStyle: true,
-    requestHandler: { httpsAgent: { ca: readFileSync(ceph.caFile) } },
+    // An Agent, not its options: the SDK makes a new agent without them for a PUT with a body (Expect: 100-continue).
+    requestHandler: { httpsAgent: new Agent({ keepAlive: true, ca: readFileSync(ceph.caFile) }) },
     credentials: { accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey },
     requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
   });
