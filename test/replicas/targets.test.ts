@@ -172,6 +172,8 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
   // A gateway that refuses the read (keys it does not know): the copy is unreadable, named so.
   const [forged] = targetsFor([{ ...config, secretAccessKey: 'not-the-secret-key' }]);
   t.same(await forged!.readBack(pacedKey, pacedExpected, {}), { kind: 'unreadable', reason: 'SignatureDoesNotMatch, HTTP 403' });
+  // ... and the write: a refusal about the object (a write-refused problem), not the replica down.
+  await t.rejects(forged!.write('k/forged', Readable.from([Buffer.from('x')]), { size: 1, sha256: sha(Buffer.from('x')) }, { replace: false, absent: true }), { name: 'ObjectRefused', message: 'SignatureDoesNotMatch, HTTP 403' });
   forged!.close();
 
   // Retention asked of a bucket without Object Lock: refused at start-up.
