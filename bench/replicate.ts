@@ -1,6 +1,6 @@
 /**
  * Replication to a real Ceph RADOS Gateway against its yardsticks, in one run
- * (`node dist/bench/replicate.js [--rounds 2] [--json]`):
+ * (`node dist/bench/replicate.js [--rounds 2] [--https] [--json]`):
  *
  * - a bag of ~1 GiB (16 files of 64 MiB and 500 text files of 1–8 KiB, md5 and sha256
  *   manifests) is written under the OS temporary folder;
@@ -11,7 +11,11 @@
  * - preservd: a real daemon (`dist/src/cli.js serve`) with the bucket as its replica ingests the
  *   bag (not timed); the time from the queue item's DONE to the copy's `verified_at` (both from
  *   the catalog) is the copy plus its read-back verification (target ≤ 1.5 × rclone's copy
- *   alone). The daemon's VmRSS is sampled in that window (target < 200 MB).
+ *   alone). The daemon's VmRSS is sampled in that window (target < 200 MB), and its CPU seconds
+ *   (user + system, /proc) counted from the ingest's answer to the copy's verification.
+ *
+ * With `--https` all three talk to the gateway's TLS endpoint (its throw-away CA trusted through
+ * NODE_EXTRA_CA_CERTS for the daemon, `--ca-cert` for rclone), the path AWS users take.
  *
  * Each measurement gets a new single-node Ceph (memstore, test/helpers/ceph.ts), so no run pays
  * for another's data. Rounds alternate raw, rclone, preservd; ratios are taken per round and the
@@ -20,6 +24,7 @@
 import { spawnSync } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { createReadStream, mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { Agent } from 'node:https';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -39,14 +44,16 @@ const TARGETS = { toRclone: 1.5, rssMB: 200 };
 interface Options {
   rounds: number;
   json: boolean;
+  https: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { rounds: 2, json: false };
+  const o: Options = { rounds: 2, json: false, https: false };
   for (let i = 0; i < argv.length; i++) {
     if (argv[i] === '--json') o.json = true;
+    else if (argv[i] === '--https') o.https = true;
     else if (argv[i] === '--rounds') o.rounds = Number(argv[++i]);
-    else throw new Error(`unknown argument ${argv[i]}; usage: replicate.js [--rounds 2] [--json]`);
+    else throw new Error(`unknown argument ${argv[i]}; usage: replicate.js [--rounds 2] [--https] [--json]`);
   }
   if (!(Number.isInteger(o.rounds) && o.rounds >= 1)) throw new Error('--rounds must be an integer ≥ 1');
   return o;
@@ -74,9 +81,14 @@ function payload(): Record<string, Buffer> {
   return files;
 }
 
+let useHttps = false;
+const endpointOf = (ceph: Ceph) => (useHttps ? ceph.httpsEndpoint : ceph.endpoint);
+
 function client(ceph: Ceph): S3Client {
   return new S3Client({
-    endpoint: ceph.endpoint, region: ceph.region, forcePathStyle: true,
+    endpoint: endpointOf(ceph), region: ceph.region, forcePathStyle: true,
+    // An Agent, not its options: the SDK makes a new agent without them for a PUT with a body (Expect: 100-continue).
+    requestHandler: { httpsAgent: new Agent({ keepAlive: true, ca: readFileSync(ceph.caFile) }) },
     credentials: { accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey },
     requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
   });
@@ -116,30 +128,36 @@ function rclone(dir: string): Promise<number> {
       ...inherited,
       RCLONE_CONFIG: '/dev/null',
       RCLONE_S3_PROVIDER: 'Ceph',
-      RCLONE_S3_ENDPOINT: ceph.endpoint,
+      RCLONE_S3_ENDPOINT: endpointOf(ceph),
       RCLONE_S3_ACCESS_KEY_ID: ceph.accessKeyId,
       RCLONE_S3_SECRET_ACCESS_KEY: ceph.secretAccessKey,
       RCLONE_S3_REGION: ceph.region,
       RCLONE_S3_FORCE_PATH_STYLE: 'true',
     };
     const started = performance.now();
-    const run = spawnSync('rclone', ['copy', dir, ':s3:bench/rclone'], { env, encoding: 'utf8' });
+    const run = spawnSync('rclone', ['copy', dir, ':s3:bench/rclone', ...(useHttps ? ['--ca-cert', ceph.caFile] : [])], { env, encoding: 'utf8' });
     const seconds = (performance.now() - started) / 1000;
     if (run.status !== 0) throw new Error(`rclone copy failed (${run.status}): ${run.stderr}`);
     return seconds;
   });
 }
 
-/** The daemon's copy and verification of the ingested bag: seconds and the highest VmRSS seen meanwhile. */
-function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rssMB: number; rssAtDoneMB: number }> {
+/** CPU seconds (user + system) a process has used so far. */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
+/** The daemon's copy and verification of the ingested bag: seconds, CPU seconds, and the highest VmRSS seen meanwhile. */
+function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; cpu: number; rssMB: number; rssAtDoneMB: number }> {
   return withCeph(async (ceph) => {
     const scope = new Scope();
     try {
       const replica = {
-        name: 'ceph', kind: 's3', endpoint: ceph.endpoint, bucket: 'bench', region: ceph.region, prefix: '', forcePathStyle: true,
+        name: 'ceph', kind: 's3', endpoint: endpointOf(ceph), bucket: 'bench', region: ceph.region, prefix: '', forcePathStyle: true,
         accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey,
       };
-      const d = await TestDaemon.start(scope, { config: { replicas: [replica], logLevel: 'warn' } });
+      const d = await TestDaemon.start(scope, { config: { replicas: [replica], logLevel: 'warn' }, env: { NODE_EXTRA_CA_CERTS: ceph.caFile } });
       let rssKB = 0;
       let sampling = false;
       const sampler = setInterval(() => {
@@ -151,15 +169,17 @@ function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rss
       const { request } = await ingestBag(d, d.adminToken, files, { contentType: 'audio' });
       const rssAtDone = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d.proc.pid}/status`, 'utf8'))?.[1] ?? 0);
       sampling = true;
+      const cpuAtDone = cpuSeconds(d.proc.pid!);
       for (;;) {
         const pkg = await d.request('GET', `/v1/packages/${request.bag_id}`);
         const copy = (pkg.json.replicas as Array<{ status: string; verified_at: string | null }>)[0]!;
         if (copy.status === 'verified') {
           sampling = false;
+          const cpu = cpuSeconds(d.proc.pid!) - cpuAtDone;
           const item = await d.request('GET', `/v1/queue?package=${request.bag_id}`);
           const done = Date.parse((item.json as Array<{ updated_at: string }>)[0]!.updated_at);
           if (/unavailable|failed/.test(d.output)) console.error(`the daemon said:\n${d.output.slice(-3000)}`);
-          return { seconds: (Date.parse(copy.verified_at!) - done) / 1000, rssMB: (rssKB * 1024) / 1e6, rssAtDoneMB: (rssAtDone * 1024) / 1e6 };
+          return { seconds: (Date.parse(copy.verified_at!) - done) / 1000, cpu, rssMB: (rssKB * 1024) / 1e6, rssAtDoneMB: (rssAtDone * 1024) / 1e6 };
         }
         if (copy.status === 'failed') throw new Error(`the copy failed: ${JSON.stringify(copy)}`);
         await new Promise((r) => setTimeout(r, 50));
@@ -172,6 +192,7 @@ function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; rss
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
+  useHttps = o.https;
   const files = payload();
   // The same bytes as a folder for the raw PUT and rclone (ingestBag writes its own copy).
   const scratch = mkdtempSync(join(tmpdir(), 'preservd-bench-replicate-'));
@@ -180,21 +201,23 @@ async function main(): Promise<void> {
     await makeBag(dir, { files, chipmunkInfo: { externalId: 'bench', bagId: '00000000-0000-4000-8000-000000000000', contentType: 'audio' } });
     const paths = filesUnder(dir, { regularOnly: true });
     const bytes = paths.reduce((n, p) => n + statSync(join(dir, p)).size, 0);
-    const rounds: Array<{ raw: number; rclone: number; preservd: number; rssMB: number }> = [];
+    const rounds: Array<{ raw: number; rclone: number; preservd: number; cpu: number; rssMB: number }> = [];
     for (let r = 0; r < o.rounds; r++) {
       const raw = await rawPut(dir, paths);
       const rc = await rclone(dir);
       const ours = await preservd(files);
-      rounds.push({ raw, rclone: rc, preservd: ours.seconds, rssMB: ours.rssMB });
-      if (!o.json) console.log(`round ${r + 1}: raw PUT ${raw.toFixed(2)} s, rclone copy ${rc.toFixed(2)} s, preservd copy + read-back ${ours.seconds.toFixed(2)} s, RSS ≤ ${ours.rssMB.toFixed(0)} MB (${ours.rssAtDoneMB.toFixed(0)} MB when the ingest was done)`);
+      rounds.push({ raw, rclone: rc, preservd: ours.seconds, cpu: ours.cpu, rssMB: ours.rssMB });
+      if (!o.json) console.log(`round ${r + 1}: raw PUT ${raw.toFixed(2)} s, rclone copy ${rc.toFixed(2)} s, preservd copy + read-back ${ours.seconds.toFixed(2)} s, ${ours.cpu.toFixed(2)} CPU-s, RSS ≤ ${ours.rssMB.toFixed(0)} MB (${ours.rssAtDoneMB.toFixed(0)} MB when the ingest was done)`);
     }
     const toRclone = rounds.map((r) => r.preservd / r.rclone);
     const toRaw = rounds.map((r) => r.preservd / r.raw);
     const rss = Math.max(...rounds.map((r) => r.rssMB));
     const result = {
       bag: { files: paths.length, bytes },
+      scheme: o.https ? 'https' : 'http',
       load: loadavg()[0] ?? 0,
       seconds: { raw: median(rounds.map((r) => r.raw)), rclone: median(rounds.map((r) => r.rclone)), preservd: median(rounds.map((r) => r.preservd)) },
+      daemonCpuSeconds: median(rounds.map((r) => r.cpu)),
       ratios: { toRclone: median(toRclone), toRcloneRange: range(toRclone, 2), toRaw: median(toRaw), toRawRange: range(toRaw, 2) },
       peakRssMB: rss,
       targets: TARGETS,
@@ -207,6 +230,7 @@ async function main(): Promise<void> {
       console.log(`raw PUT: ${result.seconds.raw.toFixed(2)} s (${(mb / result.seconds.raw).toFixed(0)} MB/s)`);
       console.log(`rclone copy: ${result.seconds.rclone.toFixed(2)} s (${(mb / result.seconds.rclone).toFixed(0)} MB/s)`);
       console.log(`preservd copy + read-back: ${result.seconds.preservd.toFixed(2)} s (${(mb / result.seconds.preservd).toFixed(0)} MB/s)`);
+      console.log(`daemon CPU in the copy window: ${result.daemonCpuSeconds.toFixed(2)} s (median)`);
       console.log(`preservd / rclone: ${result.ratios.toRcloneRange} (target ≤ ${TARGETS.toRclone})`);
       console.log(`preservd / raw PUT: ${result.ratios.toRawRange}`);
       console.log(`daemon RSS during replication: ≤ ${rss.toFixed(0)} MB (target < ${TARGETS.rssMB})`);

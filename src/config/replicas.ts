@@ -4,6 +4,7 @@
  * what an operator wrote. Whether a bucket or folder really exists and takes writes is checked
  * at start-up by the replicas module, not here.
  */
+import { readFileSync } from 'node:fs';
 
 export interface S3ReplicaConfig {
   name: string;
@@ -21,6 +22,8 @@ export interface S3ReplicaConfig {
   retention?: { mode: 'COMPLIANCE' | 'GOVERNANCE'; days: number };
   /** Read rate limit of audits of this replica in MB/s; 0 or absent: unlimited. */
   rateLimitMBps?: number;
+  /** PEM file of CAs trusted for an `https:` endpoint besides Node's own (a private CA). */
+  caFile?: string;
 }
 
 export interface DirReplicaConfig {
@@ -34,6 +37,14 @@ export interface DirReplicaConfig {
 export type ReplicaConfig = S3ReplicaConfig | DirReplicaConfig;
 
 const NAME = /^[a-z0-9-]+$/;
+
+const readable = (path: string): string | Error => {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    return err as Error;
+  }
+};
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -69,7 +80,12 @@ export function checkReplicas(replicas: unknown): string[] {
       }
       if (typeof r.prefix !== 'string' || r.prefix.startsWith('/')) p.push(`${key}.prefix: must be a string not starting with /`);
       if (typeof r.forcePathStyle !== 'boolean') p.push(`${key}.forcePathStyle: must be true or false`);
-      for (const field of ['accessKeyId', 'secretAccessKey']) if (r[field] !== undefined) str(field);
+      for (const field of ['accessKeyId', 'secretAccessKey', 'caFile']) if (r[field] !== undefined) str(field);
+      if (typeof r.caFile === 'string' && r.caFile !== '') {
+        const pem = readable(r.caFile);
+        if (pem instanceof Error) p.push(`${key}.caFile: cannot be read: ${pem.message}`);
+        else if (!pem.includes('-----BEGIN CERTIFICATE-----')) p.push(`${key}.caFile: ${r.caFile} holds no PEM certificate`);
+      }
       const retention = r.retention;
       if (retention !== undefined) {
         if (!isObject(retention) || (retention.mode !== 'COMPLIANCE' && retention.mode !== 'GOVERNANCE')) p.push(`${key}.retention.mode: must be "COMPLIANCE" or "GOVERNANCE"`);

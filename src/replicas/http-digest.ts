@@ -1,28 +1,21 @@
 /**
- * Size and sha256 of an object fetched by a plain `http:` GET (a presigned URL), hashed as its
- * bytes arrive. It speaks just enough HTTP/1.1 for that: one GET on a connection of its own
- * (`Connection: close`), an answer with a Content-Length. The connection reads into one buffer
- * that is reused for every read (`net.connect`'s `onread`), where node:http and undici allocate a
- * new buffer per read; that allocation, not the hashing, was most of a read-back's CPU. A new
- * connection per object (its buffer is kept for the next), because a kept-alive one waits for the delayed ACK (40 ms) on every
- * small object. Figures: docs/performance.md, "Replication"; why not a library: docs/decisions.md.
+ * Size and sha256 of an object fetched by a GET of a presigned URL, `http:` or `https:`, hashed
+ * as its bytes arrive. It speaks just enough HTTP/1.1 for that: one GET on a connection of its
+ * own (`Connection: close`), an answer with a Content-Length. The connection reads into one
+ * buffer that is reused for every read (node:net's and node:tls's `onread`), where node:http and
+ * undici allocate a new buffer per read; that allocation, not the hashing, was most of a
+ * read-back's CPU. A new connection per object (its buffer goes back to the replica's pool),
+ * because a kept-alive one waits for the delayed ACK on every small object. Figures:
+ * docs/performance.md, "Replication"; why not a library: docs/decisions.md.
  *
  * An answer that is not a 2xx comes back with its status and the S3 error code of its body; an
  * answer it cannot take (chunked, no length) comes back as 'unsupported', for the caller to read
  * another way. No answer, a connection that breaks or stalls: it throws a BareGetFailed. It does
- * not speak TLS (`https:` endpoints are read through node:http by s3-get.ts), decide what an
- * answer means for a copy, or retry.
+ * not decide what an answer means for a copy, or retry.
  */
 import { createHash } from 'node:crypto';
-import { connect } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection } from './http-head.js';
-
-/** The buffer a connection reads into. */
-const READ_BYTES = 256 * 1024;
-/** Read buffers of finished GETs, kept for the next ones (at most READ_BUFFERS_KEPT). */
-const readBuffers: Buffer[] = [];
-const READ_BUFFERS_KEPT = 8;
+import { connectTo, describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection } from './bare-http.js';
 
 export type BareGet =
   | { kind: 'body'; size: number; sha256: string }
@@ -48,7 +41,7 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
   signal?.throwIfAborted();
   const rate = opts.bytesPerSec ?? 0;
   return new Promise<BareGet>((resolve, reject) => {
-    const buffer = readBuffers.pop() ?? Buffer.allocUnsafe(READ_BYTES);
+    const buffer = opts.buffers.take();
     let head: Buffer | undefined = Buffer.alloc(0);
     let status = 0;
     let length = 0;
@@ -56,12 +49,12 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
     let errorBody = '';
     const hash = createHash('sha256');
     let started = 0;
+    let paused = false;
     let done = false;
 
     const finish = (outcome: { ok: BareGet } | { err: unknown }) => {
       if (done) return;
       done = true;
-      clearTimeout(connectTimer);
       signal?.removeEventListener('abort', onAbort);
       socket.destroy();
       if ('ok' in outcome) resolve(outcome.ok);
@@ -80,11 +73,15 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
       if (status >= 200 && status < 300) hash.update(bytes);
       else if (errorBody.length < ERROR_BODY_BYTES) errorBody += bytes.toString('utf8');
       if (received === length) return finish({ ok: answer() });
-      if (rate > 0) {
+      // Over TLS a few records may still come after a pause: counted, and the next pause waits for them.
+      if (rate > 0 && !paused) {
         const due = started + (received / rate) * 1000 - performance.now();
         if (due > 1) {
-          socket.pause();
-          sleep(due).then(() => done || socket.resume(), () => undefined);
+          paused = true;
+          sleep(due).then(() => {
+            paused = false;
+            if (!done) socket.resume();
+          }, () => undefined);
         }
       }
     };
@@ -107,30 +104,22 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
       body(rest);
     };
 
-    const socket = connect({
-      host: opts.host,
-      port: opts.port,
-      onread: {
-        buffer,
-        callback: (n) => {
-          bytes(buffer.subarray(0, n));
-          return true; // false would pause the socket; the rate limit pauses it by socket.pause()
-        },
+    const request = () => socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
+    const socket = connectTo(opts, request, fail, {
+      buffer,
+      callback: (n) => {
+        bytes(buffer.subarray(0, n));
+        // false pauses the socket until resume(): over TLS, socket.pause() would not stop the reads.
+        return !paused;
       },
     });
-    const connectTimer = setTimeout(() => fail(`no connection to ${opts.host}:${opts.port} within ${opts.connectTimeoutMs / 1000} s`), opts.connectTimeoutMs);
     const onAbort = () => finish({ err: signal?.reason });
     signal?.addEventListener('abort', onAbort, { once: true });
-    socket.setNoDelay(true);
     socket.setTimeout(opts.idleTimeoutMs, () => fail(`no answer for ${opts.idleTimeoutMs / 1000} s`));
-    socket.once('connect', () => {
-      clearTimeout(connectTimer);
-      socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
-    });
     socket.on('error', (err) => fail(describeNetworkError(err), err));
     socket.on('close', () => {
       // Closed: nothing reads into the buffer any more.
-      if (readBuffers.length < READ_BUFFERS_KEPT) readBuffers.push(buffer);
+      opts.buffers.give(buffer);
       fail(head === undefined ? `the connection closed after ${received} of ${length} bytes` : 'the connection closed before an answer');
     });
   });

@@ -1,32 +1,71 @@
 /**
- * One PUT of a file's bytes to a presigned URL over a bare HTTP/1.1 connection of its own
- * (`Connection: close`), the counterpart of http-digest.ts's GET. The body is read from the
- * file into a few buffers that are reused: each one goes back to the pool when the socket has
- * handed its bytes to the kernel (the write's callback), where a stream into the SDK's PUT
- * allocates a new buffer for every read and leaves it to the garbage collector (tens of MB of
- * the daemon's RSS while a package went up; docs/performance.md, "Replication").
+ * One PUT of a body to a presigned URL, `http:` or `https:`, over an HTTP/1.1 connection of its
+ * own (`Connection: close`), the counterpart of http-digest.ts's GET: a whole object, or one part
+ * of a multipart upload. The body is read from its source (a file, or a stream copied in order)
+ * into two buffers of the replica's pool, each one reused once the socket has handed its bytes to
+ * the kernel (the write's callback), where a stream into the SDK's PUT allocates a new buffer for
+ * every read and leaves it to the garbage collector (docs/performance.md, "Replication").
  *
- * The bytes are hashed as they are read and the last chunk is held back until the hash is
- * checked against the catalog's: a file that no longer matches throws a SourceChanged and the
- * connection is cut before the body is complete, so the gateway never stores a wrong object.
+ * The bytes are hashed as they are read, across the parts of one object, and the object's last
+ * chunk is held back until the hash is checked against the catalog's: a source that no longer
+ * matches throws a SourceChanged and the connection is cut before the body is complete, so the
+ * gateway never stores a wrong object (nor completes a multipart upload of one).
  *
  * It answers with the status, the S3 error code of an error answer and the ETag; no answer, a
- * connection that breaks or stalls: a BarePutFailed. It does not speak TLS, sign anything (the
- * URL and its signed headers come from s3-put.ts), or retry.
+ * connection that breaks or stalls: a BarePutFailed. It does not sign anything (the URL and its
+ * signed headers come from s3-put.ts), or retry.
  */
-import { createHash } from 'node:crypto';
+import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
-import { connect, type Socket } from 'node:net';
-import { describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection } from './http-head.js';
+import type { Socket } from 'node:net';
+import type { Readable } from 'node:stream';
+import { connectTo, describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection, type BufferPool } from './bare-http.js';
 import { SourceChanged, type ExpectedFile } from './target.js';
 
-/** Bytes read from the file at a time. */
-const CHUNK_BYTES = 512 * 1024;
 /** Chunks of one PUT in flight: one being read and hashed while the other goes out. */
 const CHUNKS_IN_FLIGHT = 2;
-/** Chunk buffers of finished PUTs, kept for the next ones (at most this many). */
-const CHUNKS_KEPT = 8;
-const freeChunks: Buffer[] = [];
+
+/** Reads up to `length` bytes of the source at `position` into `buf`; fewer only at its end. */
+export type ReadAt = (buf: Buffer, length: number, position: number) => Promise<number>;
+
+export const fileReader =
+  (file: FileHandle): ReadAt =>
+  async (buf, length, position) =>
+    (await file.read(buf, 0, length, position)).bytesRead;
+
+/** A stream read in order (positions are not looked at: each read continues the last). */
+export function streamReader(stream: Readable): ReadAt {
+  const chunks = stream[Symbol.asyncIterator]() as AsyncIterator<Buffer>;
+  let rest: Buffer = Buffer.alloc(0);
+  return async (buf, length) => {
+    let n = 0;
+    while (n < length) {
+      if (rest.length === 0) {
+        const next = await chunks.next();
+        if (next.done === true) break;
+        rest = next.value;
+      }
+      const copied = rest.copy(buf, n, 0, Math.min(rest.length, length - n));
+      rest = rest.subarray(copied);
+      n += copied;
+    }
+    return n;
+  };
+}
+
+/** The object being written: its expected size and sha256, and the hash of its bytes sent so far (in order). */
+export class ObjectCheck {
+  readonly hash: Hash = createHash('sha256');
+  constructor(readonly expected: ExpectedFile) {}
+}
+
+/** Bytes `start` to `end` (exclusive) of the object, read from `read`, hashed into `check`. */
+export interface PutBody {
+  read: ReadAt;
+  start: number;
+  end: number;
+  check: ObjectCheck;
+}
 
 export interface BarePutAnswer {
   status: number;
@@ -48,8 +87,8 @@ export interface BarePutOptions extends BareConnection {
   headers: ReadonlyArray<readonly [string, string]>;
 }
 
-/** PUTs the whole of `file` (`expected.size` bytes, checked against `expected.sha256`) to `pathAndQuery`. */
-export function barePutFile(pathAndQuery: string, file: FileHandle, expected: ExpectedFile, opts: BarePutOptions): Promise<BarePutAnswer> {
+/** PUTs `body` to `pathAndQuery`; at the object's end the whole is checked against `body.check`. */
+export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOptions): Promise<BarePutAnswer> {
   const { signal } = opts;
   signal?.throwIfAborted();
   return new Promise<BarePutAnswer>((resolve, reject) => {
@@ -59,13 +98,12 @@ export function barePutFile(pathAndQuery: string, file: FileHandle, expected: Ex
     let length = -1;
     let received = 0;
     let errorBody = '';
-    const ring = new ChunkRing();
+    const ring = new ChunkRing(opts.buffers);
 
     const finish = (outcome: { ok: BarePutAnswer } | { err: unknown }) => {
       if (done) return;
       done = true;
       ring.close();
-      clearTimeout(connectTimer);
       signal?.removeEventListener('abort', onAbort);
       socket.destroy();
       if ('ok' in outcome) resolve(outcome.ok);
@@ -106,11 +144,15 @@ export function barePutFile(pathAndQuery: string, file: FileHandle, expected: Ex
       if (length >= 0 && received >= length) answered();
     };
 
-    const socket = connect({ host: opts.host, port: opts.port });
-    const connectTimer = setTimeout(() => fail(`no connection to ${opts.host}:${opts.port} within ${opts.connectTimeoutMs / 1000} s`), opts.connectTimeoutMs);
+    const request = () => {
+      const fields = opts.headers.map(([name, value]) => `${name}: ${value}\r\n`).join('');
+      socket.write(`PUT ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nContent-Length: ${body.end - body.start}\r\n${fields}Connection: close\r\n\r\n`);
+      // A SourceChanged, or the source's own read error as it is (the primary's problem, not the replica's).
+      writeBody(socket, body, ring).catch((err: unknown) => finish({ err }));
+    };
+    const socket = connectTo(opts, request, fail);
     const onAbort = () => finish({ err: signal?.reason });
     signal?.addEventListener('abort', onAbort, { once: true });
-    socket.setNoDelay(true);
     socket.setTimeout(opts.idleTimeoutMs, () => fail(`no progress for ${opts.idleTimeoutMs / 1000} s`));
     socket.on('data', bytes);
     socket.on('error', (err) => fail(describeNetworkError(err), err));
@@ -118,77 +160,66 @@ export function barePutFile(pathAndQuery: string, file: FileHandle, expected: Ex
       if (answer !== undefined && length < 0) answered();
       else fail(answer === undefined ? 'the connection closed before an answer' : `the connection closed after ${received} of ${length} bytes of the answer`);
     });
-    socket.once('connect', () => {
-      clearTimeout(connectTimer);
-      const fields = opts.headers.map(([name, value]) => `${name}: ${value}\r\n`).join('');
-      socket.write(`PUT ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nContent-Length: ${expected.size}\r\n${fields}Connection: close\r\n\r\n`);
-      // A SourceChanged, or the file's read error as it is (the primary's problem, not the replica's).
-      writeBody(socket, file, expected, ring).catch((err: unknown) => finish({ err }));
-    });
   });
 }
 
 /**
- * Writes the file's bytes, each chunk from a buffer of `ring` that goes back to it once the
+ * Writes the body's bytes, each chunk from a buffer of `ring` that goes back to it once the
  * socket is done with it. Stops early when the ring is closed (an answer came, or a failure).
  */
-async function writeBody(socket: Socket, file: FileHandle, expected: ExpectedFile, ring: ChunkRing): Promise<void> {
-  const hash = createHash('sha256');
-  let position = 0;
+async function writeBody(socket: Socket, body: PutBody, ring: ChunkRing): Promise<void> {
+  const { read, end, check } = body;
+  const { size, sha256: expected } = check.expected;
+  let position = body.start;
   for (;;) {
     const buf = await ring.take();
     if (buf === undefined) return;
-    let bytesRead: number;
+    let bytesRead = 0;
     try {
-      // At the expected end one byte more is asked for: a file that grew is not the catalog's.
-      ({ bytesRead } = await file.read(buf, 0, Math.max(1, Math.min(CHUNK_BYTES, expected.size - position)), position));
+      if (position < end) bytesRead = await read(buf, Math.min(buf.length, end - position), position);
+      check.hash.update(buf.subarray(0, bytesRead));
+      position += bytesRead;
+      const short = bytesRead === 0 && position < end;
+      const last = short || position >= end;
+      if (last && (short || end === size)) {
+        // At the object's end one byte more is asked for: a source that grew is not the catalog's.
+        if (!short) position += await read(Buffer.alloc(1), 1, position);
+        // The object's last chunk goes out only once the whole proved to be the catalog's.
+        const sha256 = check.hash.digest('hex');
+        if (position !== size || sha256 !== expected.toLowerCase()) throw new SourceChanged(position, sha256);
+      }
+      if (ring.closed || bytesRead === 0) ring.give(buf);
+      else socket.write(buf.subarray(0, bytesRead), () => ring.give(buf));
+      if (last) return;
     } catch (err) {
       ring.give(buf);
       throw err;
     }
-    const chunk = buf.subarray(0, bytesRead);
-    hash.update(chunk);
-    position += bytesRead;
-    const last = bytesRead === 0 || position >= expected.size;
-    if (last) {
-      if (position === expected.size && bytesRead > 0) {
-        const { bytesRead: extra } = await file.read(Buffer.alloc(1), 0, 1, position);
-        position += extra;
-      }
-      // The last chunk goes out only once the whole file proved to be the catalog's.
-      const sha256 = hash.digest('hex');
-      if (position !== expected.size || sha256 !== expected.sha256.toLowerCase()) {
-        ring.give(buf);
-        throw new SourceChanged(position, sha256);
-      }
-    }
-    if (ring.closed || chunk.length === 0) ring.give(buf);
-    else socket.write(chunk, () => ring.give(buf));
-    if (last) return;
   }
 }
 
-/** The buffers of one PUT: CHUNKS_IN_FLIGHT at most, taken from (and given back to) the kept ones. */
+/** The buffers of one PUT: CHUNKS_IN_FLIGHT at most, taken from (and given back to) the replica's pool. */
 class ChunkRing {
   private lent = 0;
   private waiter: (() => void) | undefined;
   closed = false;
+
+  constructor(private readonly pool: BufferPool) {}
 
   /** A buffer, once one is free; undefined once the ring is closed. */
   async take(): Promise<Buffer | undefined> {
     while (this.lent >= CHUNKS_IN_FLIGHT && !this.closed) await new Promise<void>((resolve) => (this.waiter = resolve));
     if (this.closed) return undefined;
     this.lent++;
-    return freeChunks.pop() ?? Buffer.allocUnsafeSlow(CHUNK_BYTES);
+    return this.pool.take();
   }
 
   /** Called once nothing uses `buf` any more (the socket's write callback, also after close). */
   give(buf: Buffer): void {
     this.lent--;
-    if (freeChunks.length < CHUNKS_KEPT) freeChunks.push(buf);
+    this.pool.give(buf);
     this.wake();
   }
-
   close(): void {
     this.closed = true;
     this.wake();

@@ -5,7 +5,8 @@
  * and stream wrappers between them and the hash (why: docs/performance.md, "Replication").
  *
  * Read-backs and audits only hash an object: `digest` does that as the bytes arrive, over a bare
- * HTTP/1.1 connection for an `http:` endpoint (http-digest.ts), through node:http for `https:`.
+ * HTTP/1.1 connection (http-digest.ts), plain or TLS as the endpoint says. Streams (ranges,
+ * downloads, repairs) come through node:http or node:https, the same code for both.
  *
  * An answer is a stream (200, or 206 for a Range), `undefined` for a missing object (404), an
  * ObjectRefused for any other answer of the gateway about the object (403, 416, …), and a
@@ -18,7 +19,7 @@ import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
 import { digestOf } from './hashing.js';
 import { bareGetDigest } from './http-digest.js';
-import { describeNetworkError, s3ErrorCode, type BareConnection } from './http-head.js';
+import { BufferPool, describeNetworkError, s3ErrorCode, type BareConnection } from './bare-http.js';
 import { ReplicaDown } from './target.js';
 
 /** How long a signed URL stays valid: long enough to start the request, which it only needs to. */
@@ -41,41 +42,38 @@ export class ObjectRefused extends Error {
 export class PresignedReader {
   private readonly agent: http.Agent;
   private readonly transport: typeof http | typeof https;
-  /** Whole-object reads that only hash go over a bare connection (`http:` only). */
-  private readonly bare: boolean;
+  /** What bare GETs read into, one per GET in flight, kept for the next ones. */
+  private readonly buffers = new BufferPool(256 * 1024, 8);
 
   constructor(
     private readonly client: S3Client,
     private readonly bucket: string,
     private readonly replica: string,
     endpoint: string,
+    private readonly ca: string[] | undefined,
   ) {
-    const url = new URL(endpoint);
-    this.transport = url.protocol === 'https:' ? https : http;
-    this.agent = new this.transport.Agent({ keepAlive: true, scheduling: 'lifo' });
-    this.bare = url.protocol === 'http:';
+    this.transport = new URL(endpoint).protocol === 'https:' ? https : http;
+    this.agent = new this.transport.Agent({ keepAlive: true, scheduling: 'lifo', ...(ca ? { ca } : {}) });
   }
 
   /**
-   * Size and sha256 of the whole object, or undefined when it does not exist. Over an `http:`
-   * endpoint it is hashed as it arrives (http-digest.ts); otherwise, or when the gateway answers
-   * in a way it cannot take, from get()'s stream.
+   * Size and sha256 of the whole object, or undefined when it does not exist: hashed as it
+   * arrives (http-digest.ts), or, when the gateway answers in a way that cannot take (chunked),
+   * from get()'s stream.
    */
   async digest(Key: string, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number | undefined }): Promise<{ size: number; sha256: string } | undefined> {
-    if (this.bare) {
-      const url = new URL(await this.sign(Key, undefined));
-      let got;
-      try {
-        got = await bareGetDigest(url.pathname + url.search, { ...bareConnectionTo(url, opts.signal), ...opts });
-      } catch (err) {
-        opts.signal?.throwIfAborted();
-        throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
-      }
-      if (got.kind === 'body') return { size: got.size, sha256: got.sha256 };
-      if (got.kind === 'status') {
-        if (got.status === 404) return undefined;
-        throw refusal(this.replica, got.status, got.code);
-      }
+    const url = new URL(await this.sign(Key, undefined));
+    let got;
+    try {
+      got = await bareGetDigest(url.pathname + url.search, { ...bareConnectionTo(url, opts.signal, this.ca, this.buffers), ...opts });
+    } catch (err) {
+      opts.signal?.throwIfAborted();
+      throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
+    }
+    if (got.kind === 'body') return { size: got.size, sha256: got.sha256 };
+    if (got.kind === 'status') {
+      if (got.status === 404) return undefined;
+      throw refusal(this.replica, got.status, got.code);
     }
     const body = await this.get(Key, undefined, opts.signal);
     if (body === undefined) return undefined;
@@ -143,12 +141,15 @@ export class PresignedReader {
 
 const rangeHeader = (range: { start: number; end: number }) => `bytes=${range.start}-${range.end}`;
 
-/** Where a bare request to a presigned `http:` URL connects, with this replica's timeouts. */
-export function bareConnectionTo(url: URL, signal: AbortSignal | undefined): BareConnection {
+/** Where a bare request to a presigned URL connects, with this replica's timeouts, CAs and buffers. */
+export function bareConnectionTo(url: URL, signal: AbortSignal | undefined, ca: string[] | undefined, buffers: BufferPool): BareConnection {
+  const secure = url.protocol === 'https:';
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
-    port: Number(url.port || 80),
+    port: Number(url.port || (secure ? 443 : 80)),
     hostHeader: url.host,
+    tls: secure ? { ca } : undefined,
+    buffers,
     connectTimeoutMs: CONNECT_TIMEOUT_MS,
     idleTimeoutMs: IDLE_TIMEOUT_MS,
     signal,

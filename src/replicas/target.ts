@@ -38,7 +38,7 @@ export function streamOf(source: WriteSource, size?: number): Readable {
  * reads of 512 KiB: several of these may read one file side by side (fs streams on one FileHandle
  * may not, they close one another).
  */
-export function rangeOf(file: FileHandle, start: number, end: number): Readable {
+function rangeOf(file: FileHandle, start: number, end: number): Readable {
   return Readable.from(
     (async function* () {
       for (let position = start; position < end; ) {

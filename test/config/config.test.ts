@@ -107,3 +107,19 @@ t.test('replicas: defaults filled in, relative folders resolved, every mistake n
     'replicas[3].name: "primary" is reserved for the copy in storage/',
   ]);
 });
+
+t.test('a replica caFile must be a readable PEM file', async (t) => {
+  const notPem = file('not-a-ca.pem', 'hello\n');
+  const pem = file('ca.pem', '-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n');
+  const replica = { kind: 's3', endpoint: 'https://127.0.0.1:7443', bucket: 'b' };
+  const err = t.throws(() => loadConfig({ PRESERVD_CONFIG: file('bad-ca.json', JSON.stringify({
+    replicas: [{ ...replica, name: 'a', caFile: '/nonexistent/ca.pem' }, { ...replica, name: 'b', caFile: notPem }, { ...replica, name: 'c', caFile: '' }],
+  })) })) as ConfigError;
+  t.same(err.problems, [
+    "replicas[0].caFile: cannot be read: ENOENT: no such file or directory, open '/nonexistent/ca.pem'",
+    `replicas[1].caFile: ${notPem} holds no PEM certificate`,
+    'replicas[2].caFile: must be a non-empty string',
+  ]);
+  const ok = loadConfig({ PRESERVD_CONFIG: file('good-ca.json', JSON.stringify({ replicas: [{ ...replica, name: 'a', caFile: pem }] })) });
+  t.match(ok.replicas, [{ name: 'a', caFile: pem }]);
+});

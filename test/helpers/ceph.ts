@@ -7,7 +7,9 @@
  * kills them and removes the folder when the test ends, passed or failed.
  *
  * Each test file that calls `startCeph` gets its own cluster (tap runs files in parallel; a
- * cluster holds about 140 MiB at idle). `s3Test` runs a subtest only when the Ceph programs are
+ * cluster holds about 140 MiB at idle). radosgw answers both `http:` (`endpoint`) and `https:`
+ * (`httpsEndpoint`, beast's own TLS) with a certificate for 127.0.0.1 from a CA made here by
+ * `openssl` (`caFile`), so the replica tests run over both schemes on one cluster. `s3Test` runs a subtest only when the Ceph programs are
  * installed; without them the subtest is skipped with the reason, unless PRESERVD_REQUIRE_S3=1
  * (set by `.ci/run`), where it runs and fails.
  */
@@ -23,8 +25,8 @@ import type { Test } from 'tap';
 
 const run = promisify(execFile);
 
-const PROGRAMS = ['ceph-authtool', 'monmaptool', 'ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'setpriv'];
-const INSTALL = 'apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common';
+const PROGRAMS = ['ceph-authtool', 'monmaptool', 'ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'setpriv', 'openssl'];
+const INSTALL = 'apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common openssl';
 
 /** Why the S3 tests cannot run here (a program is missing), or undefined when they can. */
 function cephMissing(): string | undefined {
@@ -57,7 +59,12 @@ export function s3Test(t: Test, name: string, fn: (t: Test) => Promise<void>): v
 }
 
 export interface Ceph {
+  /** `http://127.0.0.1:port` */
   endpoint: string;
+  /** The same gateway over TLS, `https://127.0.0.1:port`, its certificate signed by `caFile`. */
+  httpsEndpoint: string;
+  /** The PEM of the CA that signed the gateway's certificate (trusted by nothing else). */
+  caFile: string;
   accessKeyId: string;
   secretAccessKey: string;
   region: string;
@@ -71,15 +78,15 @@ export interface Ceph {
   stop(): Promise<void>;
 }
 
-/** Ports `base` … `base + 31` free on 127.0.0.1 (the mon, the OSD's range, and radosgw at +31). */
+/** Ports `base` … `base + 32` free on 127.0.0.1 (the mon, the OSD's range, and radosgw at +31 and +32). */
 async function freePortBlock(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
     const base = 20000 + Math.floor(Math.random() * 35000);
     let free = true;
-    for (let p = base; p <= base + 31 && free; p++) free = await portFree(p);
+    for (let p = base; p <= base + 32 && free; p++) free = await portFree(p);
     if (free) return base;
   }
-  throw new Error('no block of 32 free ports found on 127.0.0.1');
+  throw new Error('no block of 33 free ports found on 127.0.0.1');
 }
 
 function portFree(port: number): Promise<boolean> {
@@ -90,7 +97,7 @@ function portFree(port: number): Promise<boolean> {
   });
 }
 
-function confText(dir: string, monPort: number, rgwPort: number): string {
+function confText(dir: string, monPort: number, rgwPort: number, tlsPort: number): string {
   return `[global]
 fsid = ${randomUUID()}
 mon host = [v2:127.0.0.1:${monPort}]
@@ -143,7 +150,7 @@ memstore device bytes = ${8 * 1024 ** 3}
 [client.rgw.a]
 log file = ${dir}/log/$name.log
 rgw data = ${dir}/rgw
-rgw frontends = beast endpoint=127.0.0.1:${rgwPort}
+rgw frontends = beast endpoint=127.0.0.1:${rgwPort} ssl_endpoint=127.0.0.1:${tlsPort} ssl_certificate=${dir}/tls/gateway.pem ssl_private_key=${dir}/tls/gateway.key
 rgw dns name = localhost
 rgw gc obj min wait = 10
 rgw gc processor period = 10
@@ -177,11 +184,13 @@ export async function startCeph(t: { teardown(fn: () => unknown): void }): Promi
 }
 
 async function bootstrap(dir: string, children: ChildProcess[], stop: () => Promise<void>): Promise<Ceph> {
-  for (const sub of ['mon/a', 'osd/0', 'rgw', 'run', 'log', 'crash', 'tmp']) mkdirSync(join(dir, sub), { recursive: true });
+  for (const sub of ['mon/a', 'osd/0', 'rgw', 'run', 'log', 'crash', 'tmp', 'tls']) mkdirSync(join(dir, sub), { recursive: true });
   const monPort = await freePortBlock();
   const rgwPort = monPort + 31;
+  const tlsPort = monPort + 32;
   const conf = join(dir, 'ceph.conf');
-  writeFileSync(conf, confText(dir, monPort, rgwPort));
+  writeFileSync(conf, confText(dir, monPort, rgwPort, tlsPort));
+  const caFile = await makeCertificates(join(dir, 'tls'));
   const c = ['-c', conf];
   const keyring = join(dir, 'keyring');
   // Every key up front: ceph-mon --mkfs imports the whole keyring.
@@ -211,11 +220,13 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
 
   let rgw: ChildProcess | undefined;
   const endpoint = `http://127.0.0.1:${rgwPort}`;
+  const httpsEndpoint = `https://127.0.0.1:${tlsPort}`;
   const startGateway = async () => {
     const gateway = daemon(dir, 'rgw.a', 'radosgw', [...c, '-n', 'client.rgw.a', '-f']);
     children.push(gateway);
     rgw = gateway;
     await until(() => answers(endpoint), 60_000, 'radosgw did not answer', gateway);
+    await until(() => listens(tlsPort), 10_000, 'radosgw did not listen for TLS', gateway);
   };
   await startGateway();
 
@@ -225,6 +236,8 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
 
   return {
     endpoint,
+    httpsEndpoint,
+    caFile,
     accessKeyId,
     secretAccessKey,
     region: 'us-east-1',
@@ -236,6 +249,18 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
     startGateway,
     stop,
   };
+}
+
+/** A throw-away CA and the gateway's certificate for 127.0.0.1 signed by it, in `dir`; returns the CA's PEM file. */
+async function makeCertificates(dir: string): Promise<string> {
+  const ca = join(dir, 'ca.pem');
+  const days = ['-days', '2'];
+  await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'ca.key'), '-out', ca, ...days, '-subj', '/CN=preservd test CA']);
+  await run('openssl', [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'gateway.key'), '-out', join(dir, 'gateway.pem'), ...days,
+    '-subj', '/CN=127.0.0.1', '-CA', ca, '-CAkey', join(dir, 'ca.key'), '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE',
+  ]);
+  return ca;
 }
 
 /** A Ceph daemon in the foreground, killed by the kernel if this process dies. */

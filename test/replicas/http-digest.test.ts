@@ -3,12 +3,13 @@
  * server on loopback, for the answers Ceph does not give on demand: a body hashed as it arrives
  * (one byte at a time, too), an error answer's S3 code, a chunked answer handed back as
  * unsupported, a connection cut short, a server that stalls, and no server at all. Against the
- * real gateway it runs in targets.test.ts.
+ * real gateway, over `http:` and `https:`, it runs in targets.test.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import t from 'tap';
+import { BufferPool } from '../../src/replicas/bare-http.js';
 import { BareGetFailed, bareGetDigest } from '../../src/replicas/http-digest.js';
 import { freePort } from '../helpers/daemon.js';
 
@@ -62,7 +63,7 @@ t.test('a bare GET against a real HTTP server', async (t) => {
     server.close();
   });
   const { port } = server.address() as AddressInfo;
-  const opts = { host: '127.0.0.1', port, hostHeader: `127.0.0.1:${port}`, connectTimeoutMs: 2000, idleTimeoutMs: 2000 };
+  const opts = { host: '127.0.0.1', port, hostHeader: `127.0.0.1:${port}`, connectTimeoutMs: 2000, idleTimeoutMs: 2000, buffers: new BufferPool(256 * 1024, 8) };
 
   t.same(await bareGetDigest('/whole?X-Amz-Signature=abc', opts), { kind: 'body', size: body.length, sha256: sha(body) });
   t.same(seen, [`GET /whole?X-Amz-Signature=abc host=127.0.0.1:${port} connection=close`], 'the path and query as given, the Host signed for, one connection');

@@ -1,24 +1,29 @@
 /**
- * The bare HTTP/1.1 PUT that writes files to S3 (src/replicas/http-put.ts) against a real HTTP
+ * The bare HTTP/1.1 PUT that writes objects to S3 (src/replicas/http-put.ts) against a real HTTP
  * server on loopback, for what Ceph does not do on demand: the whole file arrives with the signed
  * headers, a file that no longer matches the catalog never arrives whole, an error answer's S3
  * code (also one given before the body was read), a server that stalls, and no server at all.
- * Against the real gateway it runs in targets.test.ts and replication.test.ts.
+ * Against the real gateway, over `http:` and `https:`, it runs in targets.test.ts and replication.test.ts.
  */
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { open } from 'node:fs/promises';
+import { open, type FileHandle } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer as createNetServer, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { barePutFile, BarePutFailed } from '../../src/replicas/http-put.js';
-import { SourceChanged } from '../../src/replicas/target.js';
+import { BufferPool } from '../../src/replicas/bare-http.js';
+import { barePut, BarePutFailed, fileReader, ObjectCheck, type BarePutOptions } from '../../src/replicas/http-put.js';
+import { SourceChanged, type ExpectedFile } from '../../src/replicas/target.js';
 import { freePort } from '../helpers/daemon.js';
 
 const body = randomBytes(3 * 1024 * 1024 + 17);
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+/** The whole file as one object. */
+const barePutFile = (path: string, file: FileHandle, expected: ExpectedFile, opts: BarePutOptions) =>
+  barePut(path, { read: fileReader(file), start: 0, end: expected.size, check: new ObjectCheck(expected) }, opts);
 
 interface Received {
   url: string;
@@ -64,7 +69,7 @@ t.test('a bare PUT against a real HTTP server', async (t) => {
   const file = await open(path);
   t.teardown(() => file.close());
   const { port } = server.address() as AddressInfo;
-  const opts = { host: '127.0.0.1', port, hostHeader: `127.0.0.1:${port}`, headers: [['x-amz-meta-sha256', sha(body)]] as const, connectTimeoutMs: 2000, idleTimeoutMs: 2000 };
+  const opts = { host: '127.0.0.1', port, hostHeader: `127.0.0.1:${port}`, headers: [['x-amz-meta-sha256', sha(body)]] as const, connectTimeoutMs: 2000, idleTimeoutMs: 2000, buffers: new BufferPool(512 * 1024, 8) };
   const expected = { size: body.length, sha256: sha(body) };
 
   t.same(await barePutFile('/bag/file?X-Amz-Signature=abc', file, expected, opts), { status: 200, code: '', etag: '"abc"' });

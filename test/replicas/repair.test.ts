@@ -3,7 +3,8 @@
  * Gateway and a folder: a corrupted object and a deleted one are found by the next audit, each
  * named with its replica, and repaired (audit.repair auto); a deleted primary file is served from
  * a replica and restored by POST /repair; a file with no good copy is reported and left alone;
- * a whole storage/ removed is rebuilt from the replica with every audit clean afterwards.
+ * a whole storage/ removed is rebuilt from the replica with every audit clean afterwards. The
+ * first runs over both `http:` and `https:` (the gateway's TLS), the rebuild over `https:`.
  */
 import { PutObjectCommand } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
@@ -15,7 +16,7 @@ import { s3Test, startCeph } from '../helpers/ceph.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { filesUnder } from '../helpers/walk.js';
-import { createBucket, eventsOf, replicaFolder, replicaStates, s3Bytes, s3Client, s3Replica, waitForCopies } from './fixtures/replica-world.js';
+import { createBucket, eventsOf, overTls, replicaFolder, replicaStates, s3Bytes, s3Client, s3Replica, waitForCopies } from './fixtures/replica-world.js';
 
 /** Runs an audit to its end; its failures' details, by bag_id. */
 async function audit(d: TestDaemon): Promise<Map<string, string>> {
@@ -75,15 +76,17 @@ s3Test(t, 'on Ceph', async (t) => {
   const s3 = s3Client(ceph);
   t.teardown(() => s3.destroy());
 
-  t.test('a corrupted S3 object and a deleted dir object: found by the next audit, named, repaired (audit.repair auto)', async (t) => {
-    await createBucket(s3, 'damage');
+  for (const scheme of ['http', 'https'] as const)
+  t.test(`a corrupted S3 object (over ${scheme}:) and a deleted dir object: found by the next audit, named, repaired (audit.repair auto)`, async (t) => {
+    const bucket = `damage-${scheme}`;
+    await createBucket(s3, bucket);
     const mirror = replicaFolder(t);
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'damage'), { name: 'mirror', kind: 'dir', path: mirror }], audit: { repair: 'auto' } } });
+    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, bucket, scheme === 'https' ? overTls(ceph) : {}), { name: 'mirror', kind: 'dir', path: mirror }], audit: { repair: 'auto' } } });
     const { request } = await ingestBag(d, d.adminToken, { 'a.txt': 'alpha\n', 'b.txt': 'beta\n' });
     const bagId = request.bag_id as string;
     await waitForCopies(d, bagId, 'verified');
     const prefix = Storage.storagePath(bagId);
-    await s3.send(new PutObjectCommand({ Bucket: 'damage', Key: `copies/${prefix}/data/a.txt`, Body: 'alphA\n' }));
+    await s3.send(new PutObjectCommand({ Bucket: bucket, Key: `copies/${prefix}/data/a.txt`, Body: 'alphA\n' }));
     await unlink(join(mirror, prefix, 'data/b.txt'));
 
     const failures = await audit(d);
@@ -97,7 +100,7 @@ s3Test(t, 'on Ceph', async (t) => {
       ['success', 'data/a.txt: restored on replica ceph from the primary copy'],
       ['success', 'data/b.txt: restored on replica mirror from the primary copy'],
     ]);
-    t.equal((await s3Bytes(s3, 'damage', `copies/${prefix}/data/a.txt`)).toString(), 'alpha\n');
+    t.equal((await s3Bytes(s3, bucket, `copies/${prefix}/data/a.txt`)).toString(), 'alpha\n');
     t.equal(await readFile(join(mirror, prefix, 'data/b.txt'), 'utf8'), 'beta\n');
     t.same((await waitForCopies(d, bagId, 'verified', 30_000)).map((s) => [s.name, s.status]), [['ceph', 'verified'], ['mirror', 'verified']], 'both copies whole again');
     t.same([...(await audit(d))], [], 'the next audit is clean');
@@ -126,9 +129,9 @@ s3Test(t, 'on Ceph', async (t) => {
     t.equal((await s3Bytes(s3, 'nogood', `copies/${prefix}/data/a.txt`)).toString(), 'damaged2\n');
   });
 
-  t.test('a whole storage/ removed is rebuilt from the replica; every audit clean afterwards', async (t) => {
+  t.test('a whole storage/ removed is rebuilt from the replica (over https:); every audit clean afterwards', async (t) => {
     await createBucket(s3, 'rebuild');
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'rebuild')], audit: { repair: 'auto' } } });
+    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'rebuild', overTls(ceph))], audit: { repair: 'auto' } } });
     const bags = [];
     for (let i = 0; i < 3; i++) bags.push(await ingestBag(d, d.adminToken, { [`f${i}.bin`]: randomBytes(50_000 + i), 'sub/readme.txt': `bag ${i}\n` }));
     for (const bag of bags) await waitForCopies(d, bag.request.bag_id, 'verified');

@@ -5,7 +5,8 @@
  * copy `pending` until it comes back, then `verified` with no one asking; kill -9 of the daemon
  * in the middle of copying a large bag ends verified after a restart, with no duplicate event
  * and no multipart upload left behind; with Object Lock every object carries the retention and a
- * delete of a locked version is refused.
+ * delete of a locked version is refused. The first runs over both `http:` and `https:` (the
+ * gateway's TLS, its CA as the replica's `caFile`); Object Lock and the kill -9 over `https:`.
  */
 import {
   DeleteObjectCommand,
@@ -25,7 +26,7 @@ import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { getPage, Jar, logIn } from '../helpers/session.js';
 import { filesUnder } from '../helpers/walk.js';
-import { createBucket, dirBytes, eventsOf, replicaFolder, replicaStates, s3Bytes, s3Client, s3Replica, waitForCopies } from './fixtures/replica-world.js';
+import { createBucket, dirBytes, eventsOf, overTls, replicaFolder, replicaStates, s3Bytes, s3Client, s3Replica, waitForCopies } from './fixtures/replica-world.js';
 
 t.test('a dir replica alone: verified, the same bytes at the documented paths, one event', async (t) => {
   const mirror = replicaFolder(t);
@@ -88,21 +89,23 @@ s3Test(t, 'on Ceph', async (t) => {
   const s3 = s3Client(ceph);
   t.teardown(() => s3.destroy());
 
-  t.test('an S3 and a dir replica: both verified, identical bytes at the documented keys', async (t) => {
-    await createBucket(s3, 'both');
+  for (const scheme of ['http', 'https'] as const)
+  t.test(`an S3 (over ${scheme}:) and a dir replica: both verified, identical bytes at the documented keys`, async (t) => {
+    const bucket = `both-${scheme}`;
+    await createBucket(s3, bucket);
     const mirror = replicaFolder(t);
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'both'), { name: 'mirror', kind: 'dir', path: mirror }] } });
+    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, bucket, scheme === 'https' ? overTls(ceph) : {}), { name: 'mirror', kind: 'dir', path: mirror }] } });
     const { request, bagDir } = await ingestBag(d, d.adminToken, { 'a.txt': 'hello\n', 'deep/er/c.dat': randomBytes(300_000) });
     const bagId = request.bag_id as string;
     const states = await waitForCopies(d, bagId, 'verified');
     t.same(states.map((s) => s.name), ['ceph', 'mirror']);
     const prefix = Storage.storagePath(bagId);
     const bagFiles = filesUnder(bagDir, { regularOnly: true }).sort();
-    const listed = await s3.send(new ListObjectsV2Command({ Bucket: 'both', Prefix: `copies/${prefix}/` }));
+    const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: `copies/${prefix}/` }));
     t.same((listed.Contents ?? []).map((o) => o.Key).sort(), bagFiles.map((p) => `copies/${prefix}/${p}`).sort(), 'one object per file at copies/ab/cd/ef/<bag_id>/<path>');
     for (const path of bagFiles) {
       const original = await readFile(join(bagDir, path));
-      t.ok((await s3Bytes(s3, 'both', `copies/${prefix}/${path}`)).equals(original), `s3 ${path}: identical bytes`);
+      t.ok((await s3Bytes(s3, bucket, `copies/${prefix}/${path}`)).equals(original), `s3 ${path}: identical bytes`);
       t.ok((await dirBytes(mirror, `${prefix}/${path}`)).equals(original), `dir ${path}: identical bytes`);
     }
     t.same((await eventsOf(d, bagId, 'replication')).map((e) => [e.outcome, e.detail!.split(' (')[0]]).sort(), [
@@ -111,9 +114,9 @@ s3Test(t, 'on Ceph', async (t) => {
     ]);
   });
 
-  t.test('Object Lock: every object under retention, and a delete of a locked version refused', async (t) => {
+  t.test('Object Lock (over https:): every object under retention, and a delete of a locked version refused', async (t) => {
     await createBucket(s3, 'locked', true);
-    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'locked', { retention: { mode: 'COMPLIANCE', days: 2 } })] } });
+    const d = await TestDaemon.start(t, { config: { replicas: [s3Replica(ceph, 'locked', { retention: { mode: 'COMPLIANCE', days: 2 }, ...overTls(ceph) })] } });
     const { request, bagDir } = await ingestBag(d, d.adminToken, { 'a.txt': 'keep me\n', 'b.bin': randomBytes(20 * 1024 * 1024) });
     const bagId = request.bag_id as string;
     await waitForCopies(d, bagId, 'verified');
@@ -158,9 +161,9 @@ s3Test(t, 'on Ceph', async (t) => {
     t.equal(d.cli(['replicas']).code, 0);
   });
 
-  t.test('kill -9 in the middle of copying a large bag: verified after the restart, no duplicate event', async (t) => {
+  t.test('kill -9 in the middle of copying a large bag (over https:): verified after the restart, no duplicate event', async (t) => {
     await createBucket(s3, 'crash');
-    const replicas = [s3Replica(ceph, 'crash')];
+    const replicas = [s3Replica(ceph, 'crash', overTls(ceph))];
     const first = await TestDaemon.start(t, { config: { replicas }, keepDataDir: true });
     const payload: Record<string, Buffer> = {};
     // Larger than one PUT takes (64 MiB): multipart uploads, which a kill leaves unfinished.

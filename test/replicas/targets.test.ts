@@ -3,9 +3,10 @@
  * folder. Each writes streamed from disk, reads back, refuses to overwrite unless asked, lists,
  * and refuses to complete a copy whose source does not match what the catalog says; the start-up
  * check names a missing bucket or folder; a large file goes up in parts and a kill of the
- * gateway is ReplicaDown, not a problem of the object.
+ * gateway is ReplicaDown, not a problem of the object. The bucket is tried over `http:` and
+ * `https:` (the gateway's TLS, its CA given as `caFile`), on one cluster.
  */
-import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectVersionsCommand, PutObjectCommand } from '@aws-sdk/client-s3';
+import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, ListObjectVersionsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -14,7 +15,9 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import t, { type Test } from 'tap';
 import { checkTargets, ReplicaDown, targetsFor, type ReplicaTarget } from '../../src/replicas/index.js';
-import { s3Test, startCeph } from '../helpers/ceph.js';
+import { trustedCAs } from '../../src/replicas/bare-http.js';
+import { PresignedWriter } from '../../src/replicas/s3-put.js';
+import { s3Test, startCeph, type Ceph } from '../helpers/ceph.js';
 import { s3Client } from './fixtures/replica-world.js';
 
 const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
@@ -98,17 +101,58 @@ t.test('dir replica', async (t) => {
 
 s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   const ceph = await startCeph(t);
-  const scratch = await mkdtemp(join(tmpdir(), 'preservd-s3-replica-'));
-  t.teardown(() => rm(scratch, { recursive: true, force: true }));
-  const config = {
-    name: 'ceph', kind: 's3' as const, endpoint: ceph.endpoint, bucket: 'replica-one', region: ceph.region, prefix: 'pre/', forcePathStyle: true,
-    accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey,
-  };
-  const [absent] = targetsFor([config]);
-  await t.rejects(checkTargets([absent!]), { message: `a replica cannot be used:\n  replica ceph: bucket replica-one does not exist at ${ceph.endpoint}; create it first` });
   const s3 = s3Client(ceph);
   t.teardown(() => s3.destroy());
-  await s3.send(new CreateBucketCommand({ Bucket: 'replica-one' }));
+  await t.test('over http:', (t) => s3Replica(t, ceph, s3, 'http'));
+  await t.test('over https:', (t) => s3Replica(t, ceph, s3, 'https'));
+
+  // An https: endpoint whose CA is not trusted: refused at start-up, naming why.
+  const bucket = 'replica-https';
+  const [untrusted] = targetsFor([{ name: 'ceph', kind: 's3', endpoint: ceph.httpsEndpoint, bucket, region: ceph.region, prefix: '', forcePathStyle: true, accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey }]);
+  await t.rejects(checkTargets([untrusted!]), { message: /^a replica cannot be used:\n {2}replica ceph: bucket replica-https at https:\/\/127\.0\.0\.1:\d+ cannot be reached: .*certificate/ });
+  untrusted!.close();
+
+  // A multipart upload (parts as small as S3 allows), from a file and from a stream, over both schemes.
+  const scratch = await mkdtemp(join(tmpdir(), 'preservd-s3-parts-'));
+  t.teardown(() => rm(scratch, { recursive: true, force: true }));
+  const big = randomBytes(12 * 1024 * 1024 + 5);
+  const bigFile = join(scratch, 'big');
+  await writeFile(bigFile, big);
+  const expected = { size: big.length, sha256: sha(big) };
+  for (const [scheme, endpoint] of [['http', ceph.endpoint], ['https', ceph.httpsEndpoint]] as const) {
+    const client = s3Client({ ...ceph, endpoint }, ceph.caFile);
+    const writer = new PresignedWriter(client, 'ceph', trustedCAs(await readFile(ceph.caFile, 'utf8')), { singlePut: 5 * 1024 * 1024, part: 5 * 1024 * 1024 });
+    const handle = await open(bigFile);
+    await writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/file' }, handle, expected, undefined);
+    await writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/stream' }, createReadStream(bigFile), expected, undefined);
+    // Not the catalog's bytes: the upload is aborted, nothing lands.
+    await t.rejects(writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/wrong' }, handle, { ...expected, sha256: sha(Buffer.from('x')) }, undefined), { name: 'SourceChanged' });
+    await t.rejects(writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/wrong' }, createReadStream(bigFile), { ...expected, size: big.length - 1 }, undefined), { name: 'SourceChanged', size: big.length });
+    await handle.close();
+    for (const key of ['parts/file', 'parts/stream']) {
+      const got = await s3.send(new GetObjectCommand({ Bucket: `replica-${scheme}`, Key: key }));
+      t.equal(sha(Buffer.from(await got.Body!.transformToByteArray())), expected.sha256, `${scheme}: ${key} went up in 3 parts, whole`);
+      t.match(got.ETag, /-3"$/, `${scheme}: ${key} is a multipart object`);
+    }
+    t.same((await s3.send(new ListObjectsV2Command({ Bucket: `replica-${scheme}`, Prefix: 'parts/wrong' }))).Contents ?? [], [], `${scheme}: the wrong ones are not there`);
+    t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: `replica-${scheme}` }))).Uploads ?? [], [], `${scheme}: and their uploads were aborted`);
+    client.destroy();
+  }
+});
+
+async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'https'): Promise<void> {
+  const scratch = await mkdtemp(join(tmpdir(), 'preservd-s3-replica-'));
+  t.teardown(() => rm(scratch, { recursive: true, force: true }));
+  const endpoint = scheme === 'http' ? ceph.endpoint : ceph.httpsEndpoint;
+  const bucket = `replica-${scheme}`;
+  const config = {
+    name: 'ceph', kind: 's3' as const, endpoint, bucket, region: ceph.region, prefix: 'pre/', forcePathStyle: true,
+    accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey, ...(scheme === 'https' ? { caFile: ceph.caFile } : {}),
+  };
+  const [absent] = targetsFor([config]);
+  await t.rejects(checkTargets([absent!]), { message: `a replica cannot be used:\n  replica ceph: bucket ${bucket} does not exist at ${endpoint}; create it first` });
+  absent!.close();
+  await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   const [target] = targetsFor([config]);
   t.teardown(() => target!.close());
   await checkTargets([target!]);
@@ -121,7 +165,7 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   const oddExpected = { size: oddBytes.length, sha256: sha(oddBytes) };
   t.equal(await target!.write(odd, Readable.from([oddBytes]), oddExpected, { replace: false }), 'written');
   t.same(await target!.readBack(odd, oddExpected, {}), { kind: 'match' });
-  t.same((await s3.send(new GetObjectCommand({ Bucket: 'replica-one', Key: `pre/${odd}` }))).ContentLength, oddBytes.length, 'the key is the one the SDK knows');
+  t.same((await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `pre/${odd}` }))).ContentLength, oddBytes.length, 'the key is the one the SDK knows');
   const paced = randomBytes(4 * 1024 * 1024);
   const pacedKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/paced.bin';
   const pacedExpected = { size: paced.length, sha256: sha(paced) };
@@ -136,17 +180,19 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   // A gateway that refuses the read (keys it does not know): the copy is unreadable, named so.
   const [forged] = targetsFor([{ ...config, secretAccessKey: 'not-the-secret-key' }]);
   t.same(await forged!.readBack(pacedKey, pacedExpected, {}), { kind: 'unreadable', reason: 'SignatureDoesNotMatch, HTTP 403' });
+  // ... and the write: a refusal about the object (a write-refused problem), not the replica down.
+  await t.rejects(forged!.write('k/forged', Readable.from([Buffer.from('x')]), { size: 1, sha256: sha(Buffer.from('x')) }, { replace: false, absent: true }), { name: 'ObjectRefused', message: 'SignatureDoesNotMatch, HTTP 403' });
   forged!.close();
 
   // Retention asked of a bucket without Object Lock: refused at start-up.
   const [locked] = targetsFor([{ ...config, retention: { mode: 'GOVERNANCE', days: 1 } }]);
   await t.rejects(checkTargets([locked!]), {
-    message: 'a replica cannot be used:\n  replica ceph: retention is configured but bucket replica-one has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)',
+    message: `a replica cannot be used:\n  replica ceph: retention is configured but bucket ${bucket} has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)`,
   });
   locked!.close();
 
   // Keys are under the prefix, as the storage lays bags out; no upload was left unfinished.
-  const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: 'replica-one', Prefix: 'pre/ab/' }));
+  const versions = await s3.send(new ListObjectVersionsCommand({ Bucket: bucket, Prefix: 'pre/ab/' }));
   t.same((versions.Versions ?? []).map((v) => v.Key).sort(), [
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/big.bin',
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/hello.txt',
@@ -154,7 +200,7 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/Ünïcode name + 100% (1).txt',
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/streamed/big.bin',
   ]);
-  t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: 'replica-one' }))).Uploads ?? [], [], 'the refused uploads were aborted');
+  t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [], [], 'the refused uploads were aborted');
 
   // The gateway down: ReplicaDown, not a problem with the object; back up: works again.
   await ceph.stopGateway();
@@ -163,6 +209,6 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   await t.rejects(target!.readBack('k/x', expected, {}), ReplicaDown);
   await ceph.startGateway();
   t.equal(await target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }), 'written');
-  await s3.send(new PutObjectCommand({ Bucket: 'replica-one', Key: 'pre/k/y', Body: 'y' }));
+  await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'pre/k/y', Body: 'y' }));
   t.same(await target!.readBack('k/x', expected, {}), { kind: 'match' });
-});
+}
