@@ -1,7 +1,7 @@
 /**
  * A million packages and a 200,000-file bag (`node dist/bench/scale.js [--packages N]
  * [--bag-files N] [--parts catalog,open,bag] [--catalog-dir DIR] [--json]`; long: run it alone,
- * `npm run bench -- scale`):
+ * `npm run bench -- scale`; `--parts show` measures only the catalog part's show):
  *
  * - a catalog of N (default 1,000,000) synthetic packages written through the catalog's own API
  *   (create, putFiles of 20 records, markStored, one ingestion event each; one in a thousand
@@ -61,7 +61,7 @@ const PACKAGES = option('packages', 1_000_000);
 const BAG_FILES = option('bag-files', 200_000);
 const REAL = Math.min(1_000, PACKAGES);
 const CATALOG_DIR = args.includes('--catalog-dir') ? args[args.indexOf('--catalog-dir') + 1]! : undefined;
-/** Which parts run: `--parts catalog,open,bag` (default all). */
+/** Which parts run: `--parts catalog,open,bag` (default all); `show` is the catalog part's show alone. */
 const parts = (args.includes('--parts') ? args[args.indexOf('--parts') + 1]! : 'catalog,open,bag').split(',');
 const results: Record<string, unknown> = {};
 const teardowns: Array<() => unknown> = [];
@@ -318,9 +318,8 @@ async function wholeList(d: TestDaemon): Promise<void> {
   report('whole_list_daemon_peak_rss_anon_mb', peakAnon / MB, `MB (its own memory; mapped catalog and code pages after: ${(status(pid, 'RssFile') / MB).toFixed(0)} MB)`);
 }
 
-async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
+async function showBesideFloors(d: TestDaemon, bigBagId: string): Promise<void> {
   const admin = d.adminToken;
-  const solo = tokenOf(d, 'solo');
   const show = `${d.url}/v1/packages/${bigBagId}`;
   const body = Buffer.from(await (await fetch(show, { headers: { authorization: `Bearer ${admin}` } })).arrayBuffer());
   const files = JSON.parse(body.toString()).files.length;
@@ -377,7 +376,11 @@ async function lists(d: TestDaemon, bigBagId: string): Promise<void> {
   report('show_client_cpu_us', usPerShow(cpu.clientOurs), `µs of client (autocannon) CPU per show (per floor answer: ${usPerShow(cpu.clientFloor).toFixed(0)} µs)`);
   console.log(`  (one process answering 32 in flight at that CPU per show waits about ${((32 * usPerShow(cpu.ours)) / 1e3).toFixed(1)} ms per answer: roughly the p50 it can reach; the floor ${((32 * usPerShow(cpu.floor)) / 1e3).toFixed(1)} ms)`);
   console.log(`  (per round, show/node/fastify p50 ${rounds.map((r) => `${percentile(r.ours, 50).toFixed(2)}/${percentile(r.floor, 50).toFixed(2)}/${percentile(r.framework, 50).toFixed(2)}`).join(', ')} ms; p99 ${rounds.map((r) => `${percentile(r.ours, 99).toFixed(1)}/${percentile(r.floor, 99).toFixed(1)}/${percentile(r.framework, 99).toFixed(1)}`).join(', ')} ms)`);
+}
 
+async function lists(d: TestDaemon): Promise<void> {
+  const admin = d.adminToken;
+  const solo = tokenOf(d, 'solo');
   const page = async (path: string, token: string, requests = 300) => {
     await load(`${d.url}${path}`, token, 1, Math.ceil(requests / 6));
     const xs = await load(`${d.url}${path}`, token, 1, requests);
@@ -568,7 +571,7 @@ async function hugeBag(): Promise<void> {
 
 async function main(): Promise<void> {
   console.log(`bench/scale: ${PACKAGES.toLocaleString('en')} packages, a bag of ${BAG_FILES.toLocaleString('en')} files; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
-  if (parts.includes('catalog')) {
+  if (parts.includes('catalog') || parts.includes('show')) {
     const dataDir = CATALOG_DIR ?? mkdtempSync(join(tmpdir(), 'preservd-scale-'));
     if (CATALOG_DIR === undefined) teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
     let bigBagId: string;
@@ -585,7 +588,7 @@ async function main(): Promise<void> {
 
     const startups: number[] = [];
     let daemon: TestDaemon | undefined;
-    for (let i = 0; i < 3; i++) {
+    for (let i = 0; i < (parts.includes('catalog') ? 3 : 1); i++) {
       await daemon?.stop();
       const started = Date.now();
       daemon = await TestDaemon.start(t, { dataDir, keepDataDir: true, config: { logLevel: 'error' } });
@@ -593,8 +596,9 @@ async function main(): Promise<void> {
     }
     report('startup_s', median(startups), `s (median of 3)`, { limit: TARGETS.startupS, below: true });
     console.log(`  (start-ups: ${startups.map((s) => s.toFixed(2)).join(', ')} s)`);
-    await wholeList(daemon!);
-    await lists(daemon!, bigBagId);
+    if (parts.includes('catalog')) await wholeList(daemon!);
+    await showBesideFloors(daemon!, bigBagId);
+    if (parts.includes('catalog')) await lists(daemon!);
     await daemon!.stop();
   }
   if (parts.includes('open')) await openRequests();
