@@ -1,11 +1,11 @@
 /**
  * The HTTP metrics, `preservd_http_requests_total{route,method,status}` and
  * `preservd_http_request_duration_seconds{route,method}`, counted in plain numbers as each
- * response ends and written in the Prometheus text format when scraped. prom-client's own
- * `inc` and `observe` build, hash and validate a label set on every call: about a tenth of the
- * daemon's CPU per show (docs/decisions.md, "HTTP metrics are counted without prom-client").
- * The other metrics, read when scraped, stay prom-client's.
+ * response ends and handed to prom-client when scraped, which writes them as it writes its own.
+ * prom-client's own `inc` and `observe` build, hash and validate a label set on every call
+ * (docs/decisions.md, "HTTP metrics are counted apart, written by prom-client").
  */
+import type { Metric, Registry } from 'prom-client';
 
 /** Upper bounds of the duration histogram's buckets, in seconds. */
 const BUCKETS = [0.001, 0.005, 0.02, 0.1, 0.5, 2, 10, 60];
@@ -17,6 +17,13 @@ interface Series {
   buckets: number[];
   sum: number;
   count: number;
+}
+
+/** One value of a metric as prom-client's registry reads it from `get()`. */
+interface Value {
+  metricName?: string;
+  labels: Record<string, string | number>;
+  value: number;
 }
 
 export class HttpMetrics {
@@ -37,29 +44,44 @@ export class HttpMetrics {
     s.count++;
   }
 
-  /** Both metrics in the Prometheus text format (0.0.4), as prom-client writes its own. */
-  text(): string {
-    const counts = ['# HELP preservd_http_requests_total HTTP responses by route, method and status', '# TYPE preservd_http_requests_total counter'];
-    const durations = ['# HELP preservd_http_request_duration_seconds HTTP response time by route and method', '# TYPE preservd_http_request_duration_seconds histogram'];
-    for (const [route, byMethod] of this.series) {
-      for (const [method, s] of byMethod) {
-        const labels = `route="${escapeLabel(route)}",method="${escapeLabel(method)}"`;
-        for (const [status, n] of s.statuses) counts.push(`preservd_http_requests_total{${labels},status="${status}"} ${n}`);
-        let cumulative = 0;
-        BUCKETS.forEach((bound, i) => {
-          cumulative += s.buckets[i]!;
-          durations.push(`preservd_http_request_duration_seconds_bucket{le="${bound}",${labels}} ${cumulative}`);
-        });
-        durations.push(`preservd_http_request_duration_seconds_bucket{le="+Inf",${labels}} ${s.count}`);
-        durations.push(`preservd_http_request_duration_seconds_sum{${labels}} ${s.sum}`);
-        durations.push(`preservd_http_request_duration_seconds_count{${labels}} ${s.count}`);
-      }
-    }
-    return `${counts.join('\n')}\n\n${durations.join('\n')}\n`;
+  /** Adds both metrics to `registry`: their values are read from the counts when it is scraped. */
+  register(registry: Registry): void {
+    registry.registerMetric(this.metric('preservd_http_requests_total', 'HTTP responses by route, method and status', 'counter', () => this.counts()));
+    registry.registerMetric(this.metric('preservd_http_request_duration_seconds', 'HTTP response time by route and method', 'histogram', () => this.durations()));
   }
-}
 
-/** A label value as the text format needs it: backslash, double quote and newline escaped. */
-function escapeLabel(value: string): string {
-  return value.replaceAll('\\', '\\\\').replaceAll('"', '\\"').replaceAll('\n', '\\n');
+  private counts(): Value[] {
+    const values: Value[] = [];
+    for (const [route, method, s] of this.each()) for (const [status, n] of s.statuses) values.push({ labels: { route, method, status }, value: n });
+    return values;
+  }
+
+  /** As prom-client's Histogram gives them: cumulative buckets with `le` first, then sum and count. */
+  private durations(): Value[] {
+    const values: Value[] = [];
+    for (const [route, method, s] of this.each()) {
+      let cumulative = 0;
+      BUCKETS.forEach((le, i) => {
+        cumulative += s.buckets[i]!;
+        values.push({ metricName: 'preservd_http_request_duration_seconds_bucket', labels: { le, route, method }, value: cumulative });
+      });
+      values.push({ metricName: 'preservd_http_request_duration_seconds_bucket', labels: { le: '+Inf', route, method }, value: s.count });
+      values.push({ metricName: 'preservd_http_request_duration_seconds_sum', labels: { route, method }, value: s.sum });
+      values.push({ metricName: 'preservd_http_request_duration_seconds_count', labels: { route, method }, value: s.count });
+    }
+    return values;
+  }
+
+  private *each(): Generator<[route: string, method: string, series: Series]> {
+    for (const [route, byMethod] of this.series) for (const [method, s] of byMethod) yield [route, method, s];
+  }
+
+  /**
+   * A metric for prom-client's registry, which asks only `get()` for its values and writes the
+   * text itself; its type names the classes, hence the cast.
+   */
+  private metric(name: string, help: string, type: 'counter' | 'histogram', values: () => Value[]): Metric {
+    const get = () => ({ name, help, type, aggregator: 'sum' as const, values: values() });
+    return { name, help, type, aggregator: 'sum', get } as unknown as Metric;
+  }
 }

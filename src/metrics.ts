@@ -1,5 +1,5 @@
 /**
- * Prometheus metrics: HTTP requests (counted apart, metrics-http.ts), and through prom-client the
+ * Prometheus metrics, written by prom-client: HTTP requests (counted apart, metrics-http.ts), the
  * ingest queue and durations, bytes hashed, audit progress, failures by code, rsync restarts,
  * catalog size, replica copies. Gauges are read when scraped.
  */
@@ -32,6 +32,7 @@ export class Metrics {
   constructor(private readonly catalog: Catalog) {
     const registers = [this.registry];
     collectDefaultMetrics({ register: this.registry, prefix: 'preservd_' });
+    this.http.register(this.registry);
     this.ingestSeconds = new Histogram({
       name: 'preservd_ingest_duration_seconds',
       help: 'Time from the start of an ingest to DONE or FAILED',
@@ -164,8 +165,7 @@ export class Metrics {
   }
 
   async render(): Promise<{ contentType: string; body: string }> {
-    // prom-client's text ends with a newline; a blank line separates metrics, as between its own.
-    return { contentType: this.registry.contentType, body: `${await this.registry.metrics()}\n${this.http.text()}` };
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
   }
 }
 

@@ -2,8 +2,8 @@
  * Requests/packages (one record, two names) and the files of stored packages. Packages are
  * listed oldest first by their sequence number, through indexes that make a page cost the same
  * whatever the catalog's size: the order itself, `[owner, seq]`, `[content type, seq]` and
- * `[stored, seq]`; open requests also by `[owner, seq]`, to count them. Files are keyed `[bag_id, path]`; a stored package's payload list, which never
- * changes, is also kept as the JSON the API sends, so showing a package reads one value.
+ * `[stored, seq]`; open requests also by `[owner, seq]`, to count them. Files are keyed `[bag_id, path]`;
+ * a stored package's payload list, which never changes, is kept as JSON, so a show reads one value.
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { FixityStore } from './fixity.js';
@@ -101,7 +101,7 @@ export class PackageStore {
    * Creates the package unless its bag_id or external_id is taken, in which case the package
    * holding it is returned and nothing is written. Check and insert are one transaction.
    */
-  create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt'>, limits: { openPerOwner?: number } = {}): CreateResult {
+  create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt' | 'version'>, limits: { openPerOwner?: number } = {}): CreateResult {
     return this.catalog.transaction(() => {
       const bagId = fields.bagId.toLowerCase();
       const existing = this.get(bagId) ?? this.find(fields.externalId);
@@ -110,7 +110,7 @@ export class PackageStore {
       if (open !== undefined && this.openCountOf(fields.user) >= open) return { overLimit: open };
       const now = Date.now();
       const seq = this.nextSeq();
-      const pkg: Package = { ...fields, bagId, stored: false, createdAt: now, updatedAt: now };
+      const pkg: Package = { ...fields, bagId, stored: false, createdAt: now, updatedAt: now, version: 1 };
       this.packages.put(bagId, { ...pkg, seq });
       this.byExternalId.put(fields.externalId, bagId);
       this.order.put(seq, bagId);
@@ -264,6 +264,9 @@ export class PackageStore {
     this.catalog.transaction(() => {
       this.fileBytes.put(bagId, totalBytes);
       this.keepPayloadList(bagId);
+      // Its show lists them: a new version of the record, as for a write to the record itself.
+      const current = this.packages.get(bagId);
+      if (current !== undefined) this.packages.put(bagId, { ...current, version: nextVersion(current) });
     });
   }
 
@@ -285,7 +288,7 @@ export class PackageStore {
     this.payloadLists.put(bagId, this.serialisePayloadList(bagId));
   }
 
-  /** The `files` field of a stored package, as UTF-8 JSON ready to send. */
+  /** The `files` field of a stored package, as UTF-8 JSON. */
   payloadListJson(bagId: string): Buffer {
     return this.payloadLists.get(bagId) ?? this.serialisePayloadList(bagId);
   }
@@ -311,18 +314,11 @@ export class PackageStore {
     return this.catalog.transaction(() => {
       const current = this.packages.get(bagId);
       if (current === undefined) throw new Error(`no package ${bagId}`);
-      const updated = { ...current, stored: true, storagePath, updatedAt: Date.now() };
+      const updated = { ...current, stored: true, storagePath, updatedAt: Date.now(), version: nextVersion(current) };
       this.packages.put(bagId, updated);
       this.putIndexes(updated);
       this.fixity.stored(bagId, updated.updatedAt);
       return strip(updated)!;
-    });
-  }
-
-  touch(bagId: string): void {
-    this.catalog.transaction(() => {
-      const current = this.packages.get(bagId);
-      if (current !== undefined) this.packages.put(bagId, { ...current, updatedAt: Date.now() });
     });
   }
 
@@ -390,6 +386,11 @@ export class PackageStore {
     for (const file of this.iterateFiles(bagId)) total += file.size;
     return total;
   }
+}
+
+/** The version of a record's next write (records written before versions were kept have none: 0). */
+function nextVersion(current: Package): number {
+  return (current.version ?? 0) + 1;
 }
 
 function strip(p: (Package & { seq?: number }) | undefined): Package | undefined {

@@ -57,6 +57,12 @@ export interface Package {
   storagePath?: string;
   createdAt: number;
   updatedAt: number;
+  /**
+   * Bumped by every write of the package's record or payload list (catalog/packages.ts), in the
+   * same transaction: what a kept show is keyed on (http/kept-shows.ts). Absent in records
+   * written before it was kept (read as 0).
+   */
+  version?: number;
 }
 
 /** One stored file of a package: tag files and payload alike, path relative to the bag root. */

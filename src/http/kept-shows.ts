@@ -1,20 +1,18 @@
 /**
- * The shows of recently shown stored packages, rendered, held in memory: per package its payload
- * list as the catalog keeps it (JSON, serialised at ingest), and per view flavour (a caller who
- * may see storage details or one who may not) the JSON text around it as UTF-8 buffers. Showing
- * the same package again sends the same three buffers instead of a fresh copy of the list and a
- * fresh rendering of the rest: those allocations, not the show's own code, were what kept the
- * garbage collector busy under load (docs/decisions.md, "A show's CPU").
+ * The shows of recently shown stored packages, rendered: per package and view flavour (a caller
+ * who may see storage details or one who may not) the finished body, sent as it is, so that
+ * showing the same package again neither renders nor copies its payload list (docs/decisions.md,
+ * "A show's CPU").
  *
- * Only stored packages are held; a stored package's list never changes (the ingest writes it
- * before the package becomes stored). An entry is used only while what the show shows is
- * unchanged: the package record's `updatedAt` (every write to a record sets it: create,
- * markStored, touch), and for the flavour with storage details the fixity state's `checkedAt` and
- * each configured replica's copy (status, verifiedAt, error), which the caller reads afresh for
- * every show (other processes, the CLI, write them too). Least recently shown go first once the
- * shows held pass `maxBytes` (lru-cache); a package larger than that is never held. Open
- * requests are not held here: their `upload` changes with every file that arrives.
+ * A body is used only while what it was rendered from is unchanged: the package record's
+ * `version` (every PackageStore write bumps it, the payload list's too) and, for the flavour with
+ * storage details, the storage state itself, compared whole: the fixity state and each configured
+ * replica's copy, which the caller reads afresh for every show (other processes, the CLI, write
+ * them too). Least recently shown go first once the bodies held pass `maxBytes` (lru-cache); a
+ * body larger than that is never held. Open requests are not held here: their `upload` changes
+ * with every file that arrives.
  */
+import { isDeepStrictEqual } from 'node:util';
 import { LRUCache } from 'lru-cache';
 import type { FixityState } from '../catalog/fixity.js';
 import type { Package, ReplicaCopy } from '../catalog/types.js';
@@ -26,21 +24,13 @@ export interface StorageState {
   replicas: Array<{ name: string; copy: ReplicaCopy | undefined }>;
 }
 
-/** How a show is made when none is held: the list read from the catalog, the rest rendered around it. */
-export interface ShowSource {
-  list(bagId: string): Buffer;
-  /** `[head, files, tail]`, the JSON text of the show in the order it is sent (views.ts, packageParts). */
-  render(pkg: Package, storage: StorageState | undefined, files: Buffer): readonly Buffer[];
-}
-
 interface HeldShow {
   storage: StorageState | undefined;
-  parts: readonly Buffer[];
+  body: Buffer;
 }
 
 interface Entry {
-  updatedAt: number;
-  list: Buffer;
+  version: number;
   /** Without storage details, with them. */
   shows: [HeldShow | undefined, HeldShow | undefined];
 }
@@ -48,46 +38,33 @@ interface Entry {
 export class KeptShows {
   private readonly entries: LRUCache<string, Entry>;
 
-  constructor(maxBytes: number, private readonly source: ShowSource) {
+  constructor(maxBytes: number) {
     this.entries = new LRUCache({ maxSize: maxBytes, sizeCalculation: sizeOf });
   }
 
-  /**
-   * The show of stored `pkg` as `[head, files, tail]`: the one held if still valid, else rendered
-   * (and the list read, if it is not held either) and held from then on. `storage` is undefined
-   * for a caller who may not see storage details.
-   */
-  show(pkg: Package, storage: StorageState | undefined): readonly Buffer[] {
-    const flavour = storage === undefined ? 0 : 1;
-    let entry = this.entries.get(pkg.bagId);
-    if (entry?.updatedAt !== pkg.updatedAt) entry = undefined;
-    const held = entry?.shows[flavour];
-    if (held !== undefined && sameStorage(held.storage, storage)) return held.parts;
-    const list = entry?.list ?? this.source.list(pkg.bagId);
-    const parts = this.source.render(pkg, storage, list);
-    const shows: Entry['shows'] = [entry?.shows[0], entry?.shows[1]];
-    shows[flavour] = { storage, parts };
+  /** The body held for stored `pkg` in this flavour (`storage` undefined: no storage details), if still valid. */
+  get(pkg: Package, storage: StorageState | undefined): Buffer | undefined {
+    const entry = this.entries.get(pkg.bagId);
+    if (entry?.version !== (pkg.version ?? 0)) return undefined;
+    const held = entry.shows[storage === undefined ? 0 : 1];
+    return held !== undefined && isDeepStrictEqual(held.storage, storage) ? held.body : undefined;
+  }
+
+  /** Holds `body`, rendered from `pkg` and `storage`, from now on; returns it. */
+  keep(pkg: Package, storage: StorageState | undefined, body: Buffer): Buffer {
+    const version = pkg.version ?? 0;
+    const entry = this.entries.get(pkg.bagId);
+    const shows: Entry['shows'] = entry?.version === version ? [entry.shows[0], entry.shows[1]] : [undefined, undefined];
+    shows[storage === undefined ? 0 : 1] = { storage, body };
     // A new entry, not the held one changed: lru-cache sizes an entry only when it is set anew.
     // One larger than maxSize is not stored (lru-cache's maxEntrySize defaults to maxSize).
-    this.entries.set(pkg.bagId, { updatedAt: pkg.updatedAt, list, shows });
-    return parts;
+    this.entries.set(pkg.bagId, { version, shows });
+    return body;
   }
 }
 
 function sizeOf(entry: Entry): number {
-  let size = entry.list.length;
-  for (const held of entry.shows) if (held !== undefined) size += held.parts[0]!.length + held.parts[2]!.length;
+  let size = 0;
+  for (const held of entry.shows) if (held !== undefined) size += held.body.length;
   return Math.max(1, size);
-}
-
-/** Whether two readings of a package's storage state show the same (views.ts, packageView). */
-function sameStorage(a: StorageState | undefined, b: StorageState | undefined): boolean {
-  if (a === undefined || b === undefined) return a === b;
-  if (a.fixity?.checkedAt !== b.fixity?.checkedAt || a.replicas.length !== b.replicas.length) return false;
-  for (let i = 0; i < a.replicas.length; i++) {
-    const x = a.replicas[i]!;
-    const y = b.replicas[i]!;
-    if (x.name !== y.name || x.copy?.status !== y.copy?.status || x.copy?.verifiedAt !== y.copy?.verifiedAt || x.copy?.error !== y.copy?.error) return false;
-  }
-  return true;
 }

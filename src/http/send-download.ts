@@ -1,13 +1,13 @@
 /**
- * Sends a `DownloadAnswer` through fastify. Bodies bypass fastify's serialisation
- * (hijack.ts): status and headers go out first, then `writeBody` writes the exact length
+ * Sends a `DownloadAnswer` through fastify. Bodies are taken away from fastify
+ * (`reply.hijack()`): status and headers go out first, then `writeBody` writes the exact length
  * from reused buffers; onResponse hooks and request logging still run, onSend hooks do not see
  * the body. Here, too, the download's failures are logged.
  */
+import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { writeBody, type DownloadAnswer } from '../download/index.js';
-import { hijackWithHead } from './hijack.js';
 
 export async function sendDownload(request: FastifyRequest, reply: FastifyReply, answer: DownloadAnswer): Promise<FastifyReply> {
   switch (answer.kind) {
@@ -30,4 +30,17 @@ export async function sendDownload(request: FastifyRequest, reply: FastifyReply,
       return reply;
     }
   }
+}
+
+/** The raw response, its head written: `status`, the headers hooks set on the reply, then `headers`. The caller writes the body. */
+function hijackWithHead(reply: FastifyReply, status: number, headers: OutgoingHttpHeaders): ServerResponse {
+  reply.hijack();
+  const res = reply.raw;
+  const set = reply.getHeaders();
+  for (const name in set) {
+    const value = set[name];
+    if (value !== undefined) res.setHeader(name, value);
+  }
+  res.writeHead(status, headers);
+  return res;
 }

@@ -53,29 +53,6 @@ function replicaView(name: string, copy: ReplicaCopy | undefined): Record<string
   return view;
 }
 
-/**
- * A package view as JSON text around its `files`, which come as JSON text already (the stored
- * payload list, serialised once at ingest): `files` goes in its documented place, before
- * `upload` and the dates. `[head, files, tail]` as UTF-8, sent one after the other
- * (send-parts.ts), so the list is never copied into a body of its own.
- */
-export function packageParts(view: Record<string, unknown>, filesJson: Buffer): readonly Buffer[] {
-  const head: Record<string, unknown> = {};
-  const tail: Record<string, unknown> = {};
-  let before = true;
-  for (const [key, value] of Object.entries(view)) {
-    if (key === 'files') continue;
-    if (key === 'upload' || key === 'created_at') before = false;
-    (before ? head : tail)[key] = value;
-  }
-  return [Buffer.from(`${JSON.stringify(head).slice(0, -1)},"files":`, 'utf8'), filesJson, Buffer.from(`,${JSON.stringify(tail).slice(1)}`, 'utf8')];
-}
-
-/** The same as one buffer (a small package: a new request's answer). */
-export function packageBody(view: Record<string, unknown>, filesJson: Buffer): Buffer {
-  return Buffer.concat(packageParts(view, filesJson));
-}
-
 function problemView(p: StoredProblem): Record<string, unknown> {
   const v: Record<string, unknown> = { code: p.code, message: p.message };
   if (p.path !== undefined) v.path = p.path;

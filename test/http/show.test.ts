@@ -1,18 +1,20 @@
 /**
- * A show of a stored package (GET /v1/packages/{bag_id}) as sent in parts (send-parts.ts) and
- * held between shows (kept-shows.ts): the same document, Content-Length and Content-Type as one
- * buffer would give, HEAD with the headers and no body, the response still counted by the
- * metrics; each caller's flavour the bytes of a fresh rendering, rendered again once the package
- * record, its fixity check or a replica's copy changes.
+ * A show of a stored package (GET /v1/packages/{bag_id}) as held between shows (kept-shows.ts), a
+ * finished body per view flavour that fastify sends as it is: the document, Content-Length and
+ * Content-Type, HEAD with the headers and no body, the response still counted by the metrics;
+ * each caller's flavour the bytes of a fresh rendering through the response schema, rendered
+ * again once the package record, its payload list, its fixity check or a replica's copy changes.
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
+import Fastify from 'fastify';
 import t from 'tap';
 import type { FileRecord, Package, PreservationEvent } from '../../src/catalog/types.js';
 import { defaults, type Config } from '../../src/config/config.js';
-import { KeptShows, type ShowSource, type StorageState } from '../../src/http/kept-shows.js';
+import { KeptShows, type StorageState } from '../../src/http/kept-shows.js';
 import { offlineServer } from '../../src/http/offline.js';
-import { packageBody, packageView } from '../../src/http/views.js';
+import { ref, sharedSchemas } from '../../src/http/schemas.js';
+import { packageView } from '../../src/http/views.js';
 import { uploadLink } from '../../src/ingest/upload-link.js';
 import { Storage } from '../../src/storage/storage.js';
 
@@ -22,40 +24,42 @@ t.test('KeptShows holds shows by package and flavour, drops the least recently s
   let reads = 0;
   let renders = 0;
   const lists = new Map<string, string>();
-  const source: ShowSource = {
-    list: (bagId) => {
-      reads++;
-      return Buffer.from(lists.get(bagId)!);
-    },
-    render: (pkg, storage, files) => {
-      renders++;
-      return [Buffer.from(`${pkg.bagId}${storage === undefined ? '' : '+'}:`), files, Buffer.from(String(renders))];
-    },
+  const shows = new KeptShows(40);
+  /** As the route shows: the held body, else one rendered (the list read) and held. */
+  const show = (p: Package, storage: StorageState | undefined): Buffer => {
+    const held = shows.get(p, storage);
+    if (held !== undefined) return held;
+    reads++;
+    renders++;
+    return shows.keep(p, storage, Buffer.from(`${p.bagId}${storage === undefined ? '' : '+'}:${lists.get(p.bagId)!}${renders}`));
   };
-  const shows = new KeptShows(40, source);
-  const pkg = (bagId: string, updatedAt = 1) => ({ bagId, updatedAt }) as Package;
-  const text = (parts: readonly Buffer[]) => Buffer.concat(parts).toString();
+  const pkg = (bagId: string, version = 1) => ({ bagId, version }) as Package;
+  const text = (body: Buffer) => body.toString();
   const storage: StorageState = { fixity: undefined, replicas: [] };
   lists.set('a', '[1,2]');
-  t.equal(text(shows.show(pkg('a'), undefined)), 'a:[1,2]1');
-  t.equal(text(shows.show(pkg('a'), undefined)), 'a:[1,2]1', 'held');
-  t.equal(text(shows.show(pkg('a'), storage)), 'a+:[1,2]2', 'the other flavour: rendered, the list still held');
-  t.equal(text(shows.show(pkg('a'), { fixity: undefined, replicas: [] })), 'a+:[1,2]2', 'the same storage state read again: held');
-  t.equal(reads, 1);
+  t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1');
+  t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'held');
+  t.equal(text(show(pkg('a'), storage)), 'a+:[1,2]2', 'the other flavour: rendered');
+  t.equal(text(show(pkg('a'), { fixity: undefined, replicas: [] })), 'a+:[1,2]2', 'the same storage state read again: held');
+  t.equal(reads, 2, 'one rendering per flavour');
+  t.equal(text(show(pkg('a'), { fixity: { verifiedAt: 1 }, replicas: [] })), 'a+:[1,2]3', 'another storage state: rendered again');
+  t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'the other flavour still held');
   lists.set('a', '[3]');
-  t.equal(text(shows.show(pkg('a', 2), undefined)), 'a:[3]3', 'the record changed: read and rendered again');
-  t.equal(text(shows.show(pkg('a', 2), storage)), 'a+:[3]4', 'both flavours');
+  t.equal(text(show(pkg('a', 2), undefined)), 'a:[3]4', 'the record changed: read and rendered again');
+  t.equal(text(show(pkg('a', 2), storage)), 'a+:[3]5', 'both flavours');
+  t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'a record without a version (an older catalog): version 0, rendered again');
+  t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'and held');
   lists.set('b', '[4,5]');
-  shows.show(pkg('b'), undefined); // 5 + 2 + 1 = 8 bytes, a's 3 + 3 + 4 = 10
-  shows.show(pkg('a', 2), undefined); // a is now the most recently shown
+  show(pkg('b'), undefined); // 'b:[4,5]7': 8 bytes, a's 'a+:[3]6': 7
+  show({ bagId: 'a' } as Package, storage); // a is now the most recently shown
   lists.set('c', '[6,7,8,9,10,11,12,13,14]');
-  shows.show(pkg('c'), undefined); // 10 + 8 + 27 > 40: b goes
-  t.equal(text(shows.show(pkg('a', 2), storage)), 'a+:[3]4', 'kept');
-  t.equal(text(shows.show(pkg('b'), undefined)), 'b:[4,5]7', 'dropped, rendered again');
+  show(pkg('c'), undefined); // 7 + 8 + 27 > 40: b goes
+  t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'kept');
+  t.equal(text(show(pkg('b'), undefined)), 'b:[4,5]9', 'dropped, rendered again');
   lists.set('big', `[${'1,'.repeat(20)}1]`);
   const reads0 = reads;
-  shows.show(pkg('big'), undefined);
-  shows.show(pkg('big'), undefined);
+  show(pkg('big'), undefined);
+  show(pkg('big'), undefined);
   t.equal(reads - reads0, 2, 'larger than the limit: never held');
 });
 
@@ -88,6 +92,10 @@ t.test('a show of a stored package', async (t) => {
   const metrics = await app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
   t.match(metrics.body, /preservd_http_requests_total\{route="\/v1\/packages\/:bag_id",method="GET",status="200"\} 2/, 'counted by the metrics');
 
+  // Files recorded again without a write to the record itself: the payload list is part of the version.
+  catalog.packages.putFiles(bagId, ['bagit.txt', 'data/c.wav'].map(file));
+  t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files, ['c.wav'], 'a new payload list alone changes the show');
+
   // Stored again with other files (not something the ingest does): the record changes, so does the list.
   await sleep(5);
   catalog.packages.putFiles(bagId, ['bagit.txt', 'data/b.wav'].map(file));
@@ -116,21 +124,33 @@ t.test('a held show is the bytes of a fresh rendering, per flavour, until what i
 
   const show = async (who: keyof typeof callers) => (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers: { authorization: `Bearer ${callers[who]}` } })).rawPayload;
   const storageLocation = JSON.parse((await show('admin')).toString()).storage_location as string;
-  /** The show rendered afresh from what the catalog holds now (views.ts, as the route renders it). */
-  const fresh = (storageVisible: boolean) => {
+  /** Where packages are stored: their locations are under it. */
+  const storageRoot = storageLocation.slice(0, -Storage.storagePath(bagId).length);
+  // A fresh rendering through the response schema: a route of its own with the show's schema, as fastify serialises it.
+  const schemaApp = Fastify();
+  for (const schema of sharedSchemas) schemaApp.addSchema(schema);
+  let rendering: Record<string, unknown> = {};
+  schemaApp.get('/', { schema: { response: { 200: ref('Package') } } }, async () => rendering);
+  t.teardown(() => schemaApp.close());
+  /** The show rendered afresh from what the catalog holds now (views.ts, through the Package schema). */
+  const fresh = async (storageVisible: boolean) => {
     const pkg = catalog.packages.get(bagId)!;
     const view = packageView(pkg, {
       storageVisible,
       uploadLink: uploadLink(config.upload, pkg),
-      storageLocation: storageVisible ? storageLocation : undefined,
+      storageLocation: storageVisible ? `${storageRoot}${pkg.storagePath!}` : undefined,
       replicas: storageVisible ? replicas.map(({ name }) => ({ name, copy: catalog.replication.get(bagId, name) })) : undefined,
       fixity: storageVisible ? catalog.fixity.get(bagId) : undefined,
+      files: catalog.packages.payloadPaths(bagId),
     });
-    return packageBody(view, catalog.packages.payloadListJson(bagId));
+    rendering = view;
+    const body = (await schemaApp.inject({ method: 'GET', url: '/' })).body;
+    t.equal(body, JSON.stringify(view), 'the schema writes the view as JSON.stringify does (the bytes the show always sent)');
+    return body;
   };
   const everyCaller = async (when: string) => {
     for (const round of ['rendered', 'held'])
-      for (const who of Object.keys(callers) as Array<keyof typeof callers>) t.same((await show(who)).toString(), fresh(seesStorage[who]).toString(), `${when}: ${who}, ${round}`);
+      for (const who of Object.keys(callers) as Array<keyof typeof callers>) t.same((await show(who)).toString(), await fresh(seesStorage[who]), `${when}: ${who}, ${round}`);
   };
 
   await everyCaller('as stored');
@@ -153,9 +173,23 @@ t.test('a held show is the bytes of a fresh rendering, per flavour, until what i
 
   const shownAt = JSON.parse((await show('owner')).toString()).updated_at as string;
   await sleep(5);
-  catalog.packages.touch(bagId);
+  catalog.packages.markStored(bagId, Storage.storagePath(bagId));
   t.not(JSON.parse((await show('owner')).toString()).updated_at, shownAt, 'a changed record changes the show');
   await everyCaller('after the record changed');
+
+  // Two writes within one millisecond: the second changes what an admin sees, not updated_at.
+  const realNow = Date.now;
+  const frozen = realNow();
+  Date.now = () => frozen;
+  try {
+    catalog.packages.markStored(bagId, Storage.storagePath(bagId));
+    const shown = (await show('admin')).toString();
+    catalog.packages.markStored(bagId, Storage.storagePath(randomUUID()));
+    t.not((await show('admin')).toString(), shown, 'a second write in the same millisecond changes the show');
+    await everyCaller('after two writes in one millisecond');
+  } finally {
+    Date.now = realNow;
+  }
 
   const open = randomUUID();
   catalog.packages.create({ bagId: open, externalId: 'open', contentType: 'audio', user: 'olga', capability: 'd'.repeat(32) });

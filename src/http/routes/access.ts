@@ -3,16 +3,16 @@
  * see it (the rule itself is auth/access.ts); what a caller's lists may hold (`scopeOf`, the
  * same rule as data for the catalog's indexes); and the package as the caller may see it.
  */
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Access } from '../../auth/access.js';
 import type { Scope } from '../../catalog/scan.js';
 import type { Package } from '../../catalog/types.js';
 import type { UploadProgress } from '../../ingest/watcher.js';
 import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import type { KeptShows, ShowSource, StorageState } from '../kept-shows.js';
+import type { KeptShows, StorageState } from '../kept-shows.js';
 import { forbidden, notFound } from '../errors.js';
-import { packageParts, packageView } from '../views.js';
+import { packageView } from '../views.js';
 
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
@@ -45,9 +45,9 @@ export function visibleCount(ctx: HttpContext, request: FastifyRequest): number 
   return n;
 }
 
-/** The package as the caller may see it, without `files` (as lists show it); `upload` for a show. */
-export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, upload?: UploadProgress): Record<string, unknown> {
-  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), upload);
+/** The package as the caller may see it: without `files` (as lists show it), or with them (a new request's answer). */
+export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, files?: string[]): Record<string, unknown> {
+  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), undefined, files);
 }
 
 /** The storage details the caller may see of the package, read now (undefined: the caller may see none). */
@@ -59,38 +59,33 @@ function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package
   };
 }
 
-function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | undefined, upload?: UploadProgress): Record<string, unknown> {
+function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | undefined, upload?: UploadProgress, files?: string[]): Record<string, unknown> {
   return packageView(pkg, {
     storageVisible: storage !== undefined,
     uploadLink: ctx.uploadLink(pkg),
     storageLocation: storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,
+    files,
     upload,
   });
 }
 
-/** How kept shows (kept-shows.ts) are made: the list serialised at ingest, the view rendered around it. */
-export function showSource(ctx: HttpContext): ShowSource {
-  return {
-    list: (bagId) => ctx.catalog.packages.payloadListJson(bagId),
-    render: (pkg, storage, files) => packageParts(packageViewFor(ctx, pkg, storage), files),
-  };
-}
-
 /**
- * A stored package as the caller may see it, with `files`: JSON text in parts, `[head, files,
- * tail]` (views.ts, packageParts), rendered once per view flavour and held in `shows` while what
- * it shows is unchanged; only the state it depends on is read per show. No promise: the show of a
- * stored package is the hot path.
+ * A stored package as the caller may see it, with `files`, as the body to send: serialised by
+ * the route's response schema (`reply.serialize`) once per view flavour and held in `shows` while what
+ * it shows is unchanged; only the state it depends on is read per show. No promise: the show of
+ * a stored package is the hot path.
  */
-export function storedPackageDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package, shows: KeptShows): readonly Buffer[] {
-  return shows.show(pkg, storageStateFor(ctx, request, pkg));
+export function storedPackageBody(ctx: HttpContext, request: FastifyRequest, reply: FastifyReply, pkg: Package, shows: KeptShows): Buffer {
+  const storage = storageStateFor(ctx, request, pkg);
+  const held = shows.get(pkg, storage);
+  if (held !== undefined) return held;
+  const files = JSON.parse(ctx.catalog.packages.payloadListJson(pkg.bagId).toString('utf8')) as string[];
+  return shows.keep(pkg, storage, Buffer.from(String(reply.serialize(packageViewFor(ctx, pkg, storage, undefined, files))), 'utf8'));
 }
 
-/** An open request as the caller may see it, with what has arrived, in parts as a stored package's. */
-export async function requestDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<readonly Buffer[]> {
-  return packageParts(packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), await ctx.uploadProgress(pkg)), EMPTY_LIST);
+/** An open request as the caller may see it, with what has arrived, and no files yet. */
+export async function requestView(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<Record<string, unknown>> {
+  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), await ctx.uploadProgress(pkg), []);
 }
-
-const EMPTY_LIST = Buffer.from('[]');

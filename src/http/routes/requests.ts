@@ -10,9 +10,8 @@ import { conflict, forbidden, notFound, tooMany, unprocessable } from '../errors
 import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.js';
 import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from '../lists.js';
 import { KeptShows } from '../kept-shows.js';
-import { sendParts } from '../send-parts.js';
-import { packageBody, queueItemView } from '../views.js';
-import { loadPackage, requestDocument, scopeOf, showSource, storedPackageDocument, viewPackage } from './access.js';
+import { queueItemView } from '../views.js';
+import { loadPackage, requestView, scopeOf, storedPackageBody, viewPackage } from './access.js';
 
 interface ListQuery {
   limit?: string;
@@ -84,7 +83,7 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
     response: { 200: listOf('Package'), ...errors(400, 401) },
   };
   const show = { tags: ['requests'], params: bagIdParam, response: { 200: ref('Package'), ...errors(401, 403, 404) } };
-  const keptShows = new KeptShows(KEPT_SHOWS_BYTES, showSource(ctx));
+  const keptShows = new KeptShows(KEPT_SHOWS_BYTES);
 
   for (const prefix of ['/v1/requests', '/v1/packages', '/v1/bags']) {
     const deprecated = prefix === '/v1/bags';
@@ -106,9 +105,11 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       { schema: { ...show, summary: 'One request or package, with its files', deprecated } },
       (request, reply) => {
         const pkg = loadPackage(ctx, request, request.params.bag_id);
+        reply.type(JSON_TYPE);
         // Without a promise for a stored package (the hot path); the handler's throws are answered as errors all the same.
-        if (pkg.stored) return void sendParts(request, reply, JSON_TYPE, storedPackageDocument(ctx, request, pkg, keptShows));
-        return requestDocument(ctx, request, pkg).then((parts) => sendParts(request, reply, JSON_TYPE, parts));
+        // Its body is held already serialised (by this route's schema, on a miss), so fastify sends the Buffer as it is.
+        if (pkg.stored) return void reply.send(storedPackageBody(ctx, request, reply, pkg, keptShows));
+        return requestView(ctx, request, pkg).then((view) => reply.send(view));
       },
     );
   }
@@ -158,8 +159,8 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       return reply
         .code(201)
         .header('location', `/v1/requests/${result.created.bagId}`)
-        .type('application/json; charset=utf-8')
-        .send(packageBody(viewPackage(ctx, request, result.created), Buffer.from('[]')));
+        .type(JSON_TYPE)
+        .send(viewPackage(ctx, request, result.created, []));
     },
   );
 
