@@ -46,8 +46,10 @@ class Holder {
       this.sockets.add(s);
       s.on('error', () => undefined);
       s.resume(); // read what the server sends, so that its hang-up is seen
-      s.once('connect', () => resolve());
-      if (kind === 'greeting') s.once('data', () => s.write('@RSYNCD: 32.0 sha512 sha256 sha1 md5 md4\npreservd\n'));
+      if (kind === 'bare') s.once('connect', () => resolve());
+      // The probe's form: once greeted, send the greeting and the module name, then hold.
+      else s.once('data', () => s.write('@RSYNCD: 32.0 sha512 sha256 sha1 md5 md4\npreservd\n', () => resolve()));
+      setTimeout(resolve, 3_000).unref(); // a server that never answers must not stall the test
       s.once('close', () => {
         resolve();
         this.sockets.delete(s);
@@ -63,8 +65,8 @@ t.test('200 idle connections neither block an upload nor cost an rsync process e
   const rsyncPid = Number(readFileSync(join(d.dataDir, 'rsyncd/daemon.pid'), 'utf8').trim());
   const holder = new Holder(d.rsyncPort, 2_000);
   t.teardown(() => holder.stop());
-  await holder.open(100, 'bare');
   await holder.open(100, 'greeting');
+  await holder.open(100, 'bare');
   await new Promise((r) => setTimeout(r, 500)); // the greetings and module names are in
   t.ok(childrenOf(rsyncPid).length <= 1, `no rsync process per idle connection (${childrenOf(rsyncPid).length} children)`);
 
