@@ -94,7 +94,6 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       logger: this.logger,
       backend: () => (this.childReady && this.greeting !== undefined ? { port: this.backendPort, greeting: this.greeting } : undefined),
       isOpen: (capability) => this.isOpen(capability),
-      ...options.front,
     });
     for (const path of [this.layout.landing, this.layout.rsyncd]) {
       // Both end up verbatim in rsyncd.conf, which has no quoting and expands %VAR%.

@@ -77,11 +77,6 @@ export class RsyncFront {
     if (this.server.listening) await closed;
   }
 
-  /** Connections in their handshake now (for tests and metrics). */
-  get waitingCount(): number {
-    return this.waiting.size;
-  }
-
   private accept(client: net.Socket): void {
     this.track(client);
     const backend = this.o.backend();

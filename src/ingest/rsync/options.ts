@@ -1,6 +1,5 @@
 /** How the rsync daemon is set up, and what it tells its listeners. */
 import type { Logger } from '../../logger.js';
-import type { FrontOptions } from './front.js';
 
 export interface RsyncDaemonOptions {
   dataDir: string;
@@ -14,8 +13,6 @@ export interface RsyncDaemonOptions {
   binary?: string;
   /** Simultaneous uploads (admitted by the gate); more are told to try again later. Default 20. */
   maxConnections?: number;
-  /** Bounds on connections before rsync sees them (`front.ts`); the defaults suit most. */
-  front?: Pick<FrontOptions, 'handshakeTimeoutMs' | 'maxWaiting' | 'maxWaitingPerAddress' | 'maxRefusing' | 'refusalMs'>;
   /** rsync's I/O timeout: a client silent this long is dropped. Default 600 s. */
   timeoutSeconds?: number;
   /** How long `start()` waits for rsync to answer on its port. Default 10 s. */
