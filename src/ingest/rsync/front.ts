@@ -33,6 +33,12 @@ export interface FrontOptions {
   refusalMs?: number;
 }
 
+/** Ends `socket` once it has written what it holds; destroys it if that takes too long. */
+function finish(socket: net.Socket): void {
+  socket.end();
+  setTimeout(() => socket.destroy(), 30_000).unref();
+}
+
 /** A handshake longer than this is not an rsync client's. */
 const MAX_HANDSHAKE_BYTES = 64 * 1024;
 const CAPABILITY = /^[0-9a-f]{32}$/;
@@ -118,8 +124,9 @@ export class RsyncFront {
     const upstream = net.connect({ host: '127.0.0.1', port: backend.port });
     this.track(upstream);
     upstream.setNoDelay(true);
-    client.once('close', () => upstream.destroy());
-    upstream.once('close', () => client.destroy());
+    // One side gone: let the other flush what it still holds (rsync's last messages), then go.
+    client.once('close', () => finish(upstream));
+    upstream.once('close', () => finish(client));
     upstream.on('error', (err) => this.o.logger.warn({ err }, 'rsync listener: the rsync daemon is unreachable'));
     upstream.once('connect', () => upstream.write(handshake.received()));
     // rsync answers the replayed greeting and module; the client saw ours already.
