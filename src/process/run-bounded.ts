@@ -5,7 +5,7 @@
  * for a grandchild that holds the pipes open. Started through `spawnIsolated`.
  */
 import { signalGroup } from './groups.js';
-import { spawnIsolated } from './spawn.js';
+import { childEnv, spawnIsolated } from './spawn.js';
 
 export type BoundedRun =
   | { outcome: 'exited'; exitCode: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
@@ -44,7 +44,7 @@ export function runBounded(argv: readonly [string, ...string[]], options: Bounde
   signal?.throwIfAborted();
   const [command, ...args] = argv;
   return new Promise<BoundedRun>((resolve, reject) => {
-    const child = spawnIsolated(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: options.env ?? process.env });
+    const child = spawnIsolated(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: options.env ?? childEnv() });
     const stderr = new BoundedOutput(options.outputLimit ?? 64 * 1024);
     const stdout = new BoundedOutput(options.outputLimit ?? 64 * 1024);
     child.stderr?.on('data', (c: Buffer) => stderr.push(c));

@@ -7,6 +7,9 @@
  *   network-facing process able to write the catalog. Node has no `closefrom`, so the child is
  *   started through bash, which closes every descriptor above stderr and then execs the
  *   command (same pid, so signals and exit codes are the command's own).
+ * - **Nothing secret in its environment.** A child gets `childEnv()`, an allow-list (PATH, the
+ *   locale, TMPDIR, HOME), never preservd's own: S3 keys in `AWS_*` must not reach a validator
+ *   parsing untrusted bags, nor the network-facing rsync and its hooks.
  * - **No child outlives a killed daemon.** Through util-linux `setpriv --pdeathsig`, the kernel
  *   sends the child SIGTERM when preservd dies, even by SIGKILL. Under systemd the unit's
  *   control group does the same for every process, grandchildren included.
@@ -19,9 +22,21 @@ import { delimiter, join } from 'node:path';
 const CLOSE_AND_EXEC =
   'for fd in /proc/self/fd/*; do fd=${fd##*/}; [ "$fd" -gt 2 ] && eval "exec $fd>&-"; done; exec "$@"';
 
-export interface IsolatedSpawnOptions extends Omit<SpawnOptions, 'shell' | 'argv0'> {
+/** What a child may see of preservd's environment: what programs need to run, nothing else. */
+const PASSED_ON = /^(PATH|HOME|TMPDIR|TZ|LANG|LANGUAGE|LC_[A-Z_]+)$/;
+
+/** The allow-listed environment for a child, plus what that child needs explicitly. */
+export function childEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  return { ...Object.fromEntries(Object.entries(process.env).filter(([k]) => PASSED_ON.test(k))), ...extra };
+}
+
+export interface IsolatedSpawnOptions extends Omit<SpawnOptions, 'shell' | 'argv0' | 'env'> {
   /** Signal the kernel sends the child when preservd dies. Default SIGTERM. */
   parentDeathSignal?: NodeJS.Signals;
+  /** The child's environment. Default `childEnv()`. */
+  env?: NodeJS.ProcessEnv;
+  /** The child's umask (Node's applies to the whole process, so it is set in the child). */
+  umask?: number;
 }
 
 /**
@@ -29,8 +44,9 @@ export interface IsolatedSpawnOptions extends Omit<SpawnOptions, 'shell' | 'argv
  * first, so that a missing program fails with ENOENT like a plain spawn.
  */
 export function spawnIsolated(command: string, args: readonly string[], options: IsolatedSpawnOptions = {}): ChildProcess {
-  const { parentDeathSignal = 'SIGTERM', ...spawnOptions } = options;
-  const executable = findExecutable(command, spawnOptions.env?.PATH ?? process.env.PATH);
+  const { parentDeathSignal = 'SIGTERM', umask, env = childEnv(), ...rest } = options;
+  const spawnOptions: SpawnOptions = { ...rest, env };
+  const executable = findExecutable(command, env.PATH);
   if (executable === undefined) return spawn(command, [...args], spawnOptions); // fails with ENOENT, as callers expect
   const setpriv = findExecutable('setpriv');
   const bash = findExecutable('bash');
@@ -40,7 +56,16 @@ export function spawnIsolated(command: string, args: readonly string[], options:
   }
   return spawn(
     setpriv,
-    [`--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`, '--', bash, '-c', CLOSE_AND_EXEC, 'preservd-child', executable, ...args],
+    [
+      `--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`,
+      '--',
+      bash,
+      '-c',
+      umask === undefined ? CLOSE_AND_EXEC : `umask ${umask.toString(8).padStart(3, '0')}; ${CLOSE_AND_EXEC}`,
+      'preservd-child',
+      executable,
+      ...args,
+    ],
     spawnOptions,
   );
 }

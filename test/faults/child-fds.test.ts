@@ -3,8 +3,9 @@
  * it forks for each connection (and so the hooks it runs), and an external validator. Each of
  * them must have nothing open under the data folder's catalog.
  */
-import { readFileSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -41,10 +42,15 @@ t.test('rsync, its connection processes and validators hold no descriptor of the
   t.same([...rsyncFiles.values()].filter((f) => f.startsWith(d.dataDir) && !f.endsWith('rsyncd.log')), [], 'rsync has nothing of the data folder open but its log');
   t.same([...rsyncFiles.values()].filter((f) => f.startsWith(catalog)), [], 'rsync has no catalog file open');
 
-  // A connection that says nothing: rsync forks a process to serve it, which waits for us.
-  const socket = connect(d.rsyncPort, '127.0.0.1');
-  t.teardown(() => socket.destroy());
-  await new Promise((resolve) => socket.once('data', resolve));
+  // A slow upload into an open link: rsync forks a process to serve it. (A connection that
+  // says nothing no longer reaches rsync: the listener in front answers it.)
+  const bagId = randomUUID();
+  const request = await d.createRequest(d.adminToken, { bag_id: bagId, external_id: `fds-${bagId.slice(0, 8)}`, content_type: 'video' });
+  const slow = mkdtempSync(join(tmpdir(), 'preservd-slow-'));
+  t.teardown(() => rmSync(slow, { recursive: true, force: true }));
+  writeFileSync(join(slow, 'slow.bin'), Buffer.alloc(2_000_000, 1));
+  const upload = spawn('rsync', ['-rt', '--bwlimit=100', `${slow}/`, request.upload_link], { stdio: 'ignore' });
+  t.teardown(() => upload.kill('SIGKILL'));
   const served = await waitFor('rsync to fork for the connection', () => childrenOf(rsyncPid)[0]);
   t.same([...openFiles(served).values()].filter((f) => f.startsWith(catalog)), [], 'the per-connection process has no catalog file open');
 

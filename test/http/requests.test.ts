@@ -89,6 +89,8 @@ t.test('requests API', async (t) => {
       [{ bag_id: randomUUID(), external_id: 'e', content_type: 'spreadsheet' }, ['content_type']],
       [{ bag_id: 42, external_id: ['e'], content_type: true }, ['bag_id', 'content_type', 'external_id']],
       [{ bag_id: randomUUID(), external_id: 'e\nf', content_type: 'audio' }, ['external_id']],
+      // A validator gets it as an argument: "--version" would be an option (probe, finding 18).
+      [{ bag_id: randomUUID(), external_id: '--version', content_type: 'audio' }, ['external_id']],
       // 1024 characters, 3072 bytes: too long a catalog key (was a 500).
       [{ bag_id: randomUUID(), external_id: '€'.repeat(1024), content_type: 'audio' }, ['external_id']],
       [[1, 2], ['body']],

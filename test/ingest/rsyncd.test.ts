@@ -287,7 +287,8 @@ t.test('start() fails when the port is taken', async (t) => {
   const f = await startFixture(t);
   const other = new RsyncDaemon({ dataDir: join(f.root, 'other'), port: f.port });
   t.teardown(() => other.stop());
-  await t.rejects(other.start(), /rsync exited .*before answering/);
+  // The listener on the port fails (rsync itself listens on a free loopback port).
+  await t.rejects(other.start(), /rsync port 127\.0\.0\.1:\d+ is already in use/);
 });
 
 t.test('configuration and record formats', async (t) => {
@@ -300,14 +301,16 @@ t.test('configuration and record formats', async (t) => {
     'write only = yes',
     'list = no',
     'munge symlinks = yes',
-    'max connections = 20',
     'timeout = 600',
-    "pre-xfer exec = /bin/sh '/srv/preservd/rsyncd/pre-xfer.sh' '/srv/preservd/landing' '/srv/preservd/rsyncd/closed' '/srv/preservd/rsyncd/active' 'preservd'\n",
+    // The 20 upload slots are the gate's last argument: rsync's "max connections" would be
+    // charged before the capability is checked.
+    "pre-xfer exec = /bin/sh '/srv/preservd/rsyncd/pre-xfer.sh' '/srv/preservd/landing' '/srv/preservd/rsyncd/closed' '/srv/preservd/rsyncd/active' 'preservd' '20'\n",
     "post-xfer exec = /bin/sh '/srv/preservd/rsyncd/post-xfer.sh' '/srv/preservd/rsyncd/active' '/srv/preservd/rsyncd/transfers'\n",
   ]) {
     t.ok(conf.includes(line), line);
   }
   t.notMatch(conf, /auth users|secrets file/, 'no rsync users: the capability is the secret');
+  t.notMatch(conf, /max connections/, 'no rsync slot is charged before the gate');
   t.notMatch(conf, /refuse options = .*\bdelete\b/, '--delete is allowed');
   t.equal(shellQuote("it's"), `'it'\\''s'`);
 

@@ -62,6 +62,8 @@ function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
     if (Buffer.byteLength(externalId) > 1024) add('external_id', 'must be at most 1024 bytes in UTF-8');
     // It appears in paths and file names: keep it printable.
     if (/[\u0000-\u001f\u007f/\\]/.test(externalId)) add('external_id', 'must not contain control characters or slashes');
+    // A validator gets it as an argument, where a leading "-" would make it an option.
+    if (externalId.startsWith('-')) add('external_id', 'must not begin with "-"');
   }
   let user: string | undefined;
   if (b.user !== undefined && b.user !== null && b.user !== '') {

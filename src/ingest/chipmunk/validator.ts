@@ -6,6 +6,7 @@
 import { basename, resolve } from 'node:path';
 import type { StoredProblem } from '../../catalog/types.js';
 import { runBounded } from '../../process/run-bounded.js';
+import { childEnv } from '../../process/spawn.js';
 import { chipmunkProblem } from './problems.js';
 
 /** Output kept in a problem: enough to see what went wrong, not a log file in the catalog. */
@@ -16,11 +17,6 @@ export const DEFAULT_VALIDATOR_TIMEOUT_MS = 10 * 60 * 1000;
 function presentOutput(raw: string, bagDir: string): string {
   const withoutPath = raw.split(bagDir).join('<bag>').trim();
   return withoutPath.length <= VALIDATOR_OUTPUT_LIMIT ? withoutPath : `${withoutPath.slice(0, VALIDATOR_OUTPUT_LIMIT)}… (truncated)`;
-}
-
-/** The environment a validator sees: ours, minus preservd's own settings and secrets. */
-function validatorEnv(): NodeJS.ProcessEnv {
-  return Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith('PRESERVD_')));
 }
 
 /** Runs the validator over the bag: undefined when it accepts it, else the problem. */
@@ -38,7 +34,7 @@ export async function runValidator(
   if (command === undefined || command === '') {
     return chipmunkProblem({ code: 'validator-unavailable', contentType, command: '(empty)', detail: 'no command configured' });
   }
-  const run = await runBounded([command, ...args], { timeoutMs, env: validatorEnv(), signal });
+  const run = await runBounded([command, ...args], { timeoutMs, env: childEnv(), signal });
   switch (run.outcome) {
     case 'unavailable':
       return chipmunkProblem({ code: 'validator-unavailable', contentType, command: basename(command), detail: run.detail });

@@ -4,6 +4,8 @@
  *
  * - One module (default `preservd`) rooted at `<dataDir>/landing`, write-only, unlisted, no
  *   rsync users or passwords: the capability in the path is the secret.
+ * - rsync listens on a free loopback port; the rsync port itself is `front.ts`, which answers
+ *   the handshake and connects only finished handshakes to rsync (idle ones cost no process).
  * - The pre-xfer hook is the gate: it admits a transfer only into an existing, open
  *   `landing/<capability>/` and records it in `rsyncd/active/`; the post-xfer hook turns that
  *   record into a transfer record in `rsyncd/transfers/`, which `TransferLog` delivers.
@@ -16,18 +18,19 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { mkdir, readFile, rm } from 'node:fs/promises';
+import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
-import { spawnIsolated } from '../../process/spawn.js';
+import { childEnv, spawnIsolated } from '../../process/spawn.js';
 import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
 import { LandingZone, landingLayout, type LandingLayout } from '../landing.js';
 import { installHooks, rsyncdConfig } from './config.js';
 import { rsyncLink } from '../upload-link.js';
-import { fileSize, logTail, rsyncGreets } from './probe.js';
+import { fileSize, freeLoopbackPort, logTail, rsyncGreeting } from './probe.js';
+import { RsyncFront } from './front.js';
 import { TransferLog, type TransferListener } from './transfer-log.js';
 import type { RestartInfo, RsyncDaemonEvents, RsyncDaemonOptions } from './options.js';
 
@@ -57,6 +60,10 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   private readonly orphanGroups = new Set<number>();
   /** Size of rsyncd.log when the current rsync was started, to quote what it logged since. */
   private logOffset = 0;
+  /** The listener on `port`; rsync itself listens on `backendPort`, on loopback only. */
+  private readonly front: RsyncFront;
+  private backendPort = 0;
+  private greeting: string | undefined;
 
   constructor(options: RsyncDaemonOptions) {
     super();
@@ -80,6 +87,14 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     if (!/^[^\s\/]+$/.test(this.host)) {
       throw new Error(`rsync listen address ${JSON.stringify(this.host)} is not a host name or address`);
     }
+    this.front = new RsyncFront({
+      host: this.host,
+      port: this.port,
+      module: this.module,
+      logger: this.logger,
+      backend: () => (this.childReady && this.greeting !== undefined ? { port: this.backendPort, greeting: this.greeting } : undefined),
+      isOpen: (capability) => this.isOpen(capability),
+    });
     for (const path of [this.layout.landing, this.layout.rsyncd]) {
       // Both end up verbatim in rsyncd.conf, which has no quoting and expands %VAR%.
       if (/[\n\r%]/.test(path) || path.trim() !== path) {
@@ -131,6 +146,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     try {
       const child = await this.launch();
       await this.waitUntilAnswering(child);
+      await this.front.listen();
     } catch (err) {
       this.running = false;
       await this.terminate();
@@ -144,6 +160,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.running = false;
     clearTimeout(this.restartTimer);
     this.restartTimer = undefined;
+    await this.front.close();
     await this.transfers.stop();
     await this.terminate();
   }
@@ -153,19 +170,13 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     for (const g of this.orphanGroups) if (!groupExists(g)) this.orphanGroups.delete(g);
     await this.writeFiles();
     this.logOffset = await fileSize(this.logFile);
-    const env = { ...process.env };
-    delete env.RSYNC_NO_XFER_EXEC; // it would silently switch the gate off
+    this.backendPort = await freeLoopbackPort();
     const child = spawnIsolated(
       this.binary,
-      [
-        '--daemon',
-        '--no-detach',
-        `--config=${this.configFile}`,
-        `--port=${this.port}`,
-        `--address=${this.host}`,
-      ],
+      ['--daemon', '--no-detach', `--config=${this.configFile}`, `--port=${this.backendPort}`, '--address=127.0.0.1'],
       // Its own process group, so stop() can end the per-connection children and hooks too.
-      { cwd: this.layout.rsyncd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      // umask 077: folders made by `--mkpath` and the log stay private like the landing zone.
+      { cwd: this.layout.rsyncd, env: childEnv(), umask: 0o077, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
     );
     await new Promise<void>((resolve, reject) => {
       child.once('spawn', resolve);
@@ -195,7 +206,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     child.once('exit', (exitCode, signal) => this.onExit(child, pid, exitCode, signal));
     child.on('error', (err) => this.logger.warn({ err, rsyncPid: pid }, 'rsync process error'));
     await writeAtomically(this.pidFile, `${pid}\n`);
-    this.logger.info({ rsyncPid: pid, host: this.host, port: this.port, module: this.module }, 'rsync daemon started');
+    this.logger.info({ rsyncPid: pid, host: this.host, port: this.port, backendPort: this.backendPort, module: this.module }, 'rsync daemon started');
     return child;
   }
 
@@ -204,24 +215,26 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000);
     const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
     while (!exited()) {
-      if (await rsyncGreets(this.host, this.port)) {
+      const greeting = await rsyncGreeting('127.0.0.1', this.backendPort);
+      if (greeting !== undefined) {
         // Another rsync on the same port would greet too: make sure ours is still alive.
         await sleep(50);
         if (exited()) break;
         if (this.child === child) {
+          this.greeting = greeting;
           this.childReady = true;
           this.emit('ready', { pid: child.pid as number });
         }
         return;
       }
       if (Date.now() > deadline) {
-        throw new Error(`rsync did not answer on ${this.host}:${this.port} within ${this.options.startTimeoutMs ?? 10_000} ms`);
+        throw new Error(`rsync did not answer on 127.0.0.1:${this.backendPort} within ${this.options.startTimeoutMs ?? 10_000} ms`);
       }
       await sleep(100);
     }
     const tail = await logTail(this.logFile, this.logOffset);
     throw new Error(
-      `rsync exited (code ${child.exitCode ?? child.signalCode}) before answering on ${this.host}:${this.port}` +
+      `rsync exited (code ${child.exitCode ?? child.signalCode}) before answering on 127.0.0.1:${this.backendPort}` +
         (tail ? `: ${tail}` : ''),
     );
   }
@@ -346,16 +359,25 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     return join(this.layout.rsyncd, 'daemon.pid');
   }
 
+  /** An open upload: its landing folder exists and it is not closed (the gate checks again). */
+  private async isOpen(capability: string): Promise<boolean> {
+    const folder = await stat(join(this.layout.landing, capability)).catch(() => undefined);
+    if (folder?.isDirectory() !== true) return false;
+    return (await stat(join(this.layout.closed, capability)).catch(() => undefined)) === undefined;
+  }
+
   private async writeFiles(): Promise<void> {
     const dir = this.layout.rsyncd;
     await mkdir(dir, { recursive: true, mode: 0o700 });
     await installHooks(this.layout, this.module);
+    await chmod(this.logFile, 0o600).catch(() => undefined); // earlier versions made it 0644
     await writeAtomically(
       this.configFile,
       rsyncdConfig({
         layout: this.layout,
         module: this.module,
         maxConnections: this.options.maxConnections ?? 20,
+        fakeSuper: process.getuid?.() === 0,
         timeoutSeconds: this.options.timeoutSeconds ?? 600,
       }),
     );

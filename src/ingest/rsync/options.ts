@@ -11,7 +11,7 @@ export interface RsyncDaemonOptions {
   module?: string;
   /** The rsync executable. Default `rsync` (looked up in PATH). */
   binary?: string;
-  /** Simultaneous connections; more are told to try again later. Default 20. */
+  /** Simultaneous uploads (admitted by the gate); more are told to try again later. Default 20. */
   maxConnections?: number;
   /** rsync's I/O timeout: a client silent this long is dropped. Default 600 s. */
   timeoutSeconds?: number;

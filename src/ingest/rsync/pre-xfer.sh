@@ -5,20 +5,23 @@
 # typed it in RSYNC_REQUEST (`MODULE/<capability>/...`, not sanitized) and the server arguments
 # in RSYNC_ARG0..N, of which the last, after ".", is the destination rsync will really use
 # (sanitized: `<cap>/../x/` arrives as `x/`). Both must name the same open capability.
-# Exit 1 refuses; rsync shows the client our stdout line.
+# Exit 1 refuses; rsync shows the client our stdout line. The gate also takes the upload slot
+# (at most MAX admitted transfers at once): rsync's own "max connections" would be charged
+# before anyone proved to hold a link.
 #
-# Usage (from rsyncd.conf): pre-xfer.sh LANDING CLOSED ACTIVE MODULE
+# Usage (from rsyncd.conf): pre-xfer.sh LANDING CLOSED ACTIVE MODULE MAX
 landing=$1
 closed=$2
 active=$3
 module=$4
+max=$5
 
 refuse() {
   echo "preservd: $1"
   exit 1
 }
 
-[ $# -eq 4 ] || refuse 'internal error: the gate is misconfigured'
+[ $# -eq 5 ] || refuse 'internal error: the gate is misconfigured'
 case ${RSYNC_PID-} in ''|*[!0-9]*) refuse 'internal error: no transfer id' ;; esac
 
 i=0
@@ -60,5 +63,16 @@ fi
 if [ -e "$closed/$cap" ]; then
   rm -f "$active/$RSYNC_PID"
   refuse 'this upload is complete: no more changes are accepted'
+fi
+# Count after recording: two racing for the last slot may both be refused, never both admitted.
+running=0
+for record in "$active"/*; do
+  pid=${record##*/}
+  case $pid in ''|*[!0-9]*) continue ;; esac
+  if kill -0 "$pid" 2>/dev/null; then running=$((running + 1)); fi
+done
+if [ "$running" -gt "$max" ]; then
+  rm -f "$active/$RSYNC_PID"
+  refuse "too many uploads at once (at most $max); try again in a minute"
 fi
 exit 0

@@ -6,26 +6,41 @@ import { open, stat } from 'node:fs/promises';
 import net from 'node:net';
 
 /** Connects and waits for rsync's `@RSYNCD:` greeting, then hangs up (the log shows a connect). */
-export function rsyncGreets(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+export async function rsyncGreets(host: string, port: number, timeoutMs = 1_000): Promise<boolean> {
+  return (await rsyncGreeting(host, port, timeoutMs)) !== undefined;
+}
+
+/** rsync's greeting line (with its newline), or undefined if none came. */
+export function rsyncGreeting(host: string, port: number, timeoutMs = 1_000): Promise<string | undefined> {
   return new Promise((resolve) => {
     const socket = net.connect({ host, port });
     let received = '';
-    const finish = (ok: boolean): void => {
+    const finish = (): void => {
       socket.destroy();
-      resolve(ok);
+      const line = received.slice(0, received.indexOf('\n') + 1);
+      resolve(line.startsWith('@RSYNCD:') ? line : undefined);
     };
-    socket.setTimeout(timeoutMs, () => finish(false));
-    socket.on('error', () => finish(false));
-    socket.on('close', () => finish(received.startsWith('@RSYNCD:')));
+    socket.setTimeout(timeoutMs, finish);
+    socket.on('error', finish);
+    socket.on('close', finish);
     socket.setEncoding('utf8');
     socket.on('data', (chunk: string) => {
       received += chunk;
-      if (received.includes('\n')) {
-        socket.end();
-        finish(received.startsWith('@RSYNCD:'));
-      }
+      if (received.includes('\n')) finish();
     });
   });
+}
+
+/** A loopback port free now, for rsync to listen on. */
+export async function freeLoopbackPort(): Promise<number> {
+  const server = net.createServer();
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', resolve);
+  });
+  const { port } = server.address() as net.AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
 }
 
 export async function fileSize(file: string): Promise<number> {
