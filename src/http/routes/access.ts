@@ -47,7 +47,12 @@ export function visibleCount(ctx: HttpContext, request: FastifyRequest): number 
 
 /** The package as the caller may see it, without `files` (as lists show it); `upload` for a show. */
 export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, upload?: UploadProgress): Record<string, unknown> {
-  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), upload);
+  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), linkFor(ctx, request, pkg), upload);
+}
+
+/** The upload link if the caller may write into the upload, else null (auth/access.ts decides). */
+function linkFor(ctx: HttpContext, request: FastifyRequest, pkg: Package): string | null {
+  return access(request).canSeeUploadLink(pkg) ? ctx.uploadLink(pkg) : null;
 }
 
 /** The storage details the caller may see of the package, read now (undefined: the caller may see none). */
@@ -59,10 +64,10 @@ function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package
   };
 }
 
-function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | undefined, upload?: UploadProgress): Record<string, unknown> {
+function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | undefined, uploadLink: string | null, upload?: UploadProgress): Record<string, unknown> {
   return packageView(pkg, {
     storageVisible: storage !== undefined,
-    uploadLink: ctx.uploadLink(pkg),
+    uploadLink,
     storageLocation: storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,
@@ -74,7 +79,8 @@ function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | 
 export function showSource(ctx: HttpContext): ShowSource {
   return {
     list: (bagId) => ctx.catalog.packages.payloadListJson(bagId),
-    render: (pkg, storage, files) => packageParts(packageViewFor(ctx, pkg, storage), files),
+    // Stored packages only: their upload_link is null for every caller (views.ts).
+    render: (pkg, storage, files) => packageParts(packageViewFor(ctx, pkg, storage, null), files),
   };
 }
 
@@ -90,7 +96,7 @@ export function storedPackageDocument(ctx: HttpContext, request: FastifyRequest,
 
 /** An open request as the caller may see it, with what has arrived, in parts as a stored package's. */
 export async function requestDocument(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<readonly Buffer[]> {
-  return packageParts(packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), await ctx.uploadProgress(pkg)), EMPTY_LIST);
+  return packageParts(packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), linkFor(ctx, request, pkg), await ctx.uploadProgress(pkg)), EMPTY_LIST);
 }
 
 const EMPTY_LIST = Buffer.from('[]');
