@@ -17,7 +17,8 @@ import { packageParts, packageView } from '../views.js';
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
   if (pkg === undefined) throw notFound(`no package "${idOrExternalId}"`);
-  if (!access(request).canSee(pkg)) throw forbidden(`package ${pkg.bagId} belongs to another user`);
+  // In the caller's own words: asked by external_id, the bag_id behind it stays unsaid (docs/access.md).
+  if (!access(request).canSee(pkg)) throw forbidden(`package "${idOrExternalId}" belongs to another user`);
   return pkg;
 }
 
