@@ -55,9 +55,9 @@ export function revokeAndRotate(catalog: Catalog, grant: { user: string; role: s
     if (user === undefined) return;
     const after = Access.of(user, catalog.grants.of(grant.user), { requireGrants: false });
     const before = Access.of(user, [...catalog.grants.of(grant.user), { ...grant, role: grant.role as Role, createdAt: 0 }], { requireGrants: false });
-    const contentType = grant.scope === ALL ? undefined : grant.scope;
-    for (const pkg of catalog.packages.list({ stored: false, contentType })) {
-      if (!before.canSeeUploadLink(pkg) || after.canSeeUploadLink(pkg)) continue;
+    // The open requests through their own index (a content type's would read its stored packages too).
+    for (const pkg of catalog.packages.list({ stored: false })) {
+      if ((grant.scope !== ALL && pkg.contentType !== grant.scope) || !before.canSeeUploadLink(pkg) || after.canSeeUploadLink(pkg)) continue;
       if (catalog.queue.forPackage(pkg.bagId).some((i) => i.status === 'PENDING')) outcome.closed.push(pkg.capability);
       else outcome.rotated.push(catalog.rotations.rotate(pkg.bagId, newCapability()).bagId);
     }
