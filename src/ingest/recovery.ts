@@ -24,7 +24,11 @@ import { finishRotations, rotateUpload } from './rotation.js';
  */
 export async function returnUpload(deps: Pick<IngestDeps, 'catalog' | 'storage' | 'landing' | 'logger'>, pkg: Package): Promise<'returned' | 'kept-both' | 'reopened'> {
   const { storage, landing } = deps;
-  const fresh = await rotateUpload(deps.catalog, landing, pkg.bagId, deps.logger);
+  const fresh = await rotateUpload(deps.catalog, landing, pkg.bagId, deps.logger).catch((err: unknown) => {
+    // A catalog that cannot take the new link (the disk is full) must not keep the upload from its depositor.
+    deps.logger.error({ err, bagId: pkg.bagId }, 'could not give the upload a new link; it goes back under the old one');
+    return deps.catalog.packages.get(pkg.bagId) ?? pkg;
+  });
   const staged = storage.stagingDir(pkg.bagId);
   const upload = landing.path(fresh.capability);
   let outcome: 'returned' | 'kept-both' | 'reopened' = 'reopened';
