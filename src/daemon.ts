@@ -18,6 +18,7 @@ import { buildServer } from './http/server.js';
 import { IngestWorker } from './ingest/ingest.js';
 import { LandingZone } from './ingest/landing.js';
 import { reconcile } from './ingest/recovery.js';
+import { finishRotations, RotationSweeper } from './ingest/rotation.js';
 import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
 import { uploadLink } from './ingest/upload-link.js';
 import { LandingWatcher } from './ingest/watcher.js';
@@ -50,6 +51,8 @@ export class Daemon {
     readonly metrics: Metrics,
     private http: FastifyInstance | undefined,
   ) {}
+
+  private rotations: RotationSweeper | undefined;
 
   static async start(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
     const logger = options.logger ?? createLogger(config);
@@ -87,6 +90,8 @@ export class Daemon {
     started.push(() => pool.close());
     metrics.watchPool(pool);
     const landing = new LandingZone(config.dataDir);
+    // Before rsync listens: an old link a crash left unretired is refused from the first connection.
+    await finishRotations(catalog, landing, logger);
     let rsync: RsyncDaemon | undefined;
     if (config.upload.rsync.enabled) {
       const r = config.upload.rsync;
@@ -106,6 +111,10 @@ export class Daemon {
     metrics.watchLanding(watcher);
 
     await reconcile(catalog, storage, landing, logger);
+    // Rotations `preservd revoke` recorded but could not finish itself.
+    const rotations = new RotationSweeper(catalog, landing, logger);
+    rotations.start();
+    started.push(() => rotations.stop());
 
     let ingestActive = () => 0;
     const replicator = new Replicator({ catalog, storage, targets, logger, ingestBusy: () => ingestActive() > 0, onBytes: (replica, bytes) => metrics.replicated(replica, bytes) });
@@ -120,6 +129,7 @@ export class Daemon {
     const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, replicas: auditedReplicas, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
     metrics.watchContinuousAudits(continuous);
     const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, continuous, repairer, targets, metrics, undefined);
+    daemon.rotations = rotations;
     rsync?.onTransfer((t) => daemon.recordTransfer(t));
     started.push(() => ingest.stop(), () => replicator.stop(), () => repairer.stop(), () => audits.stop(), () => continuous.stop());
     ingest.start();
@@ -195,6 +205,7 @@ export class Daemon {
       clearTimeout(deadline);
     }
     await this.ingest.stop();
+    await this.rotations?.stop();
     await this.replicator.stop();
     await this.continuous.stop();
     await this.repairer.stop();

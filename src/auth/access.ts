@@ -6,6 +6,7 @@
  * - a regular user sees what they own, plus every package of a content type they hold any role
  *   on (`viewer`, `content_manager`, `admin`; `all` covers every type);
  * - they complete what they own, plus requests of types they hold `content_manager` or `admin` on;
+ *   only they are shown an open request's upload link (a bearer capability to write into it);
  * - they create requests of any type, unless `auth.requireGrants`, which asks for
  *   `content_manager` or `admin` on the type (chipmunk's rule);
  * - `storage_location` (and replicas) show to admins, and to holders of `admin` on the type;
@@ -72,6 +73,14 @@ export class Access {
   /** Whether the request may be completed (a new ingest attempt). */
   canComplete(pkg: Owned): boolean {
     return this.isAdmin || pkg.user === this.user.name || covers(this.manages, pkg.contentType);
+  }
+
+  /**
+   * Whether the request's `upload_link` is shown: whoever holds it may write into the upload, so
+   * only those who may complete it, and only while it is open (a stored package's link is dead).
+   */
+  canSeeUploadLink(pkg: Owned & Pick<Package, 'stored'>): boolean {
+    return !pkg.stored && this.canComplete(pkg);
   }
 
   /** Whether the package's storage details (`storage_location`, replicas) are shown. */

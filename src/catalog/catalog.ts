@@ -18,6 +18,7 @@ import { PackageStore } from './packages.js';
 import { SpaceClaim } from './space.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
+import { RotationStore } from './rotations.js';
 import { SessionStore } from './sessions.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
@@ -47,6 +48,7 @@ export class Catalog implements Transactor {
   readonly audits: AuditStore;
   readonly checkpoints: CheckpointStore;
   readonly replication: ReplicationStore;
+  readonly rotations: RotationStore;
   readonly fixity: FixityStore;
   private readonly meta: Database<unknown, string>;
   /** 1 inside transaction(); nested calls run in the outer one. */
@@ -73,6 +75,7 @@ export class Catalog implements Transactor {
     this.audits = new AuditStore(root, this, seq('audit'));
     this.checkpoints = new CheckpointStore(root, this);
     this.replication = new ReplicationStore(root, this);
+    this.rotations = new RotationStore(root, this, this.packages);
   }
 
   /**

@@ -120,7 +120,19 @@ export class PackageStore {
     });
   }
 
-  /** The package whose landing folder is named by this capability. */
+  /**
+   * Gives an open request a new capability (catalog/rotations.ts, inside its transaction). The
+   * old one keeps naming the request, so that what arrives for a retired link is still known.
+   */
+  replaceCapability(bagId: string, fresh: string): Package {
+    const current = this.packages.get(bagId)!;
+    const updated = { ...current, capability: fresh, updatedAt: Date.now() };
+    this.packages.put(bagId, updated);
+    this.byCapability.put(fresh, bagId);
+    return strip(updated)!;
+  }
+
+  /** The package whose landing folder is named by this capability (a retired one too). */
   byUploadCapability(capability: string): Package | undefined {
     const bagId = this.byCapability.get(capability);
     return bagId === undefined ? undefined : this.get(bagId);
@@ -219,7 +231,6 @@ export class PackageStore {
     const bagId = this.order.get(seq);
     return bagId === undefined ? undefined : this.get(bagId);
   }
-
 
   /**
    * Records the files of a package about to be stored, in one transaction (or the caller's).

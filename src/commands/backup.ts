@@ -3,8 +3,10 @@
  * read transaction; the daemon's writes go on). DEST becomes a data directory that holds only
  * `catalog/data.mdb`; the copy is opened again and counted before the command says it is good.
  * Stored bags are not copied: they never change after ingest, so any file-level backup keeps them.
+ * The copy holds what the live catalog's 0700 folder protects (token digests, open upload
+ * links), so it is made the same way whatever the umask: folders 0700, files 0600.
  */
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
@@ -26,7 +28,10 @@ export async function runBackup(argv: string[], io: CommandIO, config: Config): 
   }
   let source: Catalog | undefined;
   let copy: Catalog | undefined;
+  const umask = process.umask(0o077);
   try {
+    mkdirSync(dest, { recursive: true, mode: 0o700 });
+    chmodSync(dest, 0o700); // an empty folder made beforehand keeps its own mode otherwise
     source = Catalog.open(config.dataDir, { readOnly: true });
     await source.backup(dest);
     copy = Catalog.open(dest, { readOnly: true });
@@ -43,5 +48,6 @@ export async function runBackup(argv: string[], io: CommandIO, config: Config): 
   } finally {
     await copy?.close();
     await source?.close();
+    process.umask(umask);
   }
 }

@@ -45,11 +45,11 @@ export async function runToken(argv: string[], io: CommandIO, config: Config): P
   return usage(io, 'preservd token issue NAME | preservd token revoke TOKEN_ID');
 }
 
-export async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog) => void): Promise<number> {
+export async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog) => void | Promise<void>): Promise<number> {
   let catalog: Catalog | undefined;
   try {
     catalog = Catalog.open(config.dataDir);
-    fn(catalog);
+    await fn(catalog);
     return 0;
   } catch (err) {
     io.stderr.write(`preservd: ${(err as Error).message}\n`);

@@ -27,7 +27,10 @@ const packageSchema = {
     user: { type: 'string', description: 'Username of the owner.' },
     content_type: { type: 'string' },
     external_id: { type: 'string' },
-    upload_link: { type: 'string', description: 'Where to rsync the bag: rsync://host:port/module/<capability>/' },
+    upload_link: {
+      type: ['string', 'null'],
+      description: 'Where to rsync the bag: rsync://host:port/module/<capability>/. A write capability: null for callers who may not complete the request, and once stored.',
+    },
     storage_location: { type: ['string', 'null'], description: 'Admins only; null until stored.' },
     replicas: {
       type: 'array',

@@ -11,7 +11,8 @@ const rfc3339 = (ms: number) => new Date(ms).toISOString();
 export interface PackageViewOptions {
   /** Whether the caller may see storage details (auth/access.ts, canSeeStorage). */
   storageVisible: boolean;
-  uploadLink: string;
+  /** The upload link, or null for a caller who may not write into the upload (auth/access.ts, canSeeUploadLink). */
+  uploadLink: string | null;
   storageLocation?: string | undefined;
   /** Admins only: each configured replica's name and the package's copy there (undefined: none yet). */
   replicas?: Array<{ name: string; copy: ReplicaCopy | undefined }> | undefined;
@@ -27,7 +28,8 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
     user: pkg.user,
     content_type: pkg.contentType,
     external_id: pkg.externalId,
-    upload_link: o.uploadLink,
+    // A stored package's link is closed: null for everyone (and the same for every caller of a kept show).
+    upload_link: pkg.stored ? null : o.uploadLink,
   };
   if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
   if (o.storageVisible && o.replicas !== undefined) view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));

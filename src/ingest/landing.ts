@@ -14,10 +14,11 @@
  */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { writeAtomically } from '../fs/atomic.js';
 import { isErrno } from '../fs/errors.js';
 import { exists } from '../fs/exists.js';
-import { processExists, processState, procfsAvailable } from '../process/groups.js';
+import { descendantsOf, processExists, processState, procfsAvailable } from '../process/groups.js';
 import { DataLayout } from '../storage/layout.js';
 import { assertCapability, isCapability } from './capability.js';
 
@@ -116,6 +117,41 @@ export class LandingZone {
       if (isCapability(capability)) live.push({ pid, capability });
     }
     return live;
+  }
+
+  /**
+   * Ends every admitted transfer into the capability (a retired link, ingest/rotation.ts): its
+   * rsync process and the receiver that process forked get SIGTERM (rsync then drops its
+   * temporary file), SIGKILL after `graceMs`. Returns how many there were, once none runs; throws
+   * if one outlives SIGKILL by `graceMs`. Close the capability first, so no new one is admitted.
+   */
+  async stopTransfers(capability: string, graceMs = 5_000): Promise<number> {
+    assertCapability(capability);
+    const live = (await this.liveTransfers()).filter((t) => t.capability === capability);
+    if (live.length === 0) return 0;
+    const pids: number[] = [];
+    for (const t of live) pids.push(t.pid, ...(await descendantsOf(t.pid)));
+    const signal = (name: NodeJS.Signals) => {
+      for (const pid of pids) {
+        try {
+          process.kill(pid, name);
+        } catch {
+          // gone already, or not ours to signal: the wait below tells
+        }
+      }
+    };
+    signal('SIGTERM');
+    const running = async () => (await Promise.all(pids.map(isRsyncProcess))).some(Boolean);
+    for (const [deadline, then] of [[Date.now() + graceMs, 'SIGKILL'], [Date.now() + 2 * graceMs, undefined]] as const) {
+      while (await running()) {
+        if (Date.now() > deadline) break;
+        await sleep(25);
+      }
+      if (!(await running())) return live.length;
+      if (then === undefined) break;
+      signal(then);
+    }
+    throw new Error(`transfers into a retired upload link outlived SIGKILL (rsync pids ${pids.join(', ')})`);
   }
 
   /** Removes records of transfers whose rsync process is gone; returns how many live on. */

@@ -11,17 +11,26 @@ import { exists } from '../fs/exists.js';
 import type { Logger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
 import { isCapability } from './capability.js';
+import type { IngestDeps } from './deps.js';
 import type { LandingZone } from './landing.js';
+import { finishRotations, rotateUpload } from './rotation.js';
 
 /**
- * Gives an upload back to the depositor: staging → landing (if it was staged), the landing
- * folder made if missing, and the upload link opened again. If both folders exist (the link was
+ * Gives an upload back to the depositor under a new upload link (rotation.ts: whoever held the
+ * old one may not write into what is uploaded next): staging → the new landing folder (if it was
+ * staged), the folder made if missing, and the link open. If both folders exist (the link was
  * closed, so this should not happen), the staged one is kept beside, renamed, rather than lose
  * either. Returns what it did, for the log.
  */
-export async function returnUpload(storage: Storage, landing: LandingZone, pkg: Package): Promise<'returned' | 'kept-both' | 'reopened'> {
+export async function returnUpload(deps: Pick<IngestDeps, 'catalog' | 'storage' | 'landing' | 'logger'>, pkg: Package): Promise<'returned' | 'kept-both' | 'reopened'> {
+  const { storage, landing } = deps;
+  const fresh = await rotateUpload(deps.catalog, landing, pkg.bagId, deps.logger).catch((err: unknown) => {
+    // A catalog that cannot take the new link (the disk is full) must not keep the upload from its depositor.
+    deps.logger.error({ err, bagId: pkg.bagId }, 'could not give the upload a new link; it goes back under the old one');
+    return deps.catalog.packages.get(pkg.bagId) ?? pkg;
+  });
   const staged = storage.stagingDir(pkg.bagId);
-  const upload = landing.path(pkg.capability);
+  const upload = landing.path(fresh.capability);
   let outcome: 'returned' | 'kept-both' | 'reopened' = 'reopened';
   if (await exists(staged)) {
     if (await exists(upload)) {
@@ -32,25 +41,26 @@ export async function returnUpload(storage: Storage, landing: LandingZone, pkg: 
       outcome = 'returned';
     }
   } else if (!(await exists(upload))) {
-    await landing.open(pkg.capability);
+    await landing.open(fresh.capability);
   }
-  await landing.reopen(pkg.capability);
+  await landing.reopen(fresh.capability);
   return outcome;
 }
 
 /**
  * Start-up reconciliation of what was in flight, and nothing else: reading every package would
- * make start-up grow with the catalog. PENDING items are resumed by the ingest worker from their
+ * make start-up grow with the catalog. Unfinished link rotations are finished first (rotation.ts). PENDING items are resumed by the ingest worker from their
  * recorded stage. Here: an upload left in staging/, or a link left closed (the two marks an
  * interrupted ingest leaves), whose request has no PENDING item goes back to its depositor;
  * leftovers nobody owns are reported, never deleted. A stored package missing from storage is
  * the audits' to find.
  */
 export async function reconcile(catalog: Catalog, storage: Storage, landing: LandingZone, logger: Logger): Promise<void> {
+  await finishRotations(catalog, landing, logger);
   const pending = new Set(catalog.queue.pending().map((i) => i.bagId));
   const giveBack = async (pkg: Package): Promise<void> => {
     if (pkg.stored || pending.has(pkg.bagId)) return;
-    const outcome = await returnUpload(storage, landing, pkg);
+    const outcome = await returnUpload({ catalog, storage, landing, logger }, pkg);
     if (outcome !== 'reopened') logger.warn({ bagId: pkg.bagId, outcome }, 'returned an interrupted upload to its landing folder');
   };
   for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
@@ -62,6 +72,7 @@ export async function reconcile(catalog: Catalog, storage: Storage, landing: Lan
     if (!isCapability(name)) continue;
     const pkg = catalog.packages.byUploadCapability(name);
     if (pkg === undefined) logger.warn({ capability: name }, 'a closed upload link belongs to no request');
+    else if (pkg.capability !== name) continue; // a retired link: its marker is the refusal, kept
     else if (pkg.stored) await landing.reopen(name); // its landing folder is gone: the marker is moot
     else await giveBack(pkg);
   }

@@ -96,7 +96,7 @@ export class IngestStages {
         const checked = await this.validate(pkg);
         try {
           if (!checked.valid) {
-            await returnUpload(this.deps.storage, this.deps.landing, pkg);
+            await returnUpload(this.deps, pkg);
             failpoint('ingest:after-return');
             this.fail(item, pkg, checked.problems, started, 'validation-and-ingestion');
             return;
@@ -121,19 +121,19 @@ export class IngestStages {
       if (this.deps.storage.isOutOfSpace(err)) {
         // The operator's problem, but the depositor must know why and that nothing is lost.
         logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
-        await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+        await returnUpload(this.deps, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
         this.fail(item, pkg, [ingestProblem({ code: 'disk-full', bagId: pkg.bagId })], started, 'ingestion');
         return;
       }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
-      await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+      await returnUpload(this.deps, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
       this.fail(item, pkg, [ingestProblem({ code: 'internal-error' })], started, 'ingestion');
     }
   }
 
   /** Ends an ingest whose upload cannot be used: whatever there is goes back to the depositor. */
   private async giveBack(item: QueueItem, pkg: Package, problem: StoredProblem, started: number): Promise<void> {
-    await returnUpload(this.deps.storage, this.deps.landing, pkg).catch((err: unknown) =>
+    await returnUpload(this.deps, pkg).catch((err: unknown) =>
       this.deps.logger.error({ err, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
     );
     this.fail(item, pkg, [problem], started, 'ingestion');

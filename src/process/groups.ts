@@ -83,3 +83,25 @@ export async function commandLine(pid: number): Promise<string[] | undefined> {
     return undefined;
   }
 }
+
+/** Every descendant of `pid` (children, their children, ...) that procfs shows; [] without procfs. */
+export async function descendantsOf(pid: number): Promise<number[]> {
+  let names: string[];
+  try {
+    names = await readdir('/proc');
+  } catch {
+    return [];
+  }
+  const pids = names.filter((n) => /^\d+$/.test(n)).map(Number);
+  const states = await Promise.all(pids.map((p) => processState(p)));
+  const children = new Map<number, number[]>();
+  states.forEach((s, i) => {
+    if (s !== undefined) children.set(s.ppid, [...(children.get(s.ppid) ?? []), pids[i]!]);
+  });
+  const found: number[] = [];
+  for (let next = [pid]; next.length > 0; ) {
+    next = next.flatMap((p) => children.get(p) ?? []).filter((p) => !found.includes(p));
+    found.push(...next);
+  }
+  return found;
+}

@@ -79,3 +79,19 @@ t.test('the visibility rule as data agrees with canSee', async (t) => {
     'another user’s grants do not count',
   );
 });
+
+t.test('the upload link: to who may complete, while open (security-probe.md, finding 1)', async (t) => {
+  const open = { ...alicesVideo, stored: false };
+  const stored = { ...alicesVideo, stored: true };
+  const link = (grants: Grant[], admin = false) => {
+    const a = Access.of(user('carl', admin), grants, { requireGrants: false });
+    return [a.canSeeUploadLink(open), a.canSeeUploadLink(stored), a.canSeeUploadLink({ ...own, stored: false })];
+  };
+  t.same(link([]), [false, false, true], 'no grant: his own open request only');
+  t.same(link([grant('carl', 'viewer', 'video')]), [false, false, true], 'a viewer sees the request, never its link');
+  t.same(link([grant('carl', 'viewer', 'all')]), [false, false, true], 'nor a viewer on all');
+  t.same(link([grant('carl', 'content_manager', 'video')]), [true, false, true], 'a content_manager: the open one');
+  t.same(link([grant('carl', 'admin', 'video')]), [true, false, true]);
+  t.same(link([], true), [true, false, true], 'an admin: every open one; a stored package has none');
+  t.same(link([grant('carl', 'content_manager', 'audio')]), [false, false, true], 'a role on another type: no');
+});

@@ -3,7 +3,7 @@
  * was taken, the daemon goes on serving, and a data directory restored from the copy plus the
  * storage tree serves the same packages to the same tokens. Refuses a non-empty DEST.
  */
-import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -67,3 +67,36 @@ t.test('backup refuses a folder that is not empty, and the data directory itself
   t.equal(usage.code, 2);
   t.match(usage.stderr, /usage: preservd backup DEST/);
 });
+
+t.test('the copy is private whatever the umask: folders 0700, files 0600 (security-probe.md, finding 6)', async (t) => {
+  const d = await TestDaemon.start(t);
+  const alice = d.addUser('alice');
+  await d.createRequest(alice, { bag_id: '5b9e2f3c-8a1d-4c6e-9f0b-7d2a4e6c8b1f', external_id: 'open-at-backup' }); // its link is in the copy
+  const scratch = mkdtempSync(join(tmpdir(), 'preservd-backup-modes-'));
+  t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+  const made = join(scratch, 'made-beforehand');
+  mkdirSync(made, { mode: 0o755 });
+  const previous = process.umask(0o022);
+  try {
+    for (const dest of [join(scratch, 'new'), made]) {
+      const backup = d.cli(['backup', dest]);
+      t.equal(backup.code, 0, backup.stderr);
+      const modes = walkModes(dest);
+      t.ok(modes.length >= 3, `${JSON.stringify(modes)}`);
+      for (const [path, mode, isDir] of modes) t.equal(mode, isDir ? 0o700 : 0o600, `${path}: ${mode.toString(8)}`);
+    }
+  } finally {
+    process.umask(previous);
+  }
+});
+
+/** [path, permission bits, is a folder] of DEST and everything under it. */
+function walkModes(dir: string): Array<[string, number, boolean]> {
+  const found: Array<[string, number, boolean]> = [[dir, statSync(dir).mode & 0o777, true]];
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) found.push(...walkModes(path));
+    else found.push([path, statSync(path).mode & 0o777, false]);
+  }
+  return found;
+}

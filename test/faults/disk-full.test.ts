@@ -87,13 +87,16 @@ t.test('a full disk fails uploads and ingests clearly, and nothing is lost', { s
     t.equal(item.status, 'FAILED', 'the ingest fails');
     t.same(item.errors.map((e: any) => e.code), ['disk-full'], 'with the single problem disk-full');
     t.match(item.error, /out of disk space.*upload is kept/);
-    t.equal(readdirSync(join(dataDir, 'landing', r.capability, 'data/records')).length, 3000, 'the upload is back in its landing folder, whole');
+    // Given back under a new link (security-probe.md, finding 1): the catalog had the room for it.
+    const reopened: string = (await d.request('GET', `/v1/requests/${r.bagId}`, { token })).json.upload_link;
+    t.not(reopened, r.link, 'under a new link');
+    t.equal(readdirSync(join(dataDir, 'landing', reopened.split('/').at(-2)!, 'data/records')).length, 3000, 'the upload is back in its landing folder, whole');
     t.same(readdirSync(join(dataDir, 'staging')), [], 'nothing left in staging');
     t.equal((await d.request('GET', `/v1/packages/${r.bagId}`, { token })).json.stored, false);
     t.equal((await d.request('GET', '/v1/requests', { token })).status, 200, 'the daemon keeps serving');
 
     rmSync(filler);
-    t.equal(rsyncUpload(r.bagDir, r.link).code, 0, 'the link is open again');
+    t.equal(rsyncUpload(r.bagDir, reopened).code, 0, 'the link is open again');
     const again = await complete(t, r.bagId);
     t.equal(again.status, 'DONE', `completing again after freeing space stores the bag ${JSON.stringify(again).slice(0, 300)}`);
   });

@@ -60,7 +60,9 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
     t.equal(item.status, 'FAILED');
     t.ok(item.errors.some((e: any) => e.code === 'manifest-mismatch' && e.path === 'data/a.txt'));
     t.equal(pkg.json.stored, false);
-    const landing = join(dataDir, 'landing', req.upload_link.split('/').at(-2));
+    // Given back under a new link (the old one retired: security-probe.md, finding 1).
+    t.not(pkg.json.upload_link.split('/').at(-2), req.upload_link.split('/').at(-2), 'under a new link');
+    const landing = join(dataDir, 'landing', pkg.json.upload_link.split('/').at(-2));
     t.same(filesUnder(landing), filesUnder(bagDir), 'the upload is back in its landing folder, whole');
     t.equal(rsyncUpload(bagDir, pkg.json.upload_link).code, 0, 'and the link is open again');
     await second.stop();
@@ -81,7 +83,9 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   t.equal(ingestions[0].outcome, 'success');
   const file = await second.request('GET', `/v1/packages/${bagId}/x/y.bin`, { token });
   t.equal(file.status, 200, 'files are served');
-  t.not(rsyncUpload(bagDir, pkg.json.upload_link).code, 0, 'the link stays closed');
+  t.equal(pkg.json.upload_link, null, 'a stored package shows no link');
+  const oldLink = req.upload_link.replace(`:${first.rsyncPort}/`, `:${second.rsyncPort}/`);
+  t.not(rsyncUpload(bagDir, oldLink).code, 0, 'the link stays closed');
   await second.stop();
   await assertInvariants(t, dataDir);
 }

@@ -253,6 +253,7 @@ const CHIPMUNK_RSYNC_OPTIONS = ['-rtvzP', '--delete', '--no-group', '--no-perms'
 
 /** Uploads a bag folder the way chipmunk-client does. */
 export function rsyncUpload(bagDir: string, link: string): { code: number; output: string } {
+  assertLink(link);
   const r = spawnSync('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], { encoding: 'utf8', timeout: 120_000 });
   return { code: r.status ?? -1, output: `${r.stdout}${r.stderr}` };
 }
@@ -262,6 +263,7 @@ export function rsyncUpload(bagDir: string, link: string): { code: number; outpu
  * clients going at once (same arguments, same 120 s limit).
  */
 export function rsyncUploadAsync(bagDir: string, link: string): Promise<{ code: number; output: string }> {
+  assertLink(link);
   return new Promise((ok) => {
     const child = spawn('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
     let output = '';
@@ -270,4 +272,9 @@ export function rsyncUploadAsync(bagDir: string, link: string): Promise<{ code: 
     child.once('error', (err) => ok({ code: -1, output: `${output}${err.message}` }));
     child.once('close', (code) => ok({ code: code ?? -1, output }));
   });
+}
+
+/** A `null` upload_link (a viewer's, a stored package's) would make rsync copy into a local folder named "null". */
+function assertLink(link: unknown): asserts link is string {
+  if (typeof link !== 'string' || !link.includes(':')) throw new Error(`not an upload link: ${JSON.stringify(link)}`);
 }

@@ -104,8 +104,10 @@ t.test('rsync abuse', async (t) => {
     if (withDevice && existsSync(join(landed, 'data', 'mem'))) t.ok(named.has('special-file data/mem'), 'a device node rsync created is refused, never opened');
     t.same(await snapshot(d), before, 'nothing stored');
 
-    // The link opened again: the fixed bag (--delete removes the links) is stored.
-    const fixed = rsync(['-rtvzP', '--delete', '--no-group', '--no-perms', `${await bagFor(req)}/`, req.upload_link]);
+    // The upload opened again under a new link (the old one retired): the fixed bag (--delete removes the links) is stored.
+    const reopened = (await d.request('GET', `/v1/requests/${req.bag_id}`, { token: alice })).json.upload_link;
+    t.not(reopened, req.upload_link, 'a new link');
+    const fixed = rsync(['-rtvzP', '--delete', '--no-group', '--no-perms', `${await bagFor(req)}/`, reopened]);
     t.equal(fixed.code, 0, fixed.output);
     t.equal((await complete(req, alice)).status, 'DONE', 'a FAILED upload can be fixed and completed');
   });

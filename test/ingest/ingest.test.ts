@@ -102,7 +102,10 @@ t.test('ingest', async (t) => {
     t.ok(events.json.some((e: any) => e.type === 'validation' && e.outcome === 'failure'));
 
     const fixed = await bagFor(req);
-    const up = rsyncUpload(fixed, req.upload_link);
+    // The upload is handed back under a new link; the old one is refused (security-probe.md, finding 1).
+    t.not(pkg.json.upload_link, req.upload_link, 'a FAILED item reopens the upload under a new link');
+    t.not(rsyncUpload(fixed, req.upload_link).code, 0, 'the old link is refused');
+    const up = rsyncUpload(fixed, pkg.json.upload_link);
     t.equal(up.code, 0, `the link is open again after a failure: ${up.output}`);
     const retry = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
     t.equal(retry.status, 201, 'a FAILED item does not block a new attempt');
@@ -149,7 +152,9 @@ t.test('ingest', async (t) => {
     const item = await d.waitForQueueItem(complete.json.id, alice);
     t.equal(item.status, 'FAILED');
     t.same(item.errors.map((e: any) => [e.code, e.path]), [['upload-missing', undefined]]);
-    t.ok(existsSync(join(d.dataDir, 'landing', capability)), 'an empty landing folder to upload into again');
+    const reopened = String((await d.request('GET', `/v1/requests/${req.bag_id}`, { token: alice })).json.upload_link).split('/').filter(Boolean).pop()!;
+    t.not(reopened, capability, 'under a new link');
+    t.ok(existsSync(join(d.dataDir, 'landing', reopened)), 'an empty landing folder to upload into again');
     const events = await d.request('GET', `/v1/packages/${req.bag_id}/events`, { token: alice });
     t.same(events.json.map((e: any) => [e.type, e.outcome]), [['ingestion', 'failure']], 'the ingestion failure, and no validation');
   });

@@ -108,10 +108,10 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
   });
 
   app.get<{ Params: { id: string } }>('/audits/:id', PAGE, async (request, reply) => {
+    requireAuditor(request); // before looking: a non-admin learns nothing of which audits exist
     const id = /^[0-9]{1,15}$/.test(request.params.id) ? Number(request.params.id) : NaN;
     const audit = Number.isNaN(id) ? undefined : ctx.catalog.audits.get(id);
     if (audit === undefined) throw notFound(`There is no audit ${request.params.id}.`);
-    requireAuditor(request);
     const failures = [];
     let successes = 0;
     for (const event of ctx.catalog.events.forAudit(audit.id)) {

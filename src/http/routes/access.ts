@@ -17,7 +17,8 @@ import { packageView } from '../views.js';
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
   const pkg = ctx.catalog.packages.find(idOrExternalId);
   if (pkg === undefined) throw notFound(`no package "${idOrExternalId}"`);
-  if (!access(request).canSee(pkg)) throw forbidden(`package ${pkg.bagId} belongs to another user`);
+  // In the caller's own words: asked by external_id, the bag_id behind it stays unsaid (docs/access.md).
+  if (!access(request).canSee(pkg)) throw forbidden(`package "${idOrExternalId}" belongs to another user`);
   return pkg;
 }
 
@@ -47,7 +48,12 @@ export function visibleCount(ctx: HttpContext, request: FastifyRequest): number 
 
 /** The package as the caller may see it: without `files` (as lists show it), or with them (a new request's answer). */
 export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, files?: string[]): Record<string, unknown> {
-  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), undefined, files);
+  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), linkFor(ctx, request, pkg), undefined, files);
+}
+
+/** The upload link if the caller may write into the upload, else null (auth/access.ts decides). */
+function linkFor(ctx: HttpContext, request: FastifyRequest, pkg: Package): string | null {
+  return access(request).canSeeUploadLink(pkg) ? ctx.uploadLink(pkg) : null;
 }
 
 /** The storage details the caller may see of the package, read now (undefined: the caller may see none). */
@@ -59,10 +65,17 @@ function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package
   };
 }
 
-function packageViewFor(ctx: HttpContext, pkg: Package, storage: StorageState | undefined, upload?: UploadProgress, files?: string[]): Record<string, unknown> {
+function packageViewFor(
+  ctx: HttpContext,
+  pkg: Package,
+  storage: StorageState | undefined,
+  uploadLink: string | null,
+  upload?: UploadProgress,
+  files?: string[],
+): Record<string, unknown> {
   return packageView(pkg, {
     storageVisible: storage !== undefined,
-    uploadLink: ctx.uploadLink(pkg),
+    uploadLink,
     storageLocation: storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,
@@ -82,10 +95,11 @@ export function storedPackageBody(ctx: HttpContext, request: FastifyRequest, rep
   const held = shows.get(pkg, storage);
   if (held !== undefined) return held;
   const files = JSON.parse(ctx.catalog.packages.payloadListJson(pkg.bagId).toString('utf8')) as string[];
-  return shows.keep(pkg, storage, Buffer.from(String(reply.serialize(packageViewFor(ctx, pkg, storage, undefined, files))), 'utf8'));
+  // A stored package's upload_link is null for every caller (views.ts).
+  return shows.keep(pkg, storage, Buffer.from(String(reply.serialize(packageViewFor(ctx, pkg, storage, null, undefined, files))), 'utf8'));
 }
 
 /** An open request as the caller may see it, with what has arrived, and no files yet. */
 export async function requestView(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<Record<string, unknown>> {
-  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), await ctx.uploadProgress(pkg), []);
+  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), linkFor(ctx, request, pkg), await ctx.uploadProgress(pkg), []);
 }

@@ -58,9 +58,9 @@ export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       },
     },
     async (request) => {
+      requireAdmin(request); // before looking: a non-admin learns nothing of which audits exist
       const audit = ctx.catalog.audits.get(Number(request.params.id));
       if (audit === undefined) throw notFound(`no audit ${request.params.id}`);
-      requireAdmin(request);
       const successes: unknown[] = [];
       const failures: unknown[] = [];
       for (const event of ctx.catalog.events.forAudit(audit.id)) {
