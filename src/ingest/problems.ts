@@ -6,7 +6,7 @@
 import { MAX_PATH_BYTES } from '../catalog/keys.js';
 import { defineProblems } from '../problems.js';
 
-export type IngestProblemInit =
+type IngestProblemInit =
   | { code: 'upload-missing'; bagId: string }
   | { code: 'upload-empty'; bagId: string }
   | { code: 'path-too-long'; path: string; bytes: number }
