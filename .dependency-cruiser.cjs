@@ -1,8 +1,8 @@
 /**
  * The import rules of docs/architecture.md, checked by dependency-cruiser (`npm run lint:imports`,
  * run by test/architecture/imports.test.ts): no cycles; the libraries (bagit, fixity, fs) use
- * nothing of the daemon's; download knows no web framework; from outside a module with an
- * index.ts, only its index.ts is imported.
+ * nothing of the daemon's; problems.ts is a leaf; download knows no web framework; from outside
+ * a module with an index.ts, only its index.ts is imported.
  */
 const LIBRARIES = '^src/(bagit|fixity|fs)/';
 const DAEMON = '^src/(audit|auth|catalog|commands|config|download|http|ingest|process|replicas|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
@@ -13,11 +13,12 @@ module.exports = {
     {
       name: 'libraries-know-no-daemon',
       severity: 'error',
-      comment: 'bagit/, fixity/ and fs/ are libraries another project could lift out: they import only each other (bagit → fixity → fs) and node.',
+      comment: 'bagit/, fixity/ and fs/ are libraries another project could lift out: they import only each other (bagit → fixity → fs), the leaf problems.ts, and node.',
       from: { path: LIBRARIES },
       to: { path: DAEMON },
     },
     { name: 'fixity-knows-no-bagit', severity: 'error', from: { path: '^src/fixity/' }, to: { path: '^src/bagit/' } },
+    { name: 'problems-is-a-leaf', severity: 'error', comment: 'defineProblems serves the libraries and the daemon alike.', from: { path: '^src/problems\\.ts$' }, to: { path: '^src/' } },
     { name: 'fs-is-a-leaf', severity: 'error', from: { path: '^src/fs/' }, to: { path: '^src/(?!fs/)' } },
     {
       name: 'download-knows-no-framework',

@@ -19,7 +19,8 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
-import { findingsDetail, verifyPackage, type Finding, type PackageHasher } from './verify.js';
+import { findingsDetail, type Finding } from './findings.js';
+import { verifyPackage, type PackageHasher } from './verify.js';
 
 const DAY_MS = 86_400_000;
 /** Packages read from the schedule per round: memory stays bounded however many are due. */

@@ -12,7 +12,7 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord, ReplicaCopy } from '../catalog/types.js';
 import { objectKey, packagePrefix, ReplicaDown, type ReplicaTarget } from '../replicas/index.js';
-import { findingsDetail, type Finding } from './verify.js';
+import { byPackageThenPath, findingsDetail, type Finding } from './findings.js';
 
 /** What audits need to check copies: the replicas, their read rates, and the repair to ask for. */
 export interface AuditedReplicas {
@@ -89,5 +89,5 @@ async function verifyCopy(bagId: string, files: readonly FileRecord[], target: R
     if (!(err instanceof ReplicaDown)) throw err;
     return [{ code: 'replica-unreachable', copy, reason: err.reason }];
   }
-  return findings.sort((a, b) => ((a.path ?? '') < (b.path ?? '') ? -1 : (a.path ?? '') > (b.path ?? '') ? 1 : 0));
+  return findings.sort(byPackageThenPath);
 }

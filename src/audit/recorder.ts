@@ -13,7 +13,7 @@ import type { Audit, PreservationEvent } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import type { Logger } from '../logger.js';
 import type { ProgressTracker } from './progress.js';
-import { findingsDetail, type Finding } from './verify.js';
+import { findingsDetail, type Finding } from './findings.js';
 
 export interface PackageChecked {
   auditId: number;

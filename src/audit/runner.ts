@@ -24,7 +24,8 @@ import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
-import { verifyPackage, type Finding, type PackageHasher } from './verify.js';
+import type { Finding } from './findings.js';
+import { verifyPackage, type PackageHasher } from './verify.js';
 import { deliverWebhook, messageOf, webhookPayload, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_TIMEOUT_MS } from './webhook.js';
 
 /** What the runner needs from the fixity pool (FixityPool satisfies it). */

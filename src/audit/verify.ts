@@ -2,7 +2,7 @@
  * Verifying one stored package against the catalog: every recorded file (tag files and payload
  * alike) is read again and its size and digests compared; files on disk the catalog does not
  * know are found in the package folder's listing, made without following links. Every problem is
- * a typed `Finding`, gathered into a list; `describeFinding` turns one into a sentence for people.
+ * a typed `Finding` (findings.ts), gathered into a list.
  *
  * The hasher (the fixity pool) lists the folder and reads the files in its workers; this module
  * only compares, and looks at a file itself (one lstat) only when a recorded file is no longer a
@@ -13,8 +13,9 @@
  */
 import { lstat } from 'node:fs/promises';
 import type { FileRecord } from '../catalog/types.js';
-import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type EntryKind, type FolderEntries, type Tree } from '../fixity/index.js';
+import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type FolderEntries, type Tree } from '../fixity/index.js';
 import { Storage } from '../storage/storage.js';
+import { byPackageThenPath, type Finding } from './findings.js';
 
 /** What verifying needs from the fixity pool (FixityPool satisfies it). */
 export interface PackageHasher {
@@ -35,58 +36,6 @@ export interface PackageHasher {
 interface HashResult {
   size: number;
   digests: Partial<Record<Algorithm, string>>;
-}
-
-type FindingCode =
-  /** The package folder is gone (or something other than a folder stands in its place). */
-  | 'package-missing'
-  /** The package folder exists but could not be listed. */
-  | 'package-unreadable'
-  /** The package is no longer stored according to the catalog. */
-  | 'package-not-in-catalog'
-  | 'file-missing'
-  /** Same size, different content: `algorithm`, `expected` and `actual` digests. */
-  | 'file-changed'
-  /** `expected` and `actual` are sizes in bytes (decimal). */
-  | 'size-changed'
-  /** Could not be read; `reason` is the error code (EACCES, EIO, ...). */
-  | 'file-unreadable'
-  /** A recorded file is now a symbolic link, folder or special file; `kind` says which. */
-  | 'file-not-regular'
-  /** On disk but not in the catalog; `kind` says what it is. */
-  | 'file-extra'
-  /** The catalog holds no digest for the file, so only its size was checked. */
-  | 'digest-not-recorded'
-  /** A replica could not be read at all (down, refusing); `reason` says why. */
-  | 'replica-unreachable';
-
-/** Every finding an audit can report, with its severity: each one fails the package's check. */
-export const FINDING_CODES: Readonly<Record<FindingCode, 'error'>> = {
-  'package-missing': 'error',
-  'package-unreadable': 'error',
-  'package-not-in-catalog': 'error',
-  'file-missing': 'error',
-  'file-changed': 'error',
-  'size-changed': 'error',
-  'file-unreadable': 'error',
-  'file-not-regular': 'error',
-  'file-extra': 'error',
-  'digest-not-recorded': 'error',
-  'replica-unreachable': 'error',
-};
-
-export interface Finding {
-  code: FindingCode;
-  /** The replica whose copy this is about; absent for the primary copy in storage/. */
-  copy?: string;
-  /** Relative to the bag root, as in the catalog; absent for findings about the whole package. */
-  path?: string;
-  algorithm?: Algorithm;
-  expected?: string;
-  actual?: string;
-  /** The error code behind an unreadable file or folder. */
-  reason?: string;
-  kind?: EntryKind;
 }
 
 export interface VerifyOptions {
@@ -328,62 +277,4 @@ function walk(recorded: Pick<RecordedFiles, 'has' | 'holdsUnder'>, listed: Reado
   if (typeof root === 'string') return { unreadable: root };
   visit('', root);
   return { findings };
-}
-
-function byPackageThenPath(a: Finding, b: Finding): number {
-  const pa = a.path ?? '';
-  const pb = b.path ?? '';
-  return pa < pb ? -1 : pa > pb ? 1 : 0;
-}
-
-const KIND_NOUN: Record<EntryKind, string> = {
-  file: 'file',
-  directory: 'folder',
-  symlink: 'symbolic link',
-  fifo: 'FIFO',
-  socket: 'socket',
-  'block device': 'block device',
-  'character device': 'character device',
-  unknown: 'entry of unknown type',
-};
-
-/**
- * One finding as a sentence for people. Never names a server path: paths are bag-relative. A
- * finding about a replica's copy starts with `replica <name>: `.
- */
-export function describeFinding(f: Finding): string {
-  return f.copy === undefined ? describeOnCopy(f) : `replica ${f.copy}: ${describeOnCopy(f)}`;
-}
-
-function describeOnCopy(f: Finding): string {
-  const where = f.path ?? 'the package';
-  switch (f.code) {
-    case 'package-missing':
-      return f.kind === undefined ? 'the package folder is missing' : `the package folder is missing: a ${KIND_NOUN[f.kind]} stands in its place`;
-    case 'package-unreadable':
-      return `the package folder could not be read (${f.reason ?? 'unknown error'})`;
-    case 'package-not-in-catalog':
-      return 'the package is no longer recorded as stored in the catalog';
-    case 'file-missing':
-      return `${where}: missing`;
-    case 'file-changed':
-      return `${where}: ${f.algorithm ?? 'digest'} changed: expected ${f.expected ?? '?'}, found ${f.actual || '?'}`;
-    case 'size-changed':
-      return `${where}: size changed: expected ${f.expected ?? '?'} bytes, found ${f.actual ?? '?'}`;
-    case 'file-unreadable':
-      return `${where}: could not be read (${f.reason ?? 'unknown error'})`;
-    case 'file-not-regular':
-      return `${where}: is now a ${KIND_NOUN[f.kind ?? 'unknown']}, not a regular file`;
-    case 'file-extra':
-      return `${where}: extra ${KIND_NOUN[f.kind ?? 'file']} not in the catalog`;
-    case 'digest-not-recorded':
-      return `${where}: no digest recorded in the catalog; only its size was checked`;
-    case 'replica-unreachable':
-      return `could not be read (${f.reason ?? 'unknown error'})`;
-  }
-}
-
-/** The detail of a failed fixity check event: one line per finding. */
-export function findingsDetail(findings: readonly Finding[]): string {
-  return findings.map(describeFinding).join('\n');
 }

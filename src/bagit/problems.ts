@@ -1,11 +1,12 @@
 /**
  * Everything the BagIt validator can find wrong with a bag, as typed values carrying their
- * subject (which file, which manifest, expected vs found), and the one function that turns such a
- * value into a sentence for people. Nothing here reads the disk.
+ * subject (which file, which manifest, expected vs found), and their table (`defineProblems`):
+ * each code's severity and the one sentence for people it becomes. Nothing here reads the disk.
  */
 import type { Algorithm } from '../fixity/index.js';
+import { defineProblems, type Problem, type Severity } from '../problems.js';
 
-export type Severity = 'error' | 'warning';
+export type { Severity };
 
 /** Why a line of bagit.txt is not the exact `Label: value` RFC 8493 §2.1.1 asks for. */
 export type BagitTxtFault =
@@ -91,84 +92,11 @@ export type BagProblemInit =
 
 export type BagProblemCode = BagProblemInit['code'];
 
-/** A problem as reported: the typed value, its severity and its sentence. */
-export type BagProblem = BagProblemInit & ProblemFields;
-
-/** What every bag problem can be read by, whatever its code (the catalog keeps these fields). */
-interface ProblemFields {
-  severity: Severity;
-  message: string;
-  path?: string;
-  algorithm?: Algorithm;
-  expected?: string;
-  actual?: string;
-}
-
 /**
- * Severity of each code when nothing else decides. `manifest-duplicate` is the one code whose
- * severity depends on the bag (a warning before BagIt 1.0, an error from 1.0), so the caller
- * passes it explicitly.
+ * A problem as reported: the typed value, its severity and its sentence; the fields most codes
+ * carry can be read whatever the code (the catalog keeps these).
  */
-const DEFAULT_SEVERITY: Record<BagProblemCode, Severity> = {
-  'bag-unreadable': 'error',
-  'bagit-txt-missing': 'error',
-  'bagit-txt-bom': 'error',
-  'bagit-txt-malformed': 'error',
-  'bagit-version-invalid': 'error',
-  'bagit-version-unsupported': 'error',
-  'tag-encoding-unsupported': 'error',
-  'tag-file-undecodable': 'error',
-  'tag-file-malformed': 'error',
-  'data-dir-missing': 'error',
-  'manifest-missing': 'error',
-  'manifest-algorithm-unknown': 'error',
-  'manifest-line-malformed': 'error',
-  'manifest-binary-marker': 'warning',
-  'manifest-dot-slash': 'warning',
-  'manifest-duplicate': 'error',
-  'manifest-duplicate-conflict': 'error',
-  'unsafe-path': 'error',
-  'payload-entry-outside-data': 'error',
-  'tag-entry-inside-data': 'error',
-  'file-missing': 'error',
-  'file-not-in-manifest': 'error',
-  'manifest-mismatch': 'error',
-  'file-unreadable': 'error',
-  'file-changed-during-validation': 'error',
-  'payload-oxum-malformed': 'error',
-  'payload-oxum-mismatch': 'error',
-  'fetch-line-malformed': 'error',
-  'fetch-hole': 'error',
-  'fetch-not-in-manifest': 'error',
-  symlink: 'error',
-  'special-file': 'error',
-  'hard-link': 'error',
-  'name-not-utf8': 'error',
-  'system-file': 'warning',
-  'case-collision': 'warning',
-  'normalization-collision': 'warning',
-  'non-portable-name': 'warning',
-  'not-a-file': 'error',
-  'tag-file-bom': 'warning',
-  'payload-oxum-repeated': 'error',
-  'tag-manifest-incomplete': 'error',
-  'tag-manifest-lists-tag-manifest': 'error',
-  'path-ends-in-whitespace': 'warning',
-  'manifest-path-normalization': 'warning',
-  'manifest-path-percent': 'warning',
-  'tag-line-no-space': 'warning',
-  'path-beyond-path-max': 'error',
-  // Takes the severity of the problems it stands for; the caller passes it.
-  'problems-omitted': 'error',
-};
-
-/** Every code this module can report, with its usual severity (for documentation and tests). */
-export const BAG_PROBLEM_CODES: Readonly<Record<BagProblemCode, Severity>> = DEFAULT_SEVERITY;
-
-/** Attach severity and sentence to a problem value. */
-export function makeProblem(init: BagProblemInit, severity?: Severity): BagProblem {
-  return { ...init, severity: severity ?? DEFAULT_SEVERITY[init.code], message: describeProblem(init) } as BagProblem;
-}
+export type BagProblem = Problem<BagProblemInit> & { path?: string; algorithm?: Algorithm; expected?: string; actual?: string };
 
 /** Longest path shown whole in a sentence; a longer one (a hostile 1 MiB line) is cut. */
 const SHOWN_PATH_LENGTH = 1024;
@@ -231,122 +159,102 @@ const NON_PORTABLE_REASON: Record<NonPortableReason, string> = {
   'reserved-name': 'uses a name Windows reserves for devices (CON, PRN, AUX, NUL, COM1-9, LPT1-9)',
 };
 
-/** The one place a bag problem becomes a sentence. */
-export function describeProblem(p: BagProblemInit): string {
-  switch (p.code) {
-    case 'bag-unreadable':
-      return `The bag directory cannot be read (${p.detail}).`;
-    case 'bagit-txt-missing':
-      return 'bagit.txt is missing: every bag must declare its BagIt version and tag-file encoding there.';
-    case 'bagit-txt-bom':
-      return 'bagit.txt starts with a byte-order mark, which RFC 8493 forbids.';
-    case 'bagit-txt-malformed':
-      return p.line === undefined
+/** Each code's severity (an error unless it says so) and its sentence. */
+const BAG_PROBLEMS = defineProblems<BagProblemInit>({
+  'bag-unreadable': { describe: (p) => `The bag directory cannot be read (${p.detail}).` },
+  'bagit-txt-missing': { describe: () => 'bagit.txt is missing: every bag must declare its BagIt version and tag-file encoding there.' },
+  'bagit-txt-bom': { describe: () => 'bagit.txt starts with a byte-order mark, which RFC 8493 forbids.' },
+  'bagit-txt-malformed': {
+    describe: (p) =>
+      p.line === undefined
         ? `bagit.txt ${BAGIT_TXT_FAULT[p.fault]}.`
-        : `bagit.txt line ${p.line} ${BAGIT_TXT_FAULT[p.fault]}.`;
-    case 'bagit-version-invalid':
-      return `bagit.txt gives BagIt-Version "${p.version}", which is not of the form M.N (for example 1.0).`;
-    case 'bagit-version-unsupported':
-      return `bagit.txt gives BagIt-Version ${p.version}; versions 0.93 to 1.0 are supported.`;
-    case 'tag-encoding-unsupported':
-      return `bagit.txt declares Tag-File-Character-Encoding "${p.encoding}", which this validator cannot read.`;
-    case 'tag-file-undecodable':
-      return `${showPath(p.path)} is not valid ${p.encoding} text, the encoding bagit.txt declares.`;
-    case 'tag-file-malformed':
-      return `${showPath(p.path)} line ${p.line} is neither "Label: value" nor an indented continuation line.`;
-    case 'data-dir-missing':
-      return 'The payload directory data/ is missing.';
-    case 'manifest-missing':
-      return 'The bag has no payload manifest (manifest-<algorithm>.txt) with a supported algorithm.';
-    case 'manifest-algorithm-unknown':
-      return `${showPath(p.path)} uses the algorithm "${p.algorithmName}"; supported are md5, sha1, sha224, sha256, sha384 and sha512.`;
-    case 'manifest-line-malformed':
-      return p.fault === 'no-path'
+        : `bagit.txt line ${p.line} ${BAGIT_TXT_FAULT[p.fault]}.`,
+  },
+  'bagit-version-invalid': { describe: (p) => `bagit.txt gives BagIt-Version "${p.version}", which is not of the form M.N (for example 1.0).` },
+  'bagit-version-unsupported': { describe: (p) => `bagit.txt gives BagIt-Version ${p.version}; versions 0.93 to 1.0 are supported.` },
+  'tag-encoding-unsupported': { describe: (p) => `bagit.txt declares Tag-File-Character-Encoding "${p.encoding}", which this validator cannot read.` },
+  'tag-file-undecodable': { describe: (p) => `${showPath(p.path)} is not valid ${p.encoding} text, the encoding bagit.txt declares.` },
+  'tag-file-malformed': { describe: (p) => `${showPath(p.path)} line ${p.line} is neither "Label: value" nor an indented continuation line.` },
+  'data-dir-missing': { describe: () => 'The payload directory data/ is missing.' },
+  'manifest-missing': { describe: () => 'The bag has no payload manifest (manifest-<algorithm>.txt) with a supported algorithm.' },
+  'manifest-algorithm-unknown': { describe: (p) => `${showPath(p.path)} uses the algorithm "${p.algorithmName}"; supported are md5, sha1, sha224, sha256, sha384 and sha512.` },
+  'manifest-line-malformed': {
+    describe: (p) =>
+      p.fault === 'no-path'
         ? `${showPath(p.path)} line ${p.line} is not "<digest> <path>".`
-        : `${showPath(p.path)} line ${p.line} has a digest that is not hexadecimal of the algorithm's length.`;
-    case 'manifest-binary-marker':
-      return `${showPath(p.path)} marks ${p.count} path(s) with md5sum's "*" binary flag (first on line ${p.line}); the "*" was ignored.`;
-    case 'manifest-dot-slash':
-      return `${showPath(p.path)} writes ${p.count} path(s) with a leading "./" (first on line ${p.line}); it was ignored.`;
-    case 'manifest-duplicate':
-      return `${showPath(p.path)} is listed twice in ${p.listedIn} with the same digest (again on line ${p.line}).`;
-    case 'manifest-duplicate-conflict':
-      return `${showPath(p.path)} is listed twice in ${p.listedIn} with different digests (${p.expected} and ${p.actual}, line ${p.line}).`;
-    case 'unsafe-path':
-      return p.listedIn === undefined
+        : `${showPath(p.path)} line ${p.line} has a digest that is not hexadecimal of the algorithm's length.`,
+  },
+  'manifest-binary-marker': { severity: 'warning', describe: (p) => `${showPath(p.path)} marks ${p.count} path(s) with md5sum's "*" binary flag (first on line ${p.line}); the "*" was ignored.` },
+  'manifest-dot-slash': { severity: 'warning', describe: (p) => `${showPath(p.path)} writes ${p.count} path(s) with a leading "./" (first on line ${p.line}); it was ignored.` },
+  // A warning before BagIt 1.0, an error from 1.0: the validator passes the bag's severity.
+  'manifest-duplicate': { describe: (p) => `${showPath(p.path)} is listed twice in ${p.listedIn} with the same digest (again on line ${p.line}).` },
+  'manifest-duplicate-conflict': { describe: (p) => `${showPath(p.path)} is listed twice in ${p.listedIn} with different digests (${p.expected} and ${p.actual}, line ${p.line}).` },
+  'unsafe-path': {
+    describe: (p) =>
+      p.listedIn === undefined
         ? `The bag holds "${showPath(p.path)}", which is refused because ${UNSAFE_REASON[p.reason]}; rename it.`
-        : `${p.listedIn}${p.line === undefined ? '' : ` line ${p.line}`} names "${showPath(p.path)}", which is refused because ${UNSAFE_REASON[p.reason]}.`;
-    case 'payload-entry-outside-data':
-      return `${p.listedIn} line ${p.line} names ${showPath(p.path)}, which is not under data/; only payload files belong there.`;
-    case 'tag-entry-inside-data':
-      return `${p.listedIn} line ${p.line} names ${showPath(p.path)}, a payload file; tag manifests cover tag files only.`;
-    case 'file-missing':
-      return `${showPath(p.path)} is listed in ${p.listedIn.join(', ')} but is not in the bag${
+        : `${p.listedIn}${p.line === undefined ? '' : ` line ${p.line}`} names "${showPath(p.path)}", which is refused because ${UNSAFE_REASON[p.reason]}.`,
+  },
+  'payload-entry-outside-data': { describe: (p) => `${p.listedIn} line ${p.line} names ${showPath(p.path)}, which is not under data/; only payload files belong there.` },
+  'tag-entry-inside-data': { describe: (p) => `${p.listedIn} line ${p.line} names ${showPath(p.path)}, a payload file; tag manifests cover tag files only.` },
+  'file-missing': {
+    describe: (p) =>
+      `${showPath(p.path)} is listed in ${p.listedIn.join(', ')} but is not in the bag${
         p.similar === undefined ? '' : ` (the bag has ${showPath(p.similar)}, which differs only in letter case, Unicode normalization or trailing whitespace)`
-      }.`;
-    case 'file-not-in-manifest':
-      return p.manifest === undefined
+      }.`,
+  },
+  'file-not-in-manifest': {
+    describe: (p) =>
+      p.manifest === undefined
         ? `${showPath(p.path)} is in the payload but in no payload manifest.`
-        : `${showPath(p.path)} is missing from ${p.manifest}; BagIt 1.0 requires every payload file in every payload manifest.`;
-    case 'manifest-mismatch':
-      return `${showPath(p.path)} has ${p.algorithm} ${p.actual}, but ${p.listedIn} expects ${p.expected}.`;
-    case 'file-unreadable':
-      return `${showPath(p.path)} could not be read (${p.detail}).`;
-    case 'file-changed-during-validation':
-      return `${showPath(p.path)} changed while it was being validated; upload it again once nothing writes to it.`;
-    case 'payload-oxum-malformed':
-      return `${showPath(p.path)} gives Payload-Oxum "${p.value}", which is not "<octets>.<files>".`;
-    case 'payload-oxum-mismatch':
-      return `Payload-Oxum in ${showPath(p.path)} is ${p.expected} (octets.files) but the payload holds ${p.actual}.`;
-    case 'fetch-line-malformed':
-      return p.fault === 'fields'
+        : `${showPath(p.path)} is missing from ${p.manifest}; BagIt 1.0 requires every payload file in every payload manifest.`,
+  },
+  'manifest-mismatch': { describe: (p) => `${showPath(p.path)} has ${p.algorithm} ${p.actual}, but ${p.listedIn} expects ${p.expected}.` },
+  'file-unreadable': { describe: (p) => `${showPath(p.path)} could not be read (${p.detail}).` },
+  'file-changed-during-validation': { describe: (p) => `${showPath(p.path)} changed while it was being validated; upload it again once nothing writes to it.` },
+  'payload-oxum-malformed': { describe: (p) => `${showPath(p.path)} gives Payload-Oxum "${p.value}", which is not "<octets>.<files>".` },
+  'payload-oxum-mismatch': { describe: (p) => `Payload-Oxum in ${showPath(p.path)} is ${p.expected} (octets.files) but the payload holds ${p.actual}.` },
+  'fetch-line-malformed': {
+    describe: (p) =>
+      p.fault === 'fields'
         ? `${showPath(p.path)} line ${p.line} is not "<url> <length> <path>".`
         : p.fault === 'url'
           ? `${showPath(p.path)} line ${p.line} has a URL that cannot be parsed.`
-          : `${showPath(p.path)} line ${p.line} has a length that is neither a number nor "-".`;
-    case 'fetch-hole':
-      return `${showPath(p.path)} is listed in ${p.listedIn} (to be fetched from ${p.url}) but is not in the bag; fetch the file before depositing.`;
-    case 'fetch-not-in-manifest':
-      return `${showPath(p.path)} is listed in fetch.txt but not in ${p.manifest}.`;
-    case 'symlink':
-      return `${showPath(p.path)} is a symbolic link; bags must hold regular files only.`;
-    case 'special-file':
-      return `${showPath(p.path)} is a ${p.kind.replace('-', ' ')}; bags must hold regular files only.`;
-    case 'hard-link':
-      return `${showPath(p.path)} is a hard link with ${p.outside} other name${p.outside === 1 ? '' : 's'} outside the bag, through which it could change after it is stored; upload a copy instead.`;
-    case 'name-not-utf8':
-      return `${showPath(p.path)} has a name that is not valid UTF-8, so no manifest can name it.`;
-    case 'system-file':
-      return `${showPath(p.path)} is an operating-system file (Finder, Explorer or thumbnail cache), probably not meant to be preserved.`;
-    case 'case-collision':
-      return `${showPath(p.path)} and ${showPath(p.other)} differ only in letter case; they would collide on a case-insensitive filesystem.`;
-    case 'normalization-collision':
-      return `${showPath(p.path)} (${normalizationForm(p.path)}) and ${showPath(p.other)} (${normalizationForm(p.other)}) are the same name in different Unicode normalization forms; they would collide on macOS and confuse tools.`;
-    case 'non-portable-name':
-      return `${showPath(p.path)} ${NON_PORTABLE_REASON[p.reason]}.`;
-    case 'not-a-file':
-      return p.listedIn === undefined
+          : `${showPath(p.path)} line ${p.line} has a length that is neither a number nor "-".`,
+  },
+  'fetch-hole': { describe: (p) => `${showPath(p.path)} is listed in ${p.listedIn} (to be fetched from ${p.url}) but is not in the bag; fetch the file before depositing.` },
+  'fetch-not-in-manifest': { describe: (p) => `${showPath(p.path)} is listed in fetch.txt but not in ${p.manifest}.` },
+  symlink: { describe: (p) => `${showPath(p.path)} is a symbolic link; bags must hold regular files only.` },
+  'special-file': { describe: (p) => `${showPath(p.path)} is a ${p.kind.replace('-', ' ')}; bags must hold regular files only.` },
+  'hard-link': { describe: (p) => `${showPath(p.path)} is a hard link with ${p.outside} other name${p.outside === 1 ? '' : 's'} outside the bag, through which it could change after it is stored; upload a copy instead.` },
+  'name-not-utf8': { describe: (p) => `${showPath(p.path)} has a name that is not valid UTF-8, so no manifest can name it.` },
+  'system-file': { severity: 'warning', describe: (p) => `${showPath(p.path)} is an operating-system file (Finder, Explorer or thumbnail cache), probably not meant to be preserved.` },
+  'case-collision': { severity: 'warning', describe: (p) => `${showPath(p.path)} and ${showPath(p.other)} differ only in letter case; they would collide on a case-insensitive filesystem.` },
+  'normalization-collision': { severity: 'warning', describe: (p) => `${showPath(p.path)} (${normalizationForm(p.path)}) and ${showPath(p.other)} (${normalizationForm(p.other)}) are the same name in different Unicode normalization forms; they would collide on macOS and confuse tools.` },
+  'non-portable-name': { severity: 'warning', describe: (p) => `${showPath(p.path)} ${NON_PORTABLE_REASON[p.reason]}.` },
+  'not-a-file': {
+    describe: (p) =>
+      p.listedIn === undefined
         ? `${showPath(p.path)} is a folder, where RFC 8493 requires a file.`
-        : `${showPath(p.path)} is listed in ${p.listedIn} but is a folder; manifests list files only.`;
-    case 'tag-file-bom':
-      return `${showPath(p.path)} starts with a byte-order mark; it was read without it, but tag files should not carry one (bagit.txt must not).`;
-    case 'payload-oxum-repeated':
-      return `${showPath(p.path)} gives Payload-Oxum ${p.count} times; it must be given once.`;
-    case 'tag-manifest-incomplete':
-      return `${showPath(p.path)} is not listed in ${p.listedIn}; a tag manifest should list every payload manifest, so that its digests are checked too.`;
-    case 'tag-manifest-lists-tag-manifest':
-      return `${p.listedIn} line ${p.line} lists ${showPath(p.path)}, a tag manifest; tag manifests must not list tag manifests.`;
-    case 'path-ends-in-whitespace':
-      return `${showPath(p.path)} (${p.listedIn} line ${p.line}) ends in whitespace, which is taken as part of the name; if it is not, the writer of the manifest added it.`;
-    case 'manifest-path-normalization':
-      return `${showPath(p.path)} is listed in ${p.listedIn} as ${showPath(p.listed)}, the same name in another Unicode normalization form (${normalizationForm(p.listed)}); it was matched to the file as it is named on disk.`;
-    case 'manifest-path-percent':
-      return `${showPath(p.path)} (${p.listedIn} line ${p.line}) has a "%" that is not one of the escapes %0A, %0D, %25; BagIt 1.0 writes a literal % as %25. It was taken literally.`;
-    case 'tag-line-no-space':
-      return `${showPath(p.path)} line ${p.line} has no space after the colon; BagIt 1.0 writes "Label: value".`;
-    case 'path-beyond-path-max':
-      return `${showPath(p.path)} is too long a path for this system to open (beyond PATH_MAX); nothing in or under it could be checked.`;
-    case 'problems-omitted':
-      return `${p.count} more ${p.omittedCode} problems were found; they are not listed one by one.`;
-  }
-}
+        : `${showPath(p.path)} is listed in ${p.listedIn} but is a folder; manifests list files only.`,
+  },
+  'tag-file-bom': { severity: 'warning', describe: (p) => `${showPath(p.path)} starts with a byte-order mark; it was read without it, but tag files should not carry one (bagit.txt must not).` },
+  'payload-oxum-repeated': { describe: (p) => `${showPath(p.path)} gives Payload-Oxum ${p.count} times; it must be given once.` },
+  // This and the next: warnings before BagIt 1.0, errors from 1.0 (the validator passes the severity).
+  'tag-manifest-incomplete': { describe: (p) => `${showPath(p.path)} is not listed in ${p.listedIn}; a tag manifest should list every payload manifest, so that its digests are checked too.` },
+  'tag-manifest-lists-tag-manifest': { describe: (p) => `${p.listedIn} line ${p.line} lists ${showPath(p.path)}, a tag manifest; tag manifests must not list tag manifests.` },
+  'path-ends-in-whitespace': { severity: 'warning', describe: (p) => `${showPath(p.path)} (${p.listedIn} line ${p.line}) ends in whitespace, which is taken as part of the name; if it is not, the writer of the manifest added it.` },
+  'manifest-path-normalization': { severity: 'warning', describe: (p) => `${showPath(p.path)} is listed in ${p.listedIn} as ${showPath(p.listed)}, the same name in another Unicode normalization form (${normalizationForm(p.listed)}); it was matched to the file as it is named on disk.` },
+  'manifest-path-percent': { severity: 'warning', describe: (p) => `${showPath(p.path)} (${p.listedIn} line ${p.line}) has a "%" that is not one of the escapes %0A, %0D, %25; BagIt 1.0 writes a literal % as %25. It was taken literally.` },
+  'tag-line-no-space': { severity: 'warning', describe: (p) => `${showPath(p.path)} line ${p.line} has no space after the colon; BagIt 1.0 writes "Label: value".` },
+  'path-beyond-path-max': { describe: (p) => `${showPath(p.path)} is too long a path for this system to open (beyond PATH_MAX); nothing in or under it could be checked.` },
+  // Takes the severity of the problems it stands for; the validator passes it.
+  'problems-omitted': { describe: (p) => `${p.count} more ${p.omittedCode} problems were found; they are not listed one by one.` },
+});
+
+/** Every code this module can report, with its usual severity (for documentation and tests). */
+export const BAG_PROBLEM_CODES = BAG_PROBLEMS.CODES;
+/** Attach severity and sentence to a problem value. */
+export const makeProblem: (init: BagProblemInit, severity?: Severity) => BagProblem = BAG_PROBLEMS.make;
+/** The one place a bag problem becomes a sentence. */
+export const describeProblem = BAG_PROBLEMS.describe;

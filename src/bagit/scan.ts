@@ -74,6 +74,27 @@ function unreachableProblem(path: string, err: unknown): BagProblemInit {
   return code === 'ENAMETOOLONG' ? { code: 'path-beyond-path-max', path } : { code: 'file-unreadable', path, detail: code };
 }
 
+/** The names of folder `dir` that are UTF-8, sorted; each other one is a `name-not-utf8` problem. */
+function utf8Names(dir: string, names: readonly Buffer[], problems: BagProblemInit[]): string[] {
+  const decoded: string[] = [];
+  for (const raw of names) {
+    if (isUtf8(raw)) decoded.push(raw.toString('utf8'));
+    else problems.push({ code: 'name-not-utf8', path: dir === '' ? raw.toString('utf8') : `${dir}/${raw.toString('utf8')}` });
+  }
+  return decoded.sort();
+}
+
+/**
+ * Names of one file inside the bag are harmless; a name outside it lets whoever holds it change
+ * the stored bytes behind the repository's back (storage is a rename, not a copy).
+ */
+function hardLinksOutside(linked: ReadonlyMap<string, { nlink: number; paths: string[] }>, problems: BagProblemInit[]): void {
+  for (const { nlink, paths } of linked.values()) {
+    const outside = nlink - paths.length;
+    if (outside > 0) for (const path of paths) problems.push({ code: 'hard-link', path, outside });
+  }
+}
+
 /**
  * Walk the bag rooted at `root` (which the caller has checked is a directory). Problems here:
  * `symlink`, `special-file`, `hard-link`, `name-not-utf8`, `non-portable-name`, `unsafe-path`,
@@ -104,16 +125,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       problems.push(unreachableProblem(dir, err));
       continue;
     }
-    const decoded: string[] = [];
-    for (const raw of names) {
-      const rel = dir === '' ? raw.toString('utf8') : `${dir}/${raw.toString('utf8')}`;
-      if (!isUtf8(raw)) {
-        problems.push({ code: 'name-not-utf8', path: rel });
-        continue;
-      }
-      decoded.push(raw.toString('utf8'));
-    }
-    decoded.sort();
+    const decoded = utf8Names(dir, names, problems);
     const stats = await Promise.all(
       decoded.map(async (name) => {
         try {
@@ -153,12 +165,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       } else problems.push({ code: 'special-file', path: rel, kind: specialKind(st) });
     });
   }
-  // Names of one file inside the bag are harmless; a name outside it lets whoever holds it change
-  // the stored bytes behind the repository's back (storage is a rename, not a copy).
-  for (const { nlink, paths } of linked.values()) {
-    const outside = nlink - paths.length;
-    if (outside > 0) for (const path of paths) problems.push({ code: 'hard-link', path, outside });
-  }
+  hardLinksOutside(linked, problems);
   const byPath = (a: { path: string }, b: { path: string }): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
   files.sort(byPath);
   directories.sort();

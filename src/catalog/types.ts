@@ -83,20 +83,18 @@ type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
  */
 export type IngestStage = 'waiting' | 'staged' | 'validated' | 'stored' | 'finished';
 
-/** A problem found in a bag or a stored package: a typed value, turned into a sentence late. */
 /**
  * A problem as the catalog keeps it (in a FAILED queue item, for the depositor): whatever module
  * found it (bagit, the chipmunk checks, the ingest), its code, severity and sentence, and the
- * file it concerns. Each module's own typed problems are assignable to it.
+ * file it concerns. Each module's own typed problems (`defineProblems`) are assignable to it;
+ * the rest of each value (a manifest's name, an expected digest) is stored with it but read only
+ * through the sentence.
  */
 export interface StoredProblem {
   code: string;
   message: string;
   severity: 'error' | 'warning';
   path?: string;
-  algorithm?: Algorithm;
-  expected?: string;
-  actual?: string;
 }
 
 /** The errors among problems (the rest are warnings). */

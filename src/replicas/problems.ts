@@ -1,8 +1,18 @@
 /**
- * Why a copy on a replica could not be made or is not right: typed values with a code table
- * and one `describeReplicationProblem`. A replica that is merely unavailable is not a problem of
- * the copy (the copy stays `pending`, see target.ts ReplicaDown); these make it `failed`.
+ * Why a copy on a replica could not be made or is not right: typed values, one per code, and
+ * their table (`defineProblems`), the sentence of each. A replica that is merely unavailable is
+ * not a problem of the copy (the copy stays `pending`, see target.ts ReplicaDown); these make it
+ * `failed`, each one an error.
  */
+import { defineProblems } from '../problems.js';
+
+/** What every replication problem names: the replica, the file (relative to the bag root), and what was found. */
+interface OnReplica {
+  replica: string;
+  path: string;
+  /** What was found: a digest, an error, a reason. */
+  detail: string;
+}
 
 type ReplicationProblemCode =
   /** The primary file could not be read, so there was nothing to copy. */
@@ -18,40 +28,22 @@ type ReplicationProblemCode =
   /** The replica refused the write (permissions, Object Lock, a bad key). */
   | 'write-refused';
 
-/** Every problem a copy can have, with its severity: each one makes the copy `failed`. */
-export const REPLICATION_PROBLEM_CODES: Readonly<Record<ReplicationProblemCode, 'error'>> = {
-  'primary-unreadable': 'error',
-  'primary-changed': 'error',
-  'copy-differs': 'error',
-  'copy-unreadable': 'error',
-  'object-in-the-way': 'error',
-  'write-refused': 'error',
-};
+/** One member per code, so a problem's code decides which value it is. */
+export type ReplicationProblem = { [C in ReplicationProblemCode]: OnReplica & { code: C } }[ReplicationProblemCode];
 
-export interface ReplicationProblem {
-  code: ReplicationProblemCode;
-  replica: string;
-  /** Relative to the bag root. */
-  path: string;
-  /** What was found (a digest, an error), when there is something to say. */
-  detail?: string;
-}
+const at = (p: ReplicationProblem): string => `${p.path} on replica ${p.replica}`;
 
-export function describeReplicationProblem(p: ReplicationProblem): string {
-  const at = `${p.path} on replica ${p.replica}`;
-  const found = p.detail === undefined ? '' : ` (${p.detail})`;
-  switch (p.code) {
-    case 'primary-unreadable':
-      return `${p.path}: the primary copy could not be read, so it was not copied to replica ${p.replica}${found}`;
-    case 'primary-changed':
-      return `${p.path}: the primary copy no longer matches the catalog, so it was not copied to replica ${p.replica}${found}`;
-    case 'copy-differs':
-      return `${at}: read back, it does not match the catalog${found}`;
-    case 'copy-unreadable':
-      return `${at}: written, but could not be read back${found}`;
-    case 'object-in-the-way':
-      return `${at}: an object that differs from the catalog is already there; replication does not overwrite it (repair does)${found}`;
-    case 'write-refused':
-      return `${at}: the replica refused the write${found}`;
-  }
-}
+/** Each code's sentence; every one makes the copy `failed`. */
+const REPLICATION_PROBLEMS = defineProblems<ReplicationProblem>({
+  'primary-unreadable': { describe: (p) => `${p.path}: the primary copy could not be read, so it was not copied to replica ${p.replica} (${p.detail})` },
+  'primary-changed': { describe: (p) => `${p.path}: the primary copy no longer matches the catalog, so it was not copied to replica ${p.replica} (${p.detail})` },
+  'copy-differs': { describe: (p) => `${at(p)}: read back, it does not match the catalog (${p.detail})` },
+  'copy-unreadable': { describe: (p) => `${at(p)}: written, but could not be read back (${p.detail})` },
+  'object-in-the-way': { describe: (p) => `${at(p)}: an object that differs from the catalog is already there; replication does not overwrite it (repair does) (${p.detail})` },
+  'write-refused': { describe: (p) => `${at(p)}: the replica refused the write (${p.detail})` },
+});
+
+/** Every problem a copy can have, with its severity (for documentation and tests). */
+export const REPLICATION_PROBLEM_CODES = REPLICATION_PROBLEMS.CODES;
+
+export const describeReplicationProblem = REPLICATION_PROBLEMS.describe;

@@ -7,7 +7,8 @@ import { execFileSync } from 'node:child_process';
 import { appendFile, chmod, mkdir, open, readFile, rm, symlink, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { describeFinding, findingsDetail, verifyPackage, type Finding, type PackageHasher } from '../../src/audit/verify.js';
+import { describeFinding, findingsDetail, type Finding } from '../../src/audit/findings.js';
+import { verifyPackage, type PackageHasher } from '../../src/audit/verify.js';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { FixityPool } from '../../src/fixity/index.js';
 import { createStoredPackage } from '../helpers/stored-package.js';
@@ -58,7 +59,8 @@ t.test('verifyPackage', async (t) => {
     await flipByte(join(p.dir, 'data/audio/take1.wav'), 150_000);
     const findings = await verify(p.dir, p.files);
     t.equal(findings.length, 1);
-    const f = findings[0]!;
+    // The code is asserted on the next line; the cast only names which finding that is.
+    const f = findings[0]! as Extract<Finding, { code: 'file-changed' }>;
     t.match(f, { code: 'file-changed', path: 'data/audio/take1.wav', algorithm: 'sha256', expected: p.files.find((x) => x.path === 'data/audio/take1.wav')!.digests.sha256 });
     t.match(f.actual, /^[0-9a-f]{64}$/);
     t.not(f.actual, f.expected);

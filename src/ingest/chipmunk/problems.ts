@@ -1,8 +1,8 @@
 /**
- * What chipmunk's checks can find wrong with a bag, as typed values; the table of their codes;
- * the one function that makes a sentence of each. All are errors.
+ * What chipmunk's checks can find wrong with a bag, as typed values, and their table
+ * (`defineProblems`): the sentence of each code. All are errors.
  */
-import type { StoredProblem } from '../../catalog/types.js';
+import { defineProblems } from '../../problems.js';
 
 export const CHIPMUNK_INFO = 'chipmunk-info.txt';
 export const IDENTITY_TAGS = ['External-Identifier', 'Bag-ID', 'Chipmunk-Content-Type'] as const;
@@ -21,60 +21,54 @@ export type ChipmunkProblemInit =
   | { code: 'validator-timeout'; contentType: string; timeoutMs: number }
   | { code: 'validator-unavailable'; contentType: string; command: string; detail: string };
 
-type ChipmunkProblemCode = ChipmunkProblemInit['code'];
-
-export type ChipmunkProblem = ChipmunkProblemInit & { severity: 'error'; message: string } & StoredProblem;
-
-/** Every code these checks can report, with its severity (for documentation and tests). */
-export const CHIPMUNK_PROBLEM_CODES: Readonly<Record<ChipmunkProblemCode, 'error'>> = {
-  'chipmunk-info-mismatch': 'error',
-  'chipmunk-metadata-incomplete': 'error',
-  'chipmunk-metadata-tagfile-missing': 'error',
-  'profile-unreadable': 'error',
-  'profile-invalid': 'error',
-  'profile-tag-missing': 'error',
-  'profile-value-not-allowed': 'error',
-  'validator-failed': 'error',
-  'validator-timeout': 'error',
-  'validator-unavailable': 'error',
-};
-
-/** The one place a chipmunk problem becomes a sentence. */
-function describeChipmunkProblem(p: ChipmunkProblemInit): string {
-  switch (p.code) {
-    case 'chipmunk-info-mismatch':
+/** Each code's sentence; all are errors. */
+const CHIPMUNK_PROBLEMS = defineProblems<ChipmunkProblemInit>({
+  'chipmunk-info-mismatch': {
+    describe: (p) => {
       if (p.fileMissing) return `${CHIPMUNK_INFO} is missing, so ${p.tag} cannot match the request's "${p.expected}".`;
       if (p.actual === undefined) return `${CHIPMUNK_INFO} has no ${p.tag}; the request says "${p.expected}".`;
       return `${CHIPMUNK_INFO} gives ${p.tag} "${p.actual}", but the request says "${p.expected}".`;
-    case 'chipmunk-metadata-incomplete':
-      return `${CHIPMUNK_INFO} has ${p.present.join(', ')} but not ${p.missing.join(', ')}; the Metadata-URL, Metadata-Type and Metadata-Tagfile tags come all together or not at all.`;
-    case 'chipmunk-metadata-tagfile-missing':
-      return p.inPayload
+    },
+  },
+  'chipmunk-metadata-incomplete': {
+    describe: (p) =>
+      `${CHIPMUNK_INFO} has ${p.present.join(', ')} but not ${p.missing.join(', ')}; the Metadata-URL, Metadata-Type and Metadata-Tagfile tags come all together or not at all.`,
+  },
+  'chipmunk-metadata-tagfile-missing': {
+    describe: (p) =>
+      p.inPayload
         ? `Metadata-Tagfile names ${p.path}, a payload file; it must name a tag file outside data/.`
-        : `Metadata-Tagfile names ${p.path}, which is not a tag file in the bag.`;
-    case 'profile-unreadable':
-      return `The bag-info profile of content type "${p.contentType}" could not be read (${p.detail}); the repository's configuration needs fixing.`;
-    case 'profile-invalid':
-      return `The bag-info profile of content type "${p.contentType}" is not valid (${p.detail}); the repository's configuration needs fixing.`;
-    case 'profile-tag-missing':
-      return `bag-info.txt has no ${p.tag}, which this content type requires.`;
-    case 'profile-value-not-allowed':
-      return `bag-info.txt gives ${p.tag} "${p.value}", which is not one of the allowed values (${p.allowed.map((v) => `"${v}"`).join(', ')}).`;
-    case 'validator-failed': {
+        : `Metadata-Tagfile names ${p.path}, which is not a tag file in the bag.`,
+  },
+  'profile-unreadable': {
+    describe: (p) => `The bag-info profile of content type "${p.contentType}" could not be read (${p.detail}); the repository's configuration needs fixing.`,
+  },
+  'profile-invalid': {
+    describe: (p) => `The bag-info profile of content type "${p.contentType}" is not valid (${p.detail}); the repository's configuration needs fixing.`,
+  },
+  'profile-tag-missing': { describe: (p) => `bag-info.txt has no ${p.tag}, which this content type requires.` },
+  'profile-value-not-allowed': {
+    describe: (p) => `bag-info.txt gives ${p.tag} "${p.value}", which is not one of the allowed values (${p.allowed.map((v) => `"${v}"`).join(', ')}).`,
+  },
+  'validator-failed': {
+    describe: (p) => {
       const how = p.exitCode !== null ? `exited with status ${p.exitCode}` : `was killed by ${p.signal ?? 'a signal'}`;
       return `The content validator for "${p.contentType}" rejected the bag (it ${how})${p.output === '' ? '.' : `:\n${p.output}`}`;
-    }
-    case 'validator-timeout':
-      return `The content validator for "${p.contentType}" did not finish within ${Math.round(p.timeoutMs / 1000)} s and was stopped.`;
-    case 'validator-unavailable':
-      return `The content validator for "${p.contentType}" (${p.command}) could not be started (${p.detail}); the repository's configuration needs fixing.`;
-  }
-}
+    },
+  },
+  'validator-timeout': {
+    describe: (p) => `The content validator for "${p.contentType}" did not finish within ${Math.round(p.timeoutMs / 1000)} s and was stopped.`,
+  },
+  'validator-unavailable': {
+    describe: (p) => `The content validator for "${p.contentType}" (${p.command}) could not be started (${p.detail}); the repository's configuration needs fixing.`,
+  },
+});
+
+/** Every code these checks can report, with its severity (for documentation and tests). */
+export const CHIPMUNK_PROBLEM_CODES = CHIPMUNK_PROBLEMS.CODES;
 
 /** Attach severity and sentence to a problem value. */
-export function chipmunkProblem(init: ChipmunkProblemInit): ChipmunkProblem {
-  return { ...init, severity: CHIPMUNK_PROBLEM_CODES[init.code], message: describeChipmunkProblem(init) } as ChipmunkProblem;
-}
+export const chipmunkProblem = CHIPMUNK_PROBLEMS.make;
 
 /** The code of a system error, or the message of another one: for a problem's detail. */
 export function errorDetail(err: unknown): string {
