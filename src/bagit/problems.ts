@@ -166,7 +166,7 @@ export const BAG_PROBLEM_CODES: Readonly<Record<BagProblemCode, Severity>> = DEF
 
 /** Attach severity and sentence to a problem value. */
 export function makeProblem(init: BagProblemInit, severity?: Severity): BagProblem {
-  return { ...init, severity: severity ?? DEFAULT_SEVERITY[init.code], message: describeProblem(init) } as BagProblem;
+  return { ...init, severity: severity ?? DEFAULT_SEVERITY[init.code], message: describeProblem(init) };
 }
 
 /** Longest path shown whole in a sentence; a longer one (a hostile 1 MiB line) is cut. */
@@ -181,7 +181,7 @@ const SHOWN_PATH_LENGTH = 1024;
 export function showPath(path: string): string {
   const cut = path.length > SHOWN_PATH_LENGTH;
   const head = cut ? path.slice(0, SHOWN_PATH_LENGTH) : path;
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- control characters are what it escapes
   const escaped = head.replace(/[\u0000-\u001f\u007f]/g, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\r') return '\\r';

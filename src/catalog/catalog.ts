@@ -60,7 +60,7 @@ export class Catalog implements Transactor {
   ) {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
-    const identitiesChanged = () => this.meta.put(AUTH_GENERATION, this.authGeneration() + 1);
+    const identitiesChanged = () => this.meta.putSync(AUTH_GENERATION, this.authGeneration() + 1);
     this.users = new UserStore(root, this, identitiesChanged);
     this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined, identitiesChanged);
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
@@ -151,8 +151,8 @@ export class Catalog implements Transactor {
     if (found === 1) this.buildIndexes();
     else if (found === 2) this.indexQueue();
     this.transaction(() => {
-      this.meta.put('schemaVersion', SCHEMA_VERSION);
-      if (this.meta.get('createdAt') === undefined) this.meta.put('createdAt', Date.now());
+      this.meta.putSync('schemaVersion', SCHEMA_VERSION);
+      if (this.meta.get('createdAt') === undefined) this.meta.putSync('createdAt', Date.now());
     });
   }
 
@@ -203,7 +203,7 @@ export class Catalog implements Transactor {
     return this.transaction(() => {
       const key = `seq:${name}`;
       const next = ((this.meta.get(key) as number | undefined) ?? 0) + 1;
-      this.meta.put(key, next);
+      this.meta.putSync(key, next);
       return next;
     });
   }

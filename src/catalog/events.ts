@@ -25,8 +25,8 @@ export class EventStore {
     return this.catalog.transaction(() => {
       const event: PreservationEvent = { ...fields, id: this.nextId(), date: fields.date ?? Date.now() };
       if (event.auditId === undefined) delete event.auditId;
-      this.events.put(event.id, event);
-      if (event.auditId !== undefined) this.byAudit.put([event.auditId, event.id], null);
+      this.events.putSync(event.id, event);
+      if (event.auditId !== undefined) this.byAudit.putSync([event.auditId, event.id], null);
       this.log.index(event);
       return event;
     });

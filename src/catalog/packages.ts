@@ -107,10 +107,10 @@ export class PackageStore {
       const now = Date.now();
       const seq = this.nextSeq();
       const pkg: Package = { ...fields, bagId, stored: false, createdAt: now, updatedAt: now };
-      this.packages.put(bagId, { ...pkg, seq });
-      this.byExternalId.put(fields.externalId, bagId);
-      this.order.put(seq, bagId);
-      this.byCapability.put(fields.capability, bagId);
+      this.packages.putSync(bagId, { ...pkg, seq });
+      this.byExternalId.putSync(fields.externalId, bagId);
+      this.order.putSync(seq, bagId);
+      this.byCapability.putSync(fields.capability, bagId);
       this.putIndexes({ ...pkg, seq });
       return { created: pkg };
     });
@@ -190,10 +190,10 @@ export class PackageStore {
 
   /** The indexes of a package (also rebuilt by the catalog's migration). */
   putIndexes(pkg: StoredPackage): void {
-    this.byOwner.put([pkg.user, pkg.seq], pkg.bagId);
-    this.byContentType.put([pkg.contentType, pkg.seq], pkg.bagId);
-    this.byState.remove([stateOf(!pkg.stored), pkg.seq]);
-    this.byState.put([stateOf(pkg.stored), pkg.seq], pkg.bagId);
+    this.byOwner.putSync([pkg.user, pkg.seq], pkg.bagId);
+    this.byContentType.putSync([pkg.contentType, pkg.seq], pkg.bagId);
+    this.byState.removeSync([stateOf(!pkg.stored), pkg.seq]);
+    this.byState.putSync([stateOf(pkg.stored), pkg.seq], pkg.bagId);
   }
 
   /** Every package with its sequence number, oldest first, `batch` at a time (the migration's walk). */
@@ -243,7 +243,7 @@ export class PackageStore {
     }
     this.catalog.reserve(bytes);
     this.catalog.transaction(() => {
-      for (const file of files) this.files.put([bagId, file.path], file);
+      for (const file of files) this.files.putSync([bagId, file.path], file);
     });
     return total;
   }
@@ -251,7 +251,7 @@ export class PackageStore {
   /** The staged files' total size and payload list, kept for the package (inside the intent's transaction). */
   filesStaged(bagId: string, totalBytes: number): void {
     this.catalog.transaction(() => {
-      this.fileBytes.put(bagId, totalBytes);
+      this.fileBytes.putSync(bagId, totalBytes);
       this.keepPayloadList(bagId);
     });
   }
@@ -260,7 +260,7 @@ export class PackageStore {
   private removeFiles(bagId: string, limit: number): number {
     let removed = 0;
     for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'], limit })) {
-      this.files.remove(key);
+      this.files.removeSync(key);
       removed++;
     }
     return removed;
@@ -271,7 +271,7 @@ export class PackageStore {
    * catalogs), a slice of paths at a time rather than from an array of them all.
    */
   keepPayloadList(bagId: string): void {
-    this.payloadLists.put(bagId, this.serialisePayloadList(bagId));
+    this.payloadLists.putSync(bagId, this.serialisePayloadList(bagId));
   }
 
   /** The `files` field of a stored package, as UTF-8 JSON ready to send. */
@@ -301,7 +301,7 @@ export class PackageStore {
       const current = this.packages.get(bagId);
       if (current === undefined) throw new Error(`no package ${bagId}`);
       const updated = { ...current, stored: true, storagePath, updatedAt: Date.now() };
-      this.packages.put(bagId, updated);
+      this.packages.putSync(bagId, updated);
       this.putIndexes(updated);
       this.fixity.stored(bagId, updated.updatedAt);
       return strip(updated)!;
@@ -311,7 +311,7 @@ export class PackageStore {
   touch(bagId: string): void {
     this.catalog.transaction(() => {
       const current = this.packages.get(bagId);
-      if (current !== undefined) this.packages.put(bagId, { ...current, updatedAt: Date.now() });
+      if (current !== undefined) this.packages.putSync(bagId, { ...current, updatedAt: Date.now() });
     });
   }
 

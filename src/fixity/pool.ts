@@ -378,6 +378,7 @@ export class FixityPool {
   private endIdleWorkers(): void {
     this.idleTimer = undefined;
     if (this.closed || this.scheduler.queued > 0 || this.scheduler.outstanding > 0) return;
+    // terminate() resolves with the exit code; it never rejects.
     for (const slot of this.slots.splice(0)) void slot.worker.terminate();
   }
 }

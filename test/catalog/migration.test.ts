@@ -133,7 +133,7 @@ t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
   const meta = root.openDB({ name: 'meta' });
   await root.transaction(() => {
     failedIndex.clearSync();
-    meta.put('schemaVersion', 2);
+    meta.putSync('schemaVersion', 2);
   });
   await root.close();
   const catalog = Catalog.open(dir);

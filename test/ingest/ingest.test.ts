@@ -20,7 +20,7 @@ async function bagFor(req: { bag_id: string; external_id: string; content_type: 
     files: { 'a.txt': 'hello\n', 'sub/dir/b.bin': Buffer.alloc(70_000, 7), 'empty.dat': '' },
     chipmunkInfo: { externalId: req.external_id, bagId: req.bag_id, contentType: req.content_type },
     ...options,
-  } as any);
+  });
   return dir;
 }
 

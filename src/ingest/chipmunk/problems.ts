@@ -73,7 +73,7 @@ function describeChipmunkProblem(p: ChipmunkProblemInit): string {
 
 /** Attach severity and sentence to a problem value. */
 export function chipmunkProblem(init: ChipmunkProblemInit): ChipmunkProblem {
-  return { ...init, severity: CHIPMUNK_PROBLEM_CODES[init.code], message: describeChipmunkProblem(init) } as ChipmunkProblem;
+  return { ...init, severity: CHIPMUNK_PROBLEM_CODES[init.code], message: describeChipmunkProblem(init) };
 }
 
 /** The code of a system error, or the message of another one: for a problem's detail. */

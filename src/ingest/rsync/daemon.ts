@@ -178,7 +178,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
             ),
           );
         } else {
-          reject(new Error(`could not start rsync ("${this.binary}"): ${(err as Error).message}`));
+          reject(new Error(`could not start rsync ("${this.binary}"): ${err.message}`));
         }
       });
     });
@@ -246,7 +246,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.logger.warn({ exitCode, signal, delayMs }, 'rsync daemon died; restarting');
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      void this.restart(exitCode, signal, delayMs);
+      this.restart(exitCode, signal, delayMs).catch((err: unknown) => this.logger.error({ err }, 'rsync daemon restart failed'));
     }, delayMs);
   }
 
