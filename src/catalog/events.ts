@@ -50,10 +50,6 @@ export class EventStore {
     return [...this.events.getRange({ start: after + 1, limit: batch })].map((e) => e.value);
   }
 
-  get(id: number): PreservationEvent | undefined {
-    return this.events.get(id);
-  }
-
   /** The newest event of a package of this type, if any. */
   latestOf(bagId: string, type: PreservationEvent['type']): PreservationEvent | undefined {
     for (const event of this.log.ofPackage(bagId, 'newest first')) if (event.type === type) return event;
@@ -70,9 +66,5 @@ export class EventStore {
       const event = this.events.get(key[1]);
       if (event !== undefined) yield event;
     }
-  }
-
-  *list(): Generator<PreservationEvent> {
-    for (const { value } of this.events.getRange()) yield value;
   }
 }

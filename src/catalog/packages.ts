@@ -279,7 +279,7 @@ export class PackageStore {
     return this.payloadLists.get(bagId) ?? this.serialisePayloadList(bagId);
   }
 
-  /** `JSON.stringify(payloadPaths(bagId))` as UTF-8, made in slices. */
+  /** The payload paths relative to `data/`, in key order, as JSON in UTF-8, made in slices. */
   private serialisePayloadList(bagId: string): Buffer {
     const parts: Buffer[] = [];
     let slice: string[] = [];
@@ -363,21 +363,10 @@ export class PackageStore {
     return this.files.get([bagId, path]);
   }
 
-  /** Payload paths relative to `data/`, sorted: the `files` field of the API. */
-  payloadPaths(bagId: string): string[] {
-    const out: string[] = [];
-    for (const { key } of this.files.getRange({ start: [bagId, 'data/'], end: [bagId, 'data0'] })) out.push(key[1].slice(5));
-    return out;
-  }
 
-  /** Total size of a stored package's files. */
+  /** Total size of a stored package's files (kept with them by filesStaged; 0 with none). */
   storedBytes(bagId: string): number {
-    const kept = this.fileBytes.get(bagId);
-    if (kept !== undefined) return kept;
-    // Files recorded before the total was kept: add them up.
-    let total = 0;
-    for (const file of this.iterateFiles(bagId)) total += file.size;
-    return total;
+    return this.fileBytes.get(bagId) ?? 0;
   }
 }
 

@@ -104,8 +104,4 @@ export class UserStore {
     const token = this.tokens.get(digest);
     return token !== undefined && token.revokedAt === undefined;
   }
-
-  tokensOf(userName: string): Token[] {
-    return [...this.tokens.getRange()].map((e) => e.value).filter((t) => t.userName === userName);
-  }
 }

@@ -16,7 +16,6 @@ import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeAtomically } from '../fs/atomic.js';
 import { isErrno } from '../fs/errors.js';
-import { exists } from '../fs/exists.js';
 import { processExists, processState, procfsAvailable } from '../process/groups.js';
 import { DataLayout } from '../storage/layout.js';
 import { assertCapability, isCapability } from './capability.js';
@@ -70,11 +69,6 @@ export class LandingZone {
     await rm(join(this.layout.closed, capability), { force: true });
   }
 
-  async isClosed(capability: string): Promise<boolean> {
-    assertCapability(capability);
-    return exists(join(this.layout.closed, capability));
-  }
-
   /** How many admitted transfers to this capability are still running. */
   async activeTransfers(capability: string): Promise<number> {
     assertCapability(capability);
@@ -116,11 +110,6 @@ export class LandingZone {
       if (isCapability(capability)) live.push({ pid, capability });
     }
     return live;
-  }
-
-  /** Removes records of transfers whose rsync process is gone; returns how many live on. */
-  async cleanStaleTransfers(): Promise<number> {
-    return (await this.liveTransfers()).length;
   }
 }
 

@@ -124,8 +124,8 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     }
     await this.endLeftoverDaemon();
-    const live = await new LandingZone(this.options.dataDir).cleanStaleTransfers();
-    this.logger.debug({ liveTransfers: live }, 'rsync: stale active-transfer records removed');
+    const live = await new LandingZone(this.options.dataDir).liveTransfers(); // removes the stale records
+    this.logger.debug({ liveTransfers: live.length }, 'rsync: stale active-transfer records removed');
     this.running = true;
     this.consecutiveFailures = 0;
     try {
