@@ -91,7 +91,12 @@ export class PackageStore {
       const byId = this.get(idOrExternalId);
       if (byId !== undefined) return byId;
     }
-    const bagId = this.byExternalId.get(idOrExternalId);
+    return this.withExternalId(idOrExternalId);
+  }
+
+  /** By external_id only: a new request's must be free whatever bag_ids exist. */
+  private withExternalId(externalId: string): Package | undefined {
+    const bagId = fitsKey(externalId) ? this.byExternalId.get(externalId) : undefined;
     return bagId === undefined ? undefined : this.get(bagId);
   }
 
@@ -102,7 +107,7 @@ export class PackageStore {
   create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt'>): CreateResult {
     return this.catalog.transaction(() => {
       const bagId = fields.bagId.toLowerCase();
-      const existing = this.get(bagId) ?? this.find(fields.externalId);
+      const existing = this.get(bagId) ?? this.withExternalId(fields.externalId);
       if (existing !== undefined) return { existing };
       const now = Date.now();
       const seq = this.nextSeq();

@@ -80,6 +80,21 @@ t.test('requests API', async (t) => {
     t.equal(await countPackages(), before, 'nothing created');
   });
 
+  await t.test("create: an external_id equal to another package's bag_id is no duplicate", async (t) => {
+    for (const [who, token, answer] of [['bob, who cannot see it', bob, 409], ['alice, who owns it', alice, 303]] as const) {
+      const taken = randomUUID();
+      await d.createRequest(alice, { bag_id: taken, external_id: `owner-of-${taken}` });
+      const bagId = randomUUID();
+      const res = await d.request('POST', '/v1/requests', { token, json: { bag_id: bagId, external_id: taken, content_type: 'audio' } });
+      t.equal(res.status, 201, `${who}: created (was ${answer}, as if it were that package)`);
+      t.equal(res.json.bag_id, bagId);
+      t.equal(res.json.external_id, taken);
+      const again = await d.request('POST', '/v1/requests', { token, json: { bag_id: randomUUID(), external_id: taken, content_type: 'audio' } });
+      t.equal(again.status, 303, `${who}: the same external_id again is the new package`);
+      t.equal(again.headers.get('location'), `/v1/requests/${bagId}`);
+    }
+  });
+
   await t.test('create: 422 names every bad field and creates nothing', async (t) => {
     const before = await countPackages();
     const cases: Array<[unknown, string[]]> = [
