@@ -9,7 +9,7 @@
  * - `transfers/<epoch ms>-<rsync pid>`: one record per ended transfer (see `TransferLog`).
  *
  * This file owns that layout and the operations the ingest needs on it (open, close, reopen,
- * count the transfers still writing). It does not run rsync (`rsyncd.ts`) or watch files
+ * count the transfers still writing). It does not run rsync (`rsync/`) or watch files
  * (`watcher.ts`), and it never moves an upload: staging is the ingest's job.
  */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';

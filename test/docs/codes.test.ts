@@ -3,8 +3,9 @@
  * code, audit finding, event type, HTTP error status and configuration key the source can
  * produce is documented, and nothing documented has disappeared from the source.
  *
- * StoredProblem codes come from the typed list where one exists (`BAG_PROBLEM_CODES`); the others are
- * string literals in problem constructions (`code: '...'`) found by reading src/.
+ * Problem codes come from each finder's typed table (`BAG_PROBLEM_CODES`, `CHIPMUNK_PROBLEM_CODES`,
+ * `INGEST_PROBLEM_CODES`, `REPLICATION_PROBLEM_CODES`, `FINDING_CODES`); the `code: '...'` literals
+ * read from src/ only check that no code is used outside those tables.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
