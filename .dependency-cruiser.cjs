@@ -1,6 +1,6 @@
 /**
  * The import rules of docs/architecture.md, checked by dependency-cruiser (`npm run lint:imports`,
- * run by test/architecture/imports.test.ts): no cycles; the libraries (bagit, fixity, fs) use
+ * run by test/architecture/rules.test.ts): no cycles; the libraries (bagit, fixity, fs) use
  * nothing of the daemon's; problems.ts is a leaf; download knows no web framework; from outside
  * a module with an index.ts, only its index.ts is imported.
  */
@@ -37,6 +37,7 @@ module.exports = {
   ],
   options: {
     doNotFollow: { path: 'node_modules' },
+    parser: 'swc', // independent of which TypeScript `typescript` resolves to (docs/decisions.md)
     tsPreCompilationDeps: true,
     enhancedResolveOptions: { extensions: ['.ts', '.js'] },
   },

@@ -149,7 +149,7 @@ async function startChild(kind: 'floor' | 'ours', bagJson: string): Promise<{ pr
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
-    proc.stdout!.on('data', (d: Buffer) => {
+    proc.stdout.on('data', (d: Buffer) => {
       out += d.toString();
       if (out.includes('\n')) resolve(Number(out.trim()));
     });
@@ -163,7 +163,7 @@ async function curl(url: string): Promise<{ seconds: number; bytes: number }> {
   const [cmd, args] = pinned(1, 'curl', ['-s', '-o', '/dev/null', '-w', '%{time_total} %{size_download} %{http_code}', url]);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
-  proc.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
   const [seconds, bytes, status] = out.trim().split(' ');
   if (code !== 0 || status !== '200') throw new Error(`curl ${url}: exit ${code}, HTTP ${status}`);

@@ -102,12 +102,11 @@ export class Metrics {
 
   watchAudits(audits: AuditProgress): void {
     const registers = [this.registry];
-    const progress = new Gauge({ name: 'preservd_audit_packages', help: 'Packages of the audit in progress', labelNames: ['state'], registers, collect() {
+    new Gauge({ name: 'preservd_audit_packages', help: 'Packages of the audit in progress', labelNames: ['state'], registers, collect() {
       const p = audits.progress();
       this.set({ state: 'total' }, p?.packages ?? 0);
       this.set({ state: 'done' }, p?.done ?? 0);
     } });
-    void progress;
     new Gauge({ name: 'preservd_audit_bytes', help: 'Bytes of the audit in progress', labelNames: ['state'], registers, collect() {
       const p = audits.progress();
       this.set({ state: 'total' }, p?.totalBytes ?? 0);

@@ -288,9 +288,9 @@ export class AuditRunner {
 
   /** Wakes the runner after RETRY_AFTER_FAILURE_MS, unless it stops meanwhile. */
   private retryLater(): void {
-    void sleep(RETRY_AFTER_FAILURE_MS, undefined, { signal: this.abort.signal }).then(
+    sleep(RETRY_AFTER_FAILURE_MS, undefined, { signal: this.abort.signal }).then(
       () => this.wake(),
-      () => undefined,
+      () => undefined, // stopped meanwhile: nothing to wake
     );
   }
 }

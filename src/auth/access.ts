@@ -10,7 +10,7 @@
  * - they create requests of any type, unless `auth.requireGrants`, which asks for
  *   `content_manager` or `admin` on the type (chipmunk's rule);
  * - `storage_location` (and replicas) show to admins, and to holders of `admin` on the type;
- * - audits are for admins only.
+ * - audits, repair and metrics are for admins only: `isAdmin`.
  *
  * It knows nothing of HTTP: routes and pages ask it and turn a "no" into a 403 themselves.
  */
@@ -86,11 +86,6 @@ export class Access {
   /** Whether the package's storage details (`storage_location`, replicas) are shown. */
   canSeeStorage(pkg: Owned): boolean {
     return this.isAdmin || covers(this.administers, pkg.contentType);
-  }
-
-  /** Whether audits may be listed, read and started. */
-  canAudit(): boolean {
-    return this.isAdmin;
   }
 }
 

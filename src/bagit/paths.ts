@@ -41,7 +41,7 @@ const WINDOWS_RESERVED_NAME = /^(CON|PRN|AUX|NUL|COM[1-9]|LPT[1-9])(\..*)?$/i;
 
 /** Why one name (a single path segment) is not portable, or undefined when it is. */
 export function nonPortableNameReason(name: string): NonPortableReason | undefined {
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- control characters are what it looks for
   if (/[\u0000-\u001f\u007f]/.test(name)) return 'control-character';
   if (/[<>:"|?*\\]/.test(name)) return 'reserved-character';
   if (/[. ]$/.test(name) && name !== '.' && name !== '..') return 'trailing-dot-or-space';

@@ -110,7 +110,7 @@ const SHOWN_PATH_LENGTH = 1024;
 export function showPath(path: string): string {
   const cut = path.length > SHOWN_PATH_LENGTH;
   const head = cut ? path.slice(0, SHOWN_PATH_LENGTH) : path;
-  // eslint-disable-next-line no-control-regex
+  // eslint-disable-next-line no-control-regex -- control characters are what it escapes
   const escaped = head.replace(/[\u0000-\u001f\u007f]/g, (c) => {
     if (c === '\n') return '\\n';
     if (c === '\r') return '\\r';

@@ -65,14 +65,14 @@ export class AuditStore {
       let totalBytes = 0;
       const id = this.nextId();
       for (const [bagId, bytes] of packages) {
-        this.todo.put([id, bagId], bytes);
+        this.todo.putSync([id, bagId], bytes);
         totalBytes += bytes;
       }
       const audit: Audit = {
         id, user, packages: packages.size, successes: 0, failures: 0, bytes: 0, totalBytes, createdAt: now, updatedAt: now,
         ...(packages.size === 0 ? { finishedAt: now } : {}),
       };
-      this.audits.put(id, audit);
+      this.audits.putSync(id, audit);
       return { created: audit };
     });
   }
@@ -92,7 +92,7 @@ export class AuditStore {
       const audit = this.audits.get(auditId);
       if (bytes === undefined || audit === undefined) return undefined;
       const event = addEvent();
-      this.todo.remove([auditId, bagId]);
+      this.todo.removeSync([auditId, bagId]);
       const now = Date.now();
       const next: Audit = {
         ...audit,
@@ -102,7 +102,7 @@ export class AuditStore {
         updatedAt: now,
       };
       if (next.successes + next.failures >= next.packages) next.finishedAt = now;
-      this.audits.put(auditId, next);
+      this.audits.putSync(auditId, next);
       return { audit: next, event };
     });
   }

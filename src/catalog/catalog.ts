@@ -63,7 +63,7 @@ export class Catalog implements Transactor {
   ) {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
-    const identitiesChanged = () => this.meta.put(AUTH_GENERATION, this.authGeneration() + 1);
+    const identitiesChanged = () => this.meta.putSync(AUTH_GENERATION, this.authGeneration() + 1);
     this.users = new UserStore(root, this, identitiesChanged);
     this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined, identitiesChanged);
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
@@ -156,8 +156,8 @@ export class Catalog implements Transactor {
     else if (found === 2) this.indexQueue();
     if (found === 2 || found === 3) this.indexOpenRequests();
     this.transaction(() => {
-      this.meta.put('schemaVersion', SCHEMA_VERSION);
-      if (this.meta.get('createdAt') === undefined) this.meta.put('createdAt', Date.now());
+      this.meta.putSync('schemaVersion', SCHEMA_VERSION);
+      if (this.meta.get('createdAt') === undefined) this.meta.putSync('createdAt', Date.now());
     });
   }
 
@@ -220,7 +220,7 @@ export class Catalog implements Transactor {
     return this.transaction(() => {
       const key = `seq:${name}`;
       const next = ((this.meta.get(key) as number | undefined) ?? 0) + 1;
-      this.meta.put(key, next);
+      this.meta.putSync(key, next);
       return next;
     });
   }

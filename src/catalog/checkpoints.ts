@@ -36,14 +36,14 @@ export class CheckpointStore {
 
   save(bagId: string, path: string, state: Uint8Array): void {
     this.catalog.transaction(() => {
-      void this.checkpoints.put([bagId, path], Buffer.from(state));
+      this.checkpoints.putSync([bagId, path], Buffer.from(state));
     });
   }
 
   /** The file hashed completely: its checkpoint must not let a later run skip re-reading it. */
   remove(bagId: string, path: string): void {
     this.catalog.transaction(() => {
-      void this.checkpoints.remove([bagId, path]);
+      this.checkpoints.removeSync([bagId, path]);
     });
   }
 
@@ -51,7 +51,7 @@ export class CheckpointStore {
   clearPackage(bagId: string): number {
     return this.catalog.transaction(() => {
       const keys = [...this.checkpoints.getKeys({ start: [bagId], end: [bagId, '\uffff'] })];
-      for (const key of keys) void this.checkpoints.remove(key);
+      for (const key of keys) this.checkpoints.removeSync(key);
       return keys.length;
     });
   }

@@ -25,8 +25,8 @@ export class EventStore {
     return this.catalog.transaction(() => {
       const event: PreservationEvent = { ...fields, id: this.nextId(), date: fields.date ?? Date.now() };
       if (event.auditId === undefined) delete event.auditId;
-      this.events.put(event.id, event);
-      if (event.auditId !== undefined) this.byAudit.put([event.auditId, event.id], null);
+      this.events.putSync(event.id, event);
+      if (event.auditId !== undefined) this.byAudit.putSync([event.auditId, event.id], null);
       this.log.index(event);
       return event;
     });
@@ -50,10 +50,6 @@ export class EventStore {
     return [...this.events.getRange({ start: after + 1, limit: batch })].map((e) => e.value);
   }
 
-  get(id: number): PreservationEvent | undefined {
-    return this.events.get(id);
-  }
-
   /** The newest event of a package of this type, if any. */
   latestOf(bagId: string, type: PreservationEvent['type']): PreservationEvent | undefined {
     for (const event of this.log.ofPackage(bagId, 'newest first')) if (event.type === type) return event;
@@ -70,9 +66,5 @@ export class EventStore {
       const event = this.events.get(key[1]);
       if (event !== undefined) yield event;
     }
-  }
-
-  *list(): Generator<PreservationEvent> {
-    for (const { value } of this.events.getRange()) yield value;
   }
 }

@@ -83,8 +83,8 @@ export class FixityStore {
   /** Sets a package's state as found elsewhere (the migration, from the events); joins the caller's transaction. */
   put(bagId: string, state: FixityState): void {
     const previous = this.states.get(bagId);
-    if (previous !== undefined) this.order.remove([previous.verifiedAt, bagId]);
-    this.states.put(bagId, state);
-    this.order.put([state.verifiedAt, bagId], null);
+    if (previous !== undefined) this.order.removeSync([previous.verifiedAt, bagId]);
+    this.states.putSync(bagId, state);
+    this.order.putSync([state.verifiedAt, bagId], null);
   }
 }

@@ -39,7 +39,7 @@ export class GrantStore {
       const checked = this.check(user, role, scope, contentTypes);
       const key: [string, string, string] = [user, scope, checked];
       if (this.grants.get(key) !== undefined) return false;
-      this.grants.put(key, { user, role: checked, scope, createdAt: Date.now() });
+      this.grants.putSync(key, { user, role: checked, scope, createdAt: Date.now() });
       this.changed();
       return true;
     });
@@ -53,7 +53,7 @@ export class GrantStore {
         if (!this.userExists(user)) throw new CatalogError(`no user "${user}"`);
         throw new CatalogError(`${user} holds no grant ${role} on ${scope}`);
       }
-      this.grants.remove(key);
+      this.grants.removeSync(key);
       this.changed();
     });
   }

@@ -11,3 +11,10 @@ export const MAX_PATH_BYTES = 1900;
 export function fitsKey(s: string): boolean {
   return Buffer.byteLength(s, 'utf8') <= MAX_PATH_BYTES;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether an id is a UUID (a bag_id), rather than an external_id. */
+export function isUuid(s: string): boolean {
+  return UUID.test(s);
+}

@@ -39,7 +39,7 @@ export class PackageLog<T extends { id: number; bagId: string }> {
 
   /** Indexes a new record by its package and audience (inside the caller's transaction). */
   index(record: T): void {
-    this.byPackage.put([record.bagId, record.id], null);
+    this.byPackage.putSync([record.bagId, record.id], null);
     this.indexAudience(record);
   }
 
@@ -47,8 +47,8 @@ export class PackageLog<T extends { id: number; bagId: string }> {
   indexAudience(record: T): void {
     const audience = this.audience(record.bagId);
     if (audience === undefined) return;
-    this.byOwner.put([audience.user, record.id], null);
-    this.byContentType.put([audience.contentType, record.id], null);
+    this.byOwner.putSync([audience.user, record.id], null);
+    this.byContentType.putSync([audience.contentType, record.id], null);
   }
 
   /** The records of one package, oldest first (ids grow with time), or newest first. */

@@ -7,7 +7,7 @@
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { FixityStore } from './fixity.js';
-import { fitsKey } from './keys.js';
+import { fitsKey, isUuid } from './keys.js';
 import { EVERYTHING, indexRange, keysInScope, keysInScopeNewestFirst, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { FileRecord, Package } from './types.js';
@@ -41,12 +41,6 @@ export interface FileView extends Iterable<FileRecord> {
 }
 
 export type CreateResult = { created: Package } | { existing: Package } | { overLimit: number };
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
-export function isUuid(s: string): boolean {
-  return UUID.test(s);
-}
 
 export class PackageStore {
   private readonly packages: Database<StoredPackage, string>;
@@ -93,7 +87,12 @@ export class PackageStore {
       const byId = this.get(idOrExternalId);
       if (byId !== undefined) return byId;
     }
-    const bagId = this.byExternalId.get(idOrExternalId);
+    return this.withExternalId(idOrExternalId);
+  }
+
+  /** By external_id only: a new request's must be free whatever bag_ids exist. */
+  private withExternalId(externalId: string): Package | undefined {
+    const bagId = fitsKey(externalId) ? this.byExternalId.get(externalId) : undefined;
     return bagId === undefined ? undefined : this.get(bagId);
   }
 
@@ -104,17 +103,17 @@ export class PackageStore {
   create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt' | 'version'>, limits: { openPerOwner?: number } = {}): CreateResult {
     return this.catalog.transaction(() => {
       const bagId = fields.bagId.toLowerCase();
-      const existing = this.get(bagId) ?? this.find(fields.externalId);
+      const existing = this.get(bagId) ?? this.withExternalId(fields.externalId);
       if (existing !== undefined) return { existing };
       const open = limits.openPerOwner;
       if (open !== undefined && this.openCountOf(fields.user) >= open) return { overLimit: open };
       const now = Date.now();
       const seq = this.nextSeq();
       const pkg: Package = { ...fields, bagId, stored: false, createdAt: now, updatedAt: now, version: 1 };
-      this.packages.put(bagId, { ...pkg, seq });
-      this.byExternalId.put(fields.externalId, bagId);
-      this.order.put(seq, bagId);
-      this.byCapability.put(fields.capability, bagId);
+      this.packages.putSync(bagId, { ...pkg, seq });
+      this.byExternalId.putSync(fields.externalId, bagId);
+      this.order.putSync(seq, bagId);
+      this.byCapability.putSync(fields.capability, bagId);
       this.putIndexes({ ...pkg, seq });
       return { created: pkg };
     });
@@ -127,8 +126,8 @@ export class PackageStore {
   replaceCapability(bagId: string, fresh: string): Package {
     const current = this.packages.get(bagId)!;
     const updated = { ...current, capability: fresh, updatedAt: Date.now() };
-    this.packages.put(bagId, updated);
-    this.byCapability.put(fresh, bagId);
+    this.packages.putSync(bagId, updated);
+    this.byCapability.putSync(fresh, bagId);
     return strip(updated)!;
   }
 
@@ -211,12 +210,12 @@ export class PackageStore {
 
   /** The indexes of a package (also rebuilt by the catalog's migration). */
   putIndexes(pkg: StoredPackage): void {
-    this.byOwner.put([pkg.user, pkg.seq], pkg.bagId);
-    this.byContentType.put([pkg.contentType, pkg.seq], pkg.bagId);
-    this.byState.remove([stateOf(!pkg.stored), pkg.seq]);
-    this.byState.put([stateOf(pkg.stored), pkg.seq], pkg.bagId);
-    if (pkg.stored) this.openByOwner.remove([pkg.user, pkg.seq]);
-    else this.openByOwner.put([pkg.user, pkg.seq], null);
+    this.byOwner.putSync([pkg.user, pkg.seq], pkg.bagId);
+    this.byContentType.putSync([pkg.contentType, pkg.seq], pkg.bagId);
+    this.byState.removeSync([stateOf(!pkg.stored), pkg.seq]);
+    this.byState.putSync([stateOf(pkg.stored), pkg.seq], pkg.bagId);
+    if (pkg.stored) this.openByOwner.removeSync([pkg.user, pkg.seq]);
+    else this.openByOwner.putSync([pkg.user, pkg.seq], null);
   }
 
   /** Every package with its sequence number, oldest first, `batch` at a time (the migration's walk). */
@@ -265,7 +264,7 @@ export class PackageStore {
     }
     this.catalog.reserve(bytes);
     this.catalog.transaction(() => {
-      for (const file of files) this.files.put([bagId, file.path], file);
+      for (const file of files) this.files.putSync([bagId, file.path], file);
     });
     return total;
   }
@@ -273,11 +272,11 @@ export class PackageStore {
   /** The staged files' total size and payload list, kept for the package (inside the intent's transaction). */
   filesStaged(bagId: string, totalBytes: number): void {
     this.catalog.transaction(() => {
-      this.fileBytes.put(bagId, totalBytes);
+      this.fileBytes.putSync(bagId, totalBytes);
       this.keepPayloadList(bagId);
       // Its show lists them: a new version of the record, as for a write to the record itself.
       const current = this.packages.get(bagId);
-      if (current !== undefined) this.packages.put(bagId, { ...current, version: nextVersion(current) });
+      if (current !== undefined) this.packages.putSync(bagId, { ...current, version: nextVersion(current) });
     });
   }
 
@@ -285,7 +284,7 @@ export class PackageStore {
   private removeFiles(bagId: string, limit: number): number {
     let removed = 0;
     for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'], limit })) {
-      this.files.remove(key);
+      this.files.removeSync(key);
       removed++;
     }
     return removed;
@@ -296,7 +295,7 @@ export class PackageStore {
    * catalogs), a slice of paths at a time rather than from an array of them all.
    */
   keepPayloadList(bagId: string): void {
-    this.payloadLists.put(bagId, this.serialisePayloadList(bagId));
+    this.payloadLists.putSync(bagId, this.serialisePayloadList(bagId));
   }
 
   /** The `files` field of a stored package, as UTF-8 JSON. */
@@ -304,7 +303,7 @@ export class PackageStore {
     return this.payloadLists.get(bagId) ?? this.serialisePayloadList(bagId);
   }
 
-  /** `JSON.stringify(payloadPaths(bagId))` as UTF-8, made in slices. */
+  /** The payload paths relative to `data/`, in key order, as JSON in UTF-8, made in slices. */
   private serialisePayloadList(bagId: string): Buffer {
     const parts: Buffer[] = [];
     let slice: string[] = [];
@@ -326,7 +325,7 @@ export class PackageStore {
       const current = this.packages.get(bagId);
       if (current === undefined) throw new Error(`no package ${bagId}`);
       const updated = { ...current, stored: true, storagePath, updatedAt: Date.now(), version: nextVersion(current) };
-      this.packages.put(bagId, updated);
+      this.packages.putSync(bagId, updated);
       this.putIndexes(updated);
       this.fixity.stored(bagId, updated.updatedAt);
       return strip(updated)!;
@@ -381,21 +380,10 @@ export class PackageStore {
     return this.files.get([bagId, path]);
   }
 
-  /** Payload paths relative to `data/`, sorted: the `files` field of the API. */
-  payloadPaths(bagId: string): string[] {
-    const out: string[] = [];
-    for (const { key } of this.files.getRange({ start: [bagId, 'data/'], end: [bagId, 'data0'] })) out.push(key[1].slice(5));
-    return out;
-  }
 
-  /** Total size of a stored package's files. */
+  /** Total size of a stored package's files (kept with them by filesStaged; 0 with none). */
   storedBytes(bagId: string): number {
-    const kept = this.fileBytes.get(bagId);
-    if (kept !== undefined) return kept;
-    // Files recorded before the total was kept: add them up.
-    let total = 0;
-    for (const file of this.iterateFiles(bagId)) total += file.size;
-    return total;
+    return this.fileBytes.get(bagId) ?? 0;
   }
 }
 

@@ -41,7 +41,7 @@ export class QueueStore {
       if (blocking !== undefined) return { existing: blocking };
       const now = Date.now();
       const item: QueueItem = { id: this.nextId(), bagId, status: 'PENDING', stage: 'waiting', user, createdAt: now, updatedAt: now };
-      this.items.put(item.id, item);
+      this.items.putSync(item.id, item);
       this.log.index(item);
       this.putStateIndexes(item);
       return { created: item };
@@ -62,9 +62,9 @@ export class QueueStore {
       const current = this.items.get(id);
       if (current === undefined) throw new Error(`no queue item ${id}`);
       const next = { ...current, ...patch, updatedAt: Date.now() };
-      this.items.put(id, next);
-      if (next.status !== 'PENDING') this.pendingIds.remove(id);
-      if (next.status === 'FAILED') this.failedIds.put(id, null);
+      this.items.putSync(id, next);
+      if (next.status !== 'PENDING') this.pendingIds.removeSync(id);
+      if (next.status === 'FAILED') this.failedIds.putSync(id, null);
       return next;
     });
   }
@@ -76,8 +76,8 @@ export class QueueStore {
   }
 
   private putStateIndexes(item: QueueItem): void {
-    if (item.status === 'PENDING') this.pendingIds.put(item.id, null);
-    if (item.status === 'FAILED') this.failedIds.put(item.id, null);
+    if (item.status === 'PENDING') this.pendingIds.putSync(item.id, null);
+    if (item.status === 'FAILED') this.failedIds.putSync(item.id, null);
   }
 
   /** One page of items, oldest first, after the id `after`: of one package, or of what `scope` may see. */

@@ -69,7 +69,7 @@ export class ReplicationStore {
 
   markKnown(replica: string): void {
     this.catalog.transaction(() => {
-      if (this.known.get(replica) === undefined) this.known.put(replica, Date.now());
+      if (this.known.get(replica) === undefined) this.known.putSync(replica, Date.now());
     });
   }
 
@@ -94,7 +94,7 @@ export class ReplicationStore {
   /** Records files verified in a copy being made (so a restart does not copy them again). */
   filesVerified(replica: string, bagId: string, paths: readonly string[]): void {
     this.catalog.transaction(() => {
-      for (const path of paths) this.progress.put([replica, bagId, path], null);
+      for (const path of paths) this.progress.putSync([replica, bagId, path], null);
     });
   }
 
@@ -109,7 +109,7 @@ export class ReplicationStore {
       const now = Date.now();
       const { error: _error, damaged: _damaged, ownWrongCopies: _own, ...rest } = copy;
       this.put({ ...rest, status: 'verified', verifiedAt: now, updatedAt: now }, copy);
-      for (const { key } of this.progress.getRange({ start: [replica, bagId], end: [replica, bagId, '\uffff'] })) this.progress.remove(key);
+      for (const { key } of this.progress.getRange({ start: [replica, bagId], end: [replica, bagId, '\uffff'] })) this.progress.removeSync(key);
       return addEvent();
     });
   }
@@ -162,11 +162,11 @@ export class ReplicationStore {
   /** Writes a copy and keeps the open list and the counts in step with it. */
   private put(next: ReplicaCopy, before: ReplicaCopy | undefined): void {
     const key: [string, string] = [next.bagId, next.replica];
-    this.copies.put(key, next);
-    if (next.status === 'verified') this.open.remove(key);
-    else this.open.put(key, null);
+    this.copies.putSync(key, next);
+    if (next.status === 'verified') this.open.removeSync(key);
+    else this.open.putSync(key, null);
     if (before?.status === next.status) return;
-    const bump = (k: CountKey, by: number) => this.counts.put([next.replica, k], (this.counts.get([next.replica, k]) ?? 0) + by);
+    const bump = (k: CountKey, by: number) => this.counts.putSync([next.replica, k], (this.counts.get([next.replica, k]) ?? 0) + by);
     if (before !== undefined) bump(before.status, -1);
     bump(next.status, 1);
     if (before?.status === 'verified') bump('verifiedBytes', -before.bytes);

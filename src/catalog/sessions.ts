@@ -28,7 +28,7 @@ export class SessionStore {
     const session: Session = { digest: tokenDigest(secret), userName, tokenDigest: tokenDigest(token), createdAt: now, expiresAt: now + lifetimeMs };
     this.catalog.transaction(() => {
       this.sweep(now);
-      this.sessions.put(session.digest, session);
+      this.sessions.putSync(session.digest, session);
     });
     return { secret, session };
   }
@@ -43,12 +43,12 @@ export class SessionStore {
 
   end(secret: string): void {
     this.catalog.transaction(() => {
-      this.sessions.remove(tokenDigest(secret));
+      this.sessions.removeSync(tokenDigest(secret));
     });
   }
 
   /** Forgets expired sessions (run at each login: sessions are few, one per login). */
   private sweep(now: number): void {
-    for (const { key, value } of this.sessions.getRange()) if (value.expiresAt <= now) this.sessions.remove(key);
+    for (const { key, value } of this.sessions.getRange()) if (value.expiresAt <= now) this.sessions.removeSync(key);
   }
 }

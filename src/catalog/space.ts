@@ -52,11 +52,6 @@ export class SpaceClaim {
     this.headroom = options.headroomBytes ?? defaultHeadroom(file);
   }
 
-  /** How the claim is kept: by preallocation, or (where unsupported) by watching free space. */
-  get method(): 'fallocate' | 'statfs' {
-    return this.mode;
-  }
-
   /**
    * Makes sure `extraBytes` (at least the headroom) can be written past the file's end without a
    * new block from the filesystem; throws CatalogSpaceError when that room cannot be had.

@@ -81,7 +81,7 @@ type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
  * Where an ingest is. Each stage is safe to run again after a crash; start-up resumes a PENDING
  * item from its recorded stage.
  */
-export type IngestStage = 'waiting' | 'staged' | 'validated' | 'stored' | 'finished';
+export type IngestStage = 'waiting' | 'staged' | 'validated' | 'finished';
 
 /**
  * A problem as the catalog keeps it (in a FAILED queue item, for the depositor): whatever module

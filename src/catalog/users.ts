@@ -44,7 +44,7 @@ export class UserStore {
     return this.catalog.transaction(() => {
       if (this.users.get(name) !== undefined) throw new CatalogError(`user "${name}" already exists`);
       const user: User = { name, admin, createdAt: Date.now() };
-      this.users.put(name, user);
+      this.users.putSync(name, user);
       this.changed();
       return user;
     });
@@ -65,7 +65,7 @@ export class UserStore {
     const id = digest.slice(0, 16);
     this.catalog.transaction(() => {
       if (this.users.get(userName) === undefined) throw new CatalogError(`no user "${userName}"`);
-      this.tokens.put(digest, { id, userName, digest, createdAt: Date.now() });
+      this.tokens.putSync(digest, { id, userName, digest, createdAt: Date.now() });
       this.changed();
     });
     return { id, secret };
@@ -77,7 +77,7 @@ export class UserStore {
     return this.catalog.transaction(() => {
       for (const { key, value } of this.tokens.getRange({ start: id, end: `${id}g` })) {
         if (value.revokedAt !== undefined) return false;
-        this.tokens.put(key, { ...value, revokedAt: Date.now() });
+        this.tokens.putSync(key, { ...value, revokedAt: Date.now() });
         this.changed();
         return true;
       }
@@ -103,9 +103,5 @@ export class UserStore {
   isLive(digest: string): boolean {
     const token = this.tokens.get(digest);
     return token !== undefined && token.revokedAt === undefined;
-  }
-
-  tokensOf(userName: string): Token[] {
-    return [...this.tokens.getRange()].map((e) => e.value).filter((t) => t.userName === userName);
   }
 }

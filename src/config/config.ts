@@ -199,7 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   for (const [name, path, kind] of ENV) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
-    let target = merged as Record<string, unknown>;
+    let target = merged;
     for (const key of path.slice(0, -1)) target = target[key] as Record<string, unknown>;
     if (kind === 'port') {
       const n = Number(raw);
@@ -297,7 +297,7 @@ function checkConfig(c: Config): string[] {
   const offload = isObject(c.download) ? c.download.offload : undefined;
   if (offload !== undefined && (!isObject(offload) || (offload.header !== 'X-Sendfile' && offload.header !== 'X-Accel-Redirect')))
     p.push('download.offload.header: must be "X-Sendfile" or "X-Accel-Redirect"');
-  if (!isObject(c.metrics) || !['loopback', 'admin', 'off'].includes(c.metrics.access as string))
+  if (!isObject(c.metrics) || !['loopback', 'admin', 'off'].includes(c.metrics.access))
     p.push('metrics.access: must be "loopback", "admin" or "off"');
   if (!isObject(c.contentTypes) || Object.keys(c.contentTypes).length === 0) p.push('contentTypes: must name at least one content type');
   else {
@@ -315,6 +315,6 @@ function checkConfig(c: Config): string[] {
   }
   p.push(...checkReplicas(c.replicas));
   str(c.logLevel, 'logLevel');
-  if (!['auto', 'json', 'pretty'].includes(c.logFormat as string)) p.push('logFormat: must be "auto", "json" or "pretty"');
+  if (!['auto', 'json', 'pretty'].includes(c.logFormat)) p.push('logFormat: must be "auto", "json" or "pretty"');
   return p;
 }

@@ -112,11 +112,11 @@ export class FixityPool {
    * whole batch rejects only when it stops (abort, pool closed, worker failed). Much cheaper per
    * file than hashFile for many small files (one message each way, one promise); keep batches to
    * a few MiB so they still spread over the workers and ingest jobs are not kept waiting.
-   * `resume` and `expectedSize` do not apply.
+   * `resume` does not apply.
    */
   hashFiles(
     files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
-    opts: Omit<HashOptions, 'resume' | 'expectedSize'> = {},
+    opts: Omit<HashOptions, 'resume'> = {},
   ): Promise<Array<FileDigests | FixityError>> {
     return new Promise<Array<FileDigests | FixityError>>((resolve, reject) => {
       this.checkOpen(files[0]?.path);
@@ -378,6 +378,7 @@ export class FixityPool {
   private endIdleWorkers(): void {
     this.idleTimer = undefined;
     if (this.closed || this.scheduler.queued > 0 || this.scheduler.outstanding > 0) return;
+    // terminate() resolves with the exit code; it never rejects.
     for (const slot of this.slots.splice(0)) void slot.worker.terminate();
   }
 }

@@ -30,10 +30,6 @@ export class AuditRateLimit {
     Atomics.add(this.cells, GENERATION, 1n);
   }
 
-  rate(): number {
-    return Number(Atomics.load(this.cells, RATE));
-  }
-
   generation(): bigint {
     return Atomics.load(this.cells, GENERATION);
   }

@@ -43,8 +43,6 @@ export interface HashOptions {
   priority?: Priority;
   /** Aborts a queued or running job; it rejects with an AbortError (code 'ABORT_ERR'). */
   signal?: AbortSignal;
-  /** Accepted for callers' convenience; the queue is FIFO within a priority (submit largest first). */
-  expectedSize?: number;
   /** Makes the job resumable across restarts (hash-wasm hashers, slower than node:crypto). */
   resume?: ResumeStore;
 }

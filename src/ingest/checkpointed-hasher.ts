@@ -20,7 +20,7 @@ import type { Logger } from '../logger.js';
 /** What ingest needs of the fixity pool: hashing with the pool's options, resume included. */
 export interface ResumableHasher {
   hashFile(absPath: string, algorithms: Algorithm[], opts?: HashOptions): Promise<FileDigests>;
-  hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts?: Omit<HashOptions, 'resume' | 'expectedSize'>): Promise<Array<FileDigests | Error>>;
+  hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts?: Omit<HashOptions, 'resume'>): Promise<Array<FileDigests | Error>>;
 }
 
 const MiB = 1024 * 1024;
@@ -63,7 +63,7 @@ export class CheckpointedHasher implements FileHasher {
    * Small files in one job of the pool's. They are never resumable, unless the threshold is
    * below the validator's batch size: then each goes through `hashFile`, which decides.
    */
-  async hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts: Omit<HashOptions, 'resume' | 'expectedSize'> = {}): Promise<Array<FileDigests | Error>> {
+  async hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts: Omit<HashOptions, 'resume'> = {}): Promise<Array<FileDigests | Error>> {
     if (this.resumeAboveBytes === 0 || this.resumeAboveBytes >= BATCHED_BELOW) return this.pool.hashFiles(files, opts);
     return Promise.all(files.map(({ path, algorithms }) => this.hashFile(path, algorithms, opts).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
   }

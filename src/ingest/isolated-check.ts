@@ -126,7 +126,8 @@ class CheckWorker {
           (err: unknown) => this.post({ kind: 'hashFailed', id: message.id, error: serializeError(err) }),
         );
         return;
-      default: {
+      case 'verdict':
+      case 'files': {
         const expecting = this.expecting;
         this.expecting = undefined;
         if (expecting === undefined) this.end(new Error(`the upload check sent ${message.kind} unasked`));

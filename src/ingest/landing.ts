@@ -9,7 +9,7 @@
  * - `transfers/<epoch ms>-<rsync pid>`: one record per ended transfer (see `TransferLog`).
  *
  * This file owns that layout and the operations the ingest needs on it (open, close, reopen,
- * count the transfers still writing). It does not run rsync (`rsyncd.ts`) or watch files
+ * count the transfers still writing). It does not run rsync (`rsync/`) or watch files
  * (`watcher.ts`), and it never moves an upload: staging is the ingest's job.
  */
 import { mkdir, readdir, readFile, rm } from 'node:fs/promises';
@@ -17,7 +17,6 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeAtomically } from '../fs/atomic.js';
 import { isErrno } from '../fs/errors.js';
-import { exists } from '../fs/exists.js';
 import { descendantsOf, processExists, processState, procfsAvailable } from '../process/groups.js';
 import { DataLayout } from '../storage/layout.js';
 import { assertCapability, isCapability } from './capability.js';
@@ -69,11 +68,6 @@ export class LandingZone {
   async reopen(capability: string): Promise<void> {
     assertCapability(capability);
     await rm(join(this.layout.closed, capability), { force: true });
-  }
-
-  async isClosed(capability: string): Promise<boolean> {
-    assertCapability(capability);
-    return exists(join(this.layout.closed, capability));
   }
 
   /** How many admitted transfers to this capability are still running. */
@@ -152,11 +146,6 @@ export class LandingZone {
       signal(then);
     }
     throw new Error(`transfers into a retired upload link outlived SIGKILL (rsync pids ${pids.join(', ')})`);
-  }
-
-  /** Removes records of transfers whose rsync process is gone; returns how many live on. */
-  async cleanStaleTransfers(): Promise<number> {
-    return (await this.liveTransfers()).length;
   }
 }
 

@@ -255,7 +255,7 @@ export class IngestStages {
       this.deps.replication?.packageStored(pkg.bagId);
     });
     // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.
-    landing.reopen(pkg.capability).catch(() => undefined);
+    landing.reopen(pkg.capability).catch((err: unknown) => logger.warn({ err, bagId: pkg.bagId }, 'could not remove the closed marker of a stored upload'));
     const seconds = (Date.now() - started) / 1000;
     logger.info({ queueItem: item.id, bagId: pkg.bagId, bytes, seconds }, 'ingest done');
     this.deps.observer?.finished('DONE', seconds, bytes, []);

@@ -320,7 +320,7 @@ export class LandingWatcher {
     }
   }
 
-  /** Looks at which transfers run: new ones are followed, ended ones get a last scan. */
+  /** Looks at which transfers run: new ones are followed, ended ones get a last scan. Never rejects: a failure is logged. */
   private poll(): Promise<void> {
     if (this.polling) {
       this.pollAgain = true;

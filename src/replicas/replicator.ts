@@ -147,11 +147,6 @@ export class Replicator {
     await Promise.allSettled([...this.active.values()]);
   }
 
-  /** Resolves when no copy is being made (tests). */
-  async idle(): Promise<void> {
-    while (this.active.size > 0) await Promise.allSettled([...this.active.values()]);
-  }
-
   private async makeCopy(target: ReplicaTarget, copy: ReplicaCopy): Promise<void> {
     const { bagId, replica } = copy;
     const signal = this.abort.signal;

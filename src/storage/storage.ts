@@ -4,7 +4,7 @@
  * pass a `FileRecord` path that came from the catalog, and it is checked once more.
  */
 import { statfsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unsafePathReason } from '../bagit/index.js';
 import { DataLayout } from './layout.js';
@@ -59,10 +59,6 @@ export class Storage {
     await mkdir(join(target, '..'), { recursive: true, mode: 0o750 });
     await rename(stagedDir, target);
     return target;
-  }
-
-  static async removeTree(path: string): Promise<void> {
-    await rm(path, { recursive: true, force: true });
   }
 
   /**

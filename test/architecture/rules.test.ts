@@ -2,13 +2,14 @@
  * The architecture's rules, checked by maintained tools rather than by reading source with
  * regular expressions: dependency-cruiser with `.dependency-cruiser.cjs` (no import cycles,
  * libraries that know no daemon, download without fastify, modules used through their index,
- * see docs/architecture.md) and knip with `knip.json` (no unused files, exports or dependencies).
- * Both read the TypeScript sources, so a violation fails here before it is compiled into dist/.
+ * see docs/architecture.md), knip with `knip.json` (no unused files, exports or dependencies) and
+ * typescript-eslint with `eslint.config.js` (every promise handled, every union case covered).
+ * All read the TypeScript sources, so a violation fails here before it is compiled into dist/.
  * Also: no file of src/ over 400 lines.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/daemon.js';
 
@@ -31,6 +32,18 @@ t.test('knip finds no unused file, export or dependency', async (t) => {
   const run = spawnSync(bin('knip'), ['--reporter', 'json'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
   const report = JSON.parse(run.stdout || '{"issues":null}') as { issues: unknown[] | null };
   t.same(report.issues, [], run.stderr);
+  t.equal(run.status, 0);
+});
+
+t.test('eslint finds no problem', async (t) => {
+  const run = spawnSync(bin('eslint'), ['--format', 'json', 'src', 'test', 'bench', 'cli.ts'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const results = JSON.parse(run.stdout || '[]') as Array<{ filePath: string; messages: Array<{ ruleId: string | null; line: number; message: string }> }>;
+  t.ok(results.length > 200, `it read the sources (${results.length} files)`);
+  t.same(
+    results.flatMap((r) => r.messages.map((m) => `${relative(repoRoot, r.filePath)}:${m.line} ${m.ruleId ?? ''}: ${m.message}`)),
+    [],
+    run.stderr,
+  );
   t.equal(run.status, 0);
 });
 

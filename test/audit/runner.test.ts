@@ -38,12 +38,14 @@ interface Received {
 
 async function webhookServer(t: { teardown(fn: () => unknown): void }, status = 204): Promise<{ url: string; received: Received[]; server: Server }> {
   const received: Received[] = [];
-  const server = createServer(async (req: IncomingMessage, res) => {
+  const server = createServer((req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
-    if (req.method === 'POST') received.push({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')), contentType: req.headers['content-type'] });
-    res.statusCode = status;
-    res.end();
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      if (req.method === 'POST') received.push({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')), contentType: req.headers['content-type'] });
+      res.statusCode = status;
+      res.end();
+    });
   });
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

@@ -25,12 +25,11 @@ function rights(grants: Grant[], options = { requireGrants: false }, admin = fal
     completeOwn: a.canComplete(own),
     storageVideo: a.canSeeStorage(alicesVideo),
     storageAudio: a.canSeeStorage(alicesAudio),
-    audit: a.canAudit(),
     admin: a.isAdmin,
   };
 }
 
-const none = { seeVideo: false, seeAudio: false, seeOwn: true, createVideo: true, completeVideo: false, completeAudio: false, completeOwn: true, storageVideo: false, storageAudio: false, audit: false, admin: false };
+const none = { seeVideo: false, seeAudio: false, seeOwn: true, createVideo: true, completeVideo: false, completeAudio: false, completeOwn: true, storageVideo: false, storageAudio: false, admin: false };
 
 t.test('each role on a content type', async (t) => {
   t.same(rights([]), none, 'no grant: own packages only');
@@ -46,7 +45,7 @@ t.test('each role on all', async (t) => {
     { ...none, seeVideo: true, seeAudio: true, completeVideo: true, completeAudio: true },
     'content_manager on all: completes everything, no storage, no audits',
   );
-  const everything = { seeVideo: true, seeAudio: true, seeOwn: true, createVideo: true, completeVideo: true, completeAudio: true, completeOwn: true, storageVideo: true, storageAudio: true, audit: true, admin: true };
+  const everything = { seeVideo: true, seeAudio: true, seeOwn: true, createVideo: true, completeVideo: true, completeAudio: true, completeOwn: true, storageVideo: true, storageAudio: true, admin: true };
   t.same(rights([grant('carl', 'admin', 'all')]), everything, 'admin on all: an administrator');
   t.same(rights([], undefined, true), everything, 'an admin user');
 });

@@ -135,7 +135,7 @@ t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
   const meta = root.openDB({ name: 'meta' });
   await root.transaction(() => {
     failedIndex.clearSync();
-    meta.put('schemaVersion', 2);
+    meta.putSync('schemaVersion', 2);
   });
   await root.close();
   const catalog = Catalog.open(dir);
@@ -155,7 +155,7 @@ t.test('a schema-3 catalog gets the owner index of open requests', async (t) => 
   const meta = root.openDB({ name: 'meta' });
   await root.transaction(() => {
     openIndex.clearSync();
-    meta.put('schemaVersion', 3);
+    meta.putSync('schemaVersion', 3);
   });
   await root.close();
   const catalog = Catalog.open(dir);

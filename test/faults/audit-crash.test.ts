@@ -19,17 +19,6 @@ const PACKAGES = 6;
 // 2 MB/s over ~6.3 MB: a few seconds per audit, several commits apart.
 const config = { audit: { rateLimitMBps: 2, concurrency: 2 } };
 
-async function waitForAudit(d: TestDaemon, id: number, until: (audit: any) => boolean, timeoutMs = 30_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await d.request('GET', `/v1/audits/${id}`);
-    if (res.status !== 200) throw new Error(`audit ${id}: ${res.status} ${res.text}`);
-    if (until(res.json)) return res.json;
-    if (Date.now() > deadline) throw new Error(`audit ${id} did not get there within ${timeoutMs} ms: ${res.text}\n${d.output}`);
-    await new Promise((r) => setTimeout(r, 50));
-  }
-}
-
 /** What the killed daemon left: the audit not finished, counts and events agreeing. */
 async function assertLeftMidway(t: Test, dataDir: string, auditId: number): Promise<void> {
   const catalog = Catalog.open(dataDir, { readOnly: true });
@@ -85,7 +74,7 @@ t.test('an audit killed with SIGKILL resumes after restart and counts every pack
     await assertLeftMidway(t, dataDir, id);
 
     const second = await TestDaemon.start(t, { dataDir, config, keepDataDir: true });
-    const audit = await waitForAudit(second, id, (a) => a.finished_at !== null);
+    const audit = await second.waitForAudit(id, (a) => a.finished_at !== null);
     assertCompleted(t, audit, damaged.bag_id);
     const summary = (await second.request('GET', '/v1/audits')).json.find((a: any) => a.id === id);
     t.equal(summary.successes + summary.failures, PACKAGES, 'the summary counts agree');
@@ -94,12 +83,12 @@ t.test('an audit killed with SIGKILL resumes after restart and counts every pack
       const again = await second.request('POST', '/v1/audits');
       t.equal(again.status, 201);
       const id2 = again.json.id as number;
-      await waitForAudit(second, id2, (a) => a.successes.length + a.failures.length >= 2);
+      await second.waitForAudit(id2, (a) => a.successes.length + a.failures.length >= 2);
       await second.kill9();
       await assertLeftMidway(t, dataDir, id2);
 
       const third = await TestDaemon.start(t, { dataDir, config, keepDataDir: true });
-      const audit2 = await waitForAudit(third, id2, (a) => a.finished_at !== null);
+      const audit2 = await third.waitForAudit(id2, (a) => a.finished_at !== null);
       assertCompleted(t, audit2, damaged.bag_id);
 
       writeFileSync(damagedPath, original);

@@ -22,7 +22,7 @@ t.test('a catalog on a disk that keeps filling refuses writes cleanly and loses 
   t.teardown(() => fs.unmount());
   const dataDir = join(fs.dir, 'data');
   mkdirSync(dataDir);
-  Catalog.open(dataDir).close(); // created while there is room
+  await Catalog.open(dataDir).close(); // created while there is room
 
   const child = spawnSync(process.execPath, [writer, dataDir, fs.dir, '25', '20261125'], { encoding: 'utf8', timeout: 300_000 });
   t.equal(child.signal, null, `the writer was not killed by a signal (${child.signal}); its stderr ends: ${child.stderr.slice(-2000)}`);

@@ -204,6 +204,18 @@ export class TestDaemon {
     }
   }
 
+  /** Polls GET /v1/audits/{id} until `until` holds of it: by default, until every package was checked. */
+  async waitForAudit(id: number, until: (audit: any) => boolean = (a) => a.successes.length + a.failures.length === a.packages, timeoutMs = 30_000): Promise<any> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const res = await this.request('GET', `/v1/audits/${id}`);
+      if (res.status !== 200) throw new Error(`GET /v1/audits/${id}: ${res.status} ${res.text}`);
+      if (until(res.json)) return res.json;
+      if (Date.now() > deadline) throw new Error(`audit ${id} did not get there within ${timeoutMs} ms: ${res.text}\n${this.output}`);
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  }
+
   /** SIGTERM and wait; SIGKILL if it does not stop within 15 s. */
   async stop(): Promise<number | null> {
     if (this.proc.exitCode !== null || this.proc.signalCode !== null) return this.proc.exitCode;

@@ -48,20 +48,15 @@ export interface MakeBagOptions {
   corrupt?: string[];
   /** Raw bagit.txt content instead of the correct one (written before the tag manifests). */
   bagitTxt?: string | Buffer;
+  /**
+   * Every file's mtime (default: now, in whole seconds). A bag uploaded over another of the same
+   * request needs one of its own: rsync's quick check (size and mtime) would skip a tag manifest of
+   * the same size and other bytes.
+   */
+  mtime?: Date;
 }
 
 const CORRUPT_MTIME = new Date('2000-01-01T00:00:00Z');
-
-/**
- * Each bag's files get an mtime (whole seconds) no earlier bag of this process had: a fixed bag
- * written in the same second as the broken one, with tag manifests of the same size, would
- * otherwise pass rsync's quick check (size and mtime) and never be sent.
- */
-let lastBagSecond = 0;
-function nextBagMtime(): Date {
-  lastBagSecond = Math.max(Math.floor(Date.now() / 1000), lastBagSecond + 1);
-  return new Date(lastBagSecond * 1000);
-}
 
 function digest(algorithm: Algorithm, bytes: Buffer): string {
   return createHash(algorithm).update(bytes).digest('hex');
@@ -153,7 +148,7 @@ export async function makeBag(dir: string, opts: MakeBagOptions): Promise<string
   if (opts.algorithms !== undefined) manifestOptions.algorithms = opts.algorithms;
   if (opts.tagAlgorithms !== undefined) manifestOptions.tagAlgorithms = opts.tagAlgorithms;
   await writeManifests(dir, manifestOptions);
-  const mtime = nextBagMtime();
+  const mtime = opts.mtime ?? new Date(Math.floor(Date.now() / 1000) * 1000);
   for (const rel of filesUnder(dir, { regularOnly: true })) await utimes(join(dir, rel), mtime, mtime);
 
   for (const rel of opts.corrupt ?? []) {

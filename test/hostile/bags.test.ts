@@ -290,6 +290,14 @@ t.test('hostile bags', async (t) => {
     const item = await d.waitForQueueItem(complete.json.id, alice);
     t.equal(item.status, 'FAILED', 'the ingest waited for quiet, then found the bag no longer matching its manifests');
     t.ok(item.errors.some((e: any) => e.path === 'data/big.bin'), JSON.stringify(item.errors.map((e: any) => [e.code, e.path])));
+    // Whether the check also sees the writer's last writes land under it depends on timing.
+    const found: string[][] = item.errors.map((e: any) => [e.code, e.path]).sort();
+    t.same(
+      found.filter(([code]) => code !== 'file-changed-during-validation'),
+      [['manifest-mismatch', 'data/big.bin'], ['manifest-mismatch', 'data/big.bin'], ['payload-oxum-mismatch', 'bag-info.txt']],
+      'big.bin differs from both manifests and the payload from its oxum, and nothing else',
+    );
+    t.ok(found.every(([code, path]) => code !== 'file-changed-during-validation' || path === 'data/big.bin'), 'a change seen during the check is big.bin');
     t.notOk(item.errors.some((e: any) => e.path === 'data/a.txt'), 'the refused rsync changed nothing');
     t.equal(await readFile(join(landingDirOf(d, req), 'data', 'a.txt'), 'utf8'), 'hello\n');
     t.same(await snapshot(d), before);

@@ -49,18 +49,6 @@ async function startWebhook(t: Teardown): Promise<{ url: string; deliveries: Web
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/audit-finished`, deliveries };
 }
 
-/** Polls GET /v1/audits/{id} until the audit has finished. */
-async function waitForAudit(d: TestDaemon, id: number, timeoutMs = 20_000): Promise<any> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const res = await d.request('GET', `/v1/audits/${id}`);
-    if (res.status !== 200) throw new Error(`GET /v1/audits/${id}: ${res.status} ${res.text}`);
-    if (res.json.successes.length + res.json.failures.length === res.json.packages) return res.json;
-    if (Date.now() > deadline) throw new Error(`audit ${id} did not finish: ${res.text}\n${d.output}`);
-    await sleep(50);
-  }
-}
-
 /** Waits until `count` webhook POSTs arrived, then a little longer so an extra one would be seen. */
 async function webhookDeliveries(deliveries: WebhookDelivery[], count: number, timeoutMs = 10_000): Promise<WebhookDelivery[]> {
   const deadline = Date.now() + timeoutMs;
@@ -119,7 +107,7 @@ t.test('audits through the real daemon', async (t) => {
     t.equal(followed.json.id, audit.id, 'to the same audit');
     t.equal(followed.json.finished_at, null, 'it really was still running (the rate limit holds it)');
 
-    const done = await waitForAudit(d, audit.id);
+    const done = await d.waitForAudit(audit.id);
     t.equal(done.successes.length, packages, 'successes == packages');
     t.equal(done.failures.length, 0, 'no failures');
     t.not(done.finished_at, null, 'finished_at is set');
@@ -137,7 +125,7 @@ t.test('audits through the real daemon', async (t) => {
     t.equal(third.status, 201, 'once finished, a new POST starts a new audit');
     t.not(third.json.id, audit.id, 'with an id of its own');
     audits.push(third.json.id);
-    await waitForAudit(d, third.json.id);
+    await d.waitForAudit(third.json.id);
   });
 
   await t.test('only admins: 403 for a regular user, 404 for an unknown audit', async (t) => {
@@ -187,7 +175,7 @@ t.test('audits through the real daemon', async (t) => {
     const started = await d.request('POST', '/v1/audits');
     t.equal(started.status, 201, 'the next audit starts');
     audits.push(started.json.id);
-    const audit = await waitForAudit(d, started.json.id);
+    const audit = await d.waitForAudit(started.json.id);
     t.equal(audit.failures.length, 5, 'exactly five failures');
     t.equal(audit.successes.length, packages - 5, 'the untouched packages pass');
     t.same(new Set(audit.successes.map((e: any) => e.bag_id)), new Set([bags.intact.request.bag_id, bags.big.request.bag_id]), 'and they are the two untouched ones');

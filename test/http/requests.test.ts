@@ -20,7 +20,7 @@ t.test('requests API', async (t) => {
     const none = await d.request('GET', '/v1/requests', { token: null });
     t.equal(none.status, 401);
     t.equal(none.headers.get('www-authenticate'), 'Bearer realm="preservd"');
-    t.type(none.json.error, 'string');
+    t.match(none.json.error, /^authentication required: send "Authorization: Bearer <token>"/);
     const bad = await d.request('GET', '/v1/requests', { token: 'not-a-token' });
     t.equal(bad.status, 401);
     t.equal(bad.headers.get('www-authenticate'), 'Bearer realm="preservd"');
@@ -80,6 +80,21 @@ t.test('requests API', async (t) => {
     t.equal(await countPackages(), before, 'nothing created');
   });
 
+  await t.test("create: an external_id equal to another package's bag_id is no duplicate", async (t) => {
+    for (const [who, token, answer] of [['bob, who cannot see it', bob, 409], ['alice, who owns it', alice, 303]] as const) {
+      const taken = randomUUID();
+      await d.createRequest(alice, { bag_id: taken, external_id: `owner-of-${taken}` });
+      const bagId = randomUUID();
+      const res = await d.request('POST', '/v1/requests', { token, json: { bag_id: bagId, external_id: taken, content_type: 'audio' } });
+      t.equal(res.status, 201, `${who}: created (was ${answer}, as if it were that package)`);
+      t.equal(res.json.bag_id, bagId);
+      t.equal(res.json.external_id, taken);
+      const again = await d.request('POST', '/v1/requests', { token, json: { bag_id: randomUUID(), external_id: taken, content_type: 'audio' } });
+      t.equal(again.status, 303, `${who}: the same external_id again is the new package`);
+      t.equal(again.headers.get('location'), `/v1/requests/${bagId}`);
+    }
+  });
+
   await t.test('create: 422 names every bad field and creates nothing', async (t) => {
     const before = await countPackages();
     const cases: Array<[unknown, string[]]> = [
@@ -99,7 +114,8 @@ t.test('requests API', async (t) => {
       const res = await d.request('POST', '/v1/requests', { token: alice, json: body });
       t.equal(res.status, 422, JSON.stringify(body));
       t.same(Object.keys(res.json.fields).sort(), fields, `fields of ${JSON.stringify(body)}`);
-      t.type(res.json.error, 'string');
+      t.match(res.json.error, /^invalid request: /);
+      t.ok(fields.every((field) => res.json.error.includes(`${field} `)), `the sentence names every field: ${res.json.error}`);
     }
     const unknownUser = await d.request('POST', '/v1/requests', { token: carol, json: { bag_id: randomUUID(), external_id: 'u', content_type: 'audio', user: 'nobody' } });
     t.equal(unknownUser.status, 422);
@@ -149,7 +165,7 @@ t.test('requests API', async (t) => {
     t.match(malformed.json.error, /JSON/);
     const huge = await d.request('POST', '/v1/requests', { token: alice, body: JSON.stringify({ bag_id: randomUUID(), external_id: 'x'.repeat(1 << 20), content_type: 'audio' }), headers: { 'content-type': 'application/json' } });
     t.equal(huge.status, 413);
-    t.type(huge.json.error, 'string');
+    t.match(huge.json.error, /body is too large/);
     const xml = await d.request('POST', '/v1/requests', { token: alice, body: '<bag/>', headers: { 'content-type': 'application/xml' } });
     t.equal(xml.status, 415);
     const route = await d.request('GET', '/v1/nothing-here', { token: alice });
@@ -157,7 +173,7 @@ t.test('requests API', async (t) => {
     t.match(route.json.error, /no such route/);
     const method = await d.request('DELETE', '/v1/requests', { token: alice });
     t.equal(method.status, 404);
-    t.type(method.json.error, 'string');
+    t.equal(method.json.error, 'no such route: DELETE /v1/requests');
     const badId = await d.request('GET', '/v1/queue/abc', { token: alice });
     t.equal(badId.status, 400);
     const unauthUnknown = await d.request('GET', '/nothing', { token: null });

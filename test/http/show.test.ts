@@ -141,7 +141,7 @@ t.test('a held show is the bytes of a fresh rendering, per flavour, until what i
       storageLocation: storageVisible ? `${storageRoot}${pkg.storagePath!}` : undefined,
       replicas: storageVisible ? replicas.map(({ name }) => ({ name, copy: catalog.replication.get(bagId, name) })) : undefined,
       fixity: storageVisible ? catalog.fixity.get(bagId) : undefined,
-      files: catalog.packages.payloadPaths(bagId),
+      files: JSON.parse(catalog.packages.payloadListJson(bagId).toString('utf8')) as string[],
     });
     rendering = view;
     const body = (await schemaApp.inject({ method: 'GET', url: '/' })).body;

@@ -96,7 +96,8 @@ export function storedPackageBody(ctx: HttpContext, request: FastifyRequest, rep
   if (held !== undefined) return held;
   const files = JSON.parse(ctx.catalog.packages.payloadListJson(pkg.bagId).toString('utf8')) as string[];
   // A stored package's upload_link is null for every caller (views.ts).
-  return shows.keep(pkg, storage, Buffer.from(String(reply.serialize(packageViewFor(ctx, pkg, storage, null, undefined, files))), 'utf8'));
+  const body = reply.serialize(packageViewFor(ctx, pkg, storage, null, undefined, files)) as string;
+  return shows.keep(pkg, storage, Buffer.from(body, 'utf8'));
 }
 
 /** An open request as the caller may see it, with what has arrived, and no files yet. */

@@ -36,7 +36,7 @@ export function parseProfile(json: unknown): ProfileRule[] | { error: string } {
       if (!Array.isArray(spec.valueList) || !spec.valueList.every((v) => typeof v === 'string')) {
         return { error: `entry "${tag}" has a valueList that is not a list of strings` };
       }
-      rule.allowed = spec.valueList as string[];
+      rule.allowed = spec.valueList;
     }
     rules.push(rule);
   }

@@ -139,8 +139,8 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     }
     await this.endLeftoverDaemon();
-    const live = await new LandingZone(this.options.dataDir).cleanStaleTransfers();
-    this.logger.debug({ liveTransfers: live }, 'rsync: stale active-transfer records removed');
+    const live = await new LandingZone(this.options.dataDir).liveTransfers(); // removes the stale records
+    this.logger.debug({ liveTransfers: live.length }, 'rsync: stale active-transfer records removed');
     this.running = true;
     this.consecutiveFailures = 0;
     try {
@@ -189,7 +189,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
             ),
           );
         } else {
-          reject(new Error(`could not start rsync ("${this.binary}"): ${(err as Error).message}`));
+          reject(new Error(`could not start rsync ("${this.binary}"): ${err.message}`));
         }
       });
     });
@@ -259,7 +259,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.logger.warn({ exitCode, signal, delayMs }, 'rsync daemon died; restarting');
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      void this.restart(exitCode, signal, delayMs);
+      this.restart(exitCode, signal, delayMs).catch((err: unknown) => this.logger.error({ err }, 'rsync daemon restart failed'));
     }, delayMs);
   }
 
