@@ -106,13 +106,13 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   // Cookies (and CSRF, views) before authentication: the session cookie is one of its inputs.
   await registerSite(app, ctx);
-  const countFailure = await registerFailureLimit(app, ctx.config);
-  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
   // The API's answers are for the caller alone (downloads say `private` themselves, send-download.ts).
   app.addHook('onRequest', (request, reply, done) => {
     if (request.url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
     done();
   });
+  const countFailure = await registerFailureLimit(app, ctx.config);
+  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
   if (ctx.observeResponse !== undefined) {
     const observe = ctx.observeResponse;
     // Callback style: an async hook costs every request a promise and a microtask for nothing.

@@ -13,6 +13,7 @@ import { CSRF_COOKIE, cookieSecurity, renderPage } from './site.js';
 
 export async function sessionRoutes(app: FastifyInstance, ctx: HttpContext, countFailure: FailureCounter): Promise<void> {
   const cookieOptions = { path: '/', httpOnly: true, sameSite: 'strict', secure: cookieSecurity(ctx.config) } as const;
+  let warned = false;
   const loginForm = (request: FastifyRequest, reply: FastifyReply, problem: string | null) =>
     renderPage(request, reply, 'login', { title: 'Log in' }, { problem });
 
@@ -43,6 +44,10 @@ export async function sessionRoutes(app: FastifyInstance, ctx: HttpContext, coun
         idleMs: auth.sessionIdleMinutes * 60_000,
         replaces: request.cookies[SESSION_COOKIE],
       });
+      if (!warned && request.protocol !== 'https' && request.headers['x-forwarded-proto'] === 'https' && !ctx.config.http.secureCookies) {
+        warned = true;
+        request.log.warn('INSECURE COOKIES: a proxy says this login came over https, but it is not in http.trustedProxies: the session cookie is not marked Secure');
+      }
       newCsrfSecret(request, reply);
       return reply.setCookie(SESSION_COOKIE, secret, { ...cookieOptions, maxAge: Math.floor(lifetimeMs / 1000) }).redirect('/', 303);
     },
