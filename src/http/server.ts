@@ -13,7 +13,7 @@ import { HttpError } from './errors.js';
 import { registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
-import { registerSite, renderErrorPage, wantsPage } from './pages/site.js';
+import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
 import { requestIdOf, requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
 import { downloadRoutes } from './routes/downloads.js';
@@ -106,9 +106,10 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   // Cookies (and CSRF, views) before authentication: the session cookie is one of its inputs.
   await registerSite(app, ctx);
-  // The API's answers are for the caller alone (downloads say `private` themselves, send-download.ts).
+  // The API's answers are for the caller alone (downloads say `private` themselves, send-download.ts),
+  // and never sniffed. The pages get theirs from helmet, in their own scope below.
   app.addHook('onRequest', (request, reply, done) => {
-    if (request.url.startsWith('/v1/')) reply.header('cache-control', 'no-store');
+    if (request.url.startsWith('/v1/')) reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
     done();
   });
   const countFailure = await registerFailureLimit(app, ctx.config);
@@ -149,10 +150,6 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     return reply.code(status).send(body);
   });
 
-  app.setNotFoundHandler((request, reply) => {
-    if (wantsPage(request)) return renderErrorPage(request, reply, 404, 'There is no page at this address.');
-    return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
-  });
 
   app.get(
     '/v1/openapi.json',
@@ -200,8 +197,16 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(async (scope) => auditRoutes(scope, ctx));
   await app.register(async (scope) => repairRoutes(scope, ctx));
   await app.register(async (scope) => downloadRoutes(scope, ctx));
-  await app.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
-  await app.register(async (scope) => pageRoutes(scope, ctx));
+  // The pages, and the 404 of every unknown URL, in one scope with helmet's headers (site.ts).
+  await app.register(async (pages) => {
+    await registerPageHeaders(pages);
+    await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
+    await pages.register(async (scope) => pageRoutes(scope, ctx));
+    pages.setNotFoundHandler((request, reply) => {
+      if (wantsPage(request)) return renderErrorPage(request, reply, 404, 'There is no page at this address.');
+      return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
+    });
+  });
   return app;
 }
 

@@ -126,6 +126,8 @@ t.test('without trusted proxies X-Forwarded-Proto is not believed, and a daemon 
   t.equal(res.status, 303);
   t.notMatch(res.headers.getSetCookie().join('\n'), /Secure/, 'a client cannot make itself https');
   t.match(d.output, /INSECURE COOKIES: the API listens on 0\.0\.0\.0/, 'the start-up warning');
+  const deadline = Date.now() + 10_000;
+  while (!d.output.includes('a proxy says this login came over https') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
   t.match(d.output, /INSECURE COOKIES: a proxy says this login came over https/, 'and the warning at the first proxied login');
   t.equal((await d.request('GET', '/metrics', { token: null, headers: { 'x-forwarded-for': '203.0.113.7' } })).status, 403, 'forwarded: no metrics');
 });

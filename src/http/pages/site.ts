@@ -1,8 +1,8 @@
 /**
  * The web pages' machinery (API.md, "The browser side"): cookies, CSRF protection, the template
  * engine (eta, escaping every interpolation unless a template says `<%~`), the stylesheet, the
- * one script and the icon, the security headers of every answer (@fastify/helmet), and rendering
- * a page or an error page. What each page shows is in pages.ts; logging in and out in session.ts.
+ * one script and the icon, the pages' security headers (@fastify/helmet), and rendering a page
+ * or an error page. What each page shows is in pages.ts; logging in and out in session.ts.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -54,17 +54,22 @@ function asset(name: string, type: string): Asset {
 }
 
 /**
- * Registers the security headers, cookies, CSRF, the views and the assets on the root instance
- * (before authentication). helmet's headers go on every answer, the API's and the downloads' too
- * (docs/access.md, "Security decisions"); HSTS is left to the TLS proxy, which alone knows the site is https.
+ * @fastify/helmet's security headers, for the scope of the pages (server.ts): the CSP above,
+ * X-Frame-Options, COOP, nosniff, Referrer-Policy. The API's routes are outside that scope: its
+ * hooks cost every request about 27 µs of CPU (docs/performance.md), and `/v1` sets its two
+ * headers itself. HSTS is left to the TLS proxy, which alone knows the site is https.
  */
-export async function registerSite(app: FastifyInstance, ctx: HttpContext): Promise<void> {
+export async function registerPageHeaders(app: FastifyInstance): Promise<void> {
   await app.register(helmet, {
     contentSecurityPolicy: { useDefaults: false, directives: CONTENT_SECURITY_POLICY },
     referrerPolicy: { policy: 'same-origin' },
     frameguard: { action: 'deny' },
     strictTransportSecurity: false,
   });
+}
+
+/** Registers cookies, CSRF, the views and the assets on the root instance (before authentication). */
+export async function registerSite(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   await app.register(cookie);
   await app.register(csrf, {
     cookieKey: CSRF_COOKIE,
