@@ -150,7 +150,6 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     return reply.code(status).send(body);
   });
 
-
   app.get(
     '/v1/openapi.json',
     {
