@@ -143,6 +143,13 @@ export class Daemon {
     daemon.http = app;
     const serving = { ...where, api: daemon.url };
     logger.info(serving, `preservd is serving: API ${serving.api}, rsync ${serving.rsync ?? 'off'}, admin token in ${serving.adminToken}`);
+    const { host, secureCookies, trustedProxies } = config.http;
+    if (!secureCookies && trustedProxies.length === 0 && !['127.0.0.1', '::1', 'localhost'].includes(host))
+      logger.warn(
+        { host },
+        `INSECURE COOKIES: the API listens on ${host}, beyond this host, and the pages' session cookie is not marked Secure: ` +
+          'set http.secureCookies to true when the site is served over https, or name the TLS proxy in http.trustedProxies (docs/operators.md)',
+      );
     return daemon;
   }
 

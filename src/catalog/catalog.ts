@@ -92,7 +92,10 @@ export class Catalog implements Transactor {
     if (readOnly) {
       if (catalog.schemaVersion !== SCHEMA_VERSION)
         throw new CatalogError(`the catalog has schema ${catalog.schemaVersion}; this preservd reads ${SCHEMA_VERSION} only (open it read-write to migrate)`);
-    } else catalog.migrate();
+    } else {
+      catalog.migrate();
+      catalog.sessions.indexOlderSessions();
+    }
     return catalog;
   }
 

@@ -32,6 +32,10 @@ export interface Session {
   tokenDigest: string;
   createdAt: number;
   expiresAt: number;
+  /** Last use, written at most once a minute; sessions from before it have none (createdAt then). */
+  lastSeenAt?: number;
+  /** Refused after this long unused (`auth.sessionIdleMinutes` at login); none: no idle limit. */
+  idleMs?: number;
 }
 
 export interface Token {

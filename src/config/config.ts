@@ -28,14 +28,29 @@ export interface Config {
     shutdownGraceSeconds: number;
     /** Longest a client may take to send a whole request (headers and body); slower ones get 408. */
     requestTimeoutMs: number;
-    /** Mark the pages' cookies `Secure` (set it when a TLS proxy is in front). */
+    /**
+     * Mark the pages' cookies `Secure` always. When false they are `Secure` on requests a trusted
+     * proxy says arrived over https (`X-Forwarded-Proto`).
+     */
     secureCookies: boolean;
+    /**
+     * Addresses or CIDR ranges of the proxies in front (e.g. `["127.0.0.1"]`). Only their
+     * `X-Forwarded-For`, `X-Forwarded-Proto` and `X-Request-Id` are believed.
+     */
+    trustedProxies: string[];
   };
   auth: {
     /** chipmunk's rule: creating a request needs `content_manager` or `admin` on its content type. */
     requireGrants: boolean;
     /** Hours a browser session lasts after login. */
     sessionHours: number;
+    /** Minutes a browser session may go unused before it is refused; 0: no idle limit. */
+    sessionIdleMinutes: number;
+    /** Browser sessions one user may hold at once; a login beyond it ends their oldest. */
+    maxSessionsPerUser: number;
+    /** Wrong tokens (API or login form) one address may send per window before it gets 429; 0: no limit. */
+    maxFailedAttempts: number;
+    failedAttemptsWindowSeconds: number;
   };
   upload: {
     rsync: {
@@ -132,8 +147,8 @@ const packageRoot = (() => {
 export function defaults(): Config {
   return {
     dataDir: './var',
-    http: { host: '127.0.0.1', port: 8080, bodyLimit: 64 * 1024, shutdownGraceSeconds: 10, requestTimeoutMs: 30_000, secureCookies: false },
-    auth: { requireGrants: false, sessionHours: 12 },
+    http: { host: '127.0.0.1', port: 8080, bodyLimit: 64 * 1024, shutdownGraceSeconds: 10, requestTimeoutMs: 30_000, secureCookies: false, trustedProxies: [] },
+    auth: { requireGrants: false, sessionHours: 12, sessionIdleMinutes: 60, maxSessionsPerUser: 20, maxFailedAttempts: 30, failedAttemptsWindowSeconds: 60 },
     upload: {
       rsync: { enabled: true, host: '127.0.0.1', port: 8873, module: 'preservd', binary: 'rsync', maxConnections: 20 },
       quietMs: 2000,
@@ -244,11 +259,17 @@ function checkConfig(c: Config): string[] {
     num(c.http.shutdownGraceSeconds, 'http.shutdownGraceSeconds', 0);
     int(c.http.requestTimeoutMs, 'http.requestTimeoutMs', 100);
     if (typeof c.http.secureCookies !== 'boolean') p.push('http.secureCookies: must be true or false');
+    if (!Array.isArray(c.http.trustedProxies) || !c.http.trustedProxies.every((a) => typeof a === 'string' && a !== ''))
+      p.push('http.trustedProxies: must be an array of addresses or CIDR ranges');
   }
   if (!isObject(c.auth)) p.push('auth: must be an object');
   else {
     if (typeof c.auth.requireGrants !== 'boolean') p.push('auth.requireGrants: must be true or false');
     num(c.auth.sessionHours, 'auth.sessionHours', 0.0001);
+    num(c.auth.sessionIdleMinutes, 'auth.sessionIdleMinutes', 0);
+    int(c.auth.maxSessionsPerUser, 'auth.maxSessionsPerUser', 1, 10_000);
+    int(c.auth.maxFailedAttempts, 'auth.maxFailedAttempts', 0);
+    int(c.auth.failedAttemptsWindowSeconds, 'auth.failedAttemptsWindowSeconds', 1, 86_400);
   }
   if (!isObject(c.upload) || !isObject(c.upload.rsync)) p.push('upload.rsync: must be an object');
   else {

@@ -201,13 +201,15 @@ export async function answerFile(file: StoredFile, request: FileRequest, opts: {
 }
 
 /**
- * X-Sendfile carries the absolute path (Apache mod_xsendfile, lighttpd); X-Accel-Redirect a URI
- * under `prefix`, percent-encoded per segment (nginx ≥ 1.5.9 expects an escaped URI).
+ * X-Sendfile carries the absolute path (Apache mod_xsendfile, lighttpd ≥ 1.4.40); X-Accel-Redirect
+ * a URI under `prefix`. Both percent-encoded per segment: nginx ≥ 1.5.9 expects an escaped URI,
+ * mod_xsendfile (XSendFileUnescape, on by default) and lighttpd decode X-Sendfile, and a newline or
+ * other control character in a name could not be put in a header at all.
  */
 function offloadHeaders(file: StoredFile, offload: Offload): Record<string, string> {
-  // Header values travel as latin1: this puts the path's UTF-8 bytes on the wire unchanged.
-  if (offload.header === 'X-Sendfile') return { 'x-sendfile': Buffer.from(file.absPath, 'utf8').toString('latin1') };
+  const escaped = (path: string) => path.split('/').map(encodeURIComponent).join('/');
+  if (offload.header === 'X-Sendfile') return { 'x-sendfile': escaped(file.absPath) };
   if (file.storageRelativePath === undefined) throw new Error('X-Accel-Redirect needs the file path relative to the storage root');
   const prefix = (offload.prefix ?? '').replace(/\/+$/, '');
-  return { 'x-accel-redirect': `${prefix}/${file.storageRelativePath.split('/').map(encodeURIComponent).join('/')}` };
+  return { 'x-accel-redirect': `${prefix}/${escaped(file.storageRelativePath)}` };
 }

@@ -16,6 +16,7 @@ import { tokenDigest } from '../catalog/users.js';
 import type { User } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import { forbidden, HttpError } from './errors.js';
+import type { FailureCounter } from './failed-auth.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -56,7 +57,11 @@ function tokenFromHeader(header: string | undefined): string | undefined {
 }
 
 export class Unauthorized extends HttpError {
-  constructor(message: string) {
+  constructor(
+    message: string,
+    /** A credential was sent and is wrong (counted by failed-auth.ts), not merely missing. */
+    readonly wrongCredential = false,
+  ) {
     super(401, message);
   }
 }
@@ -81,9 +86,10 @@ interface KnownCaller {
  * the catalog again and a revoked token is refused at once. A request then costs the token's
  * digest and one read of the generation instead of reading the token, the user and the grants
  * (docs/decisions.md, "Authenticated callers are kept"). Only successes are kept: an unknown
- * token costs its reads every time, and fills nothing.
+ * token costs its reads every time, and fills nothing; each one counts against its address's limit
+ * of failures (failed-auth.ts).
  */
-export function authenticate(catalog: Catalog, config: Config) {
+export function authenticate(catalog: Catalog, config: Config, countFailure: FailureCounter) {
   const known = new LRUCache<string, KnownCaller>({ max: KNOWN_CALLERS });
   const byToken = (token: string): KnownCaller | undefined => {
     const digest = tokenDigest(token);
@@ -122,7 +128,7 @@ export function authenticate(catalog: Catalog, config: Config) {
       return true;
     }
     const caller = byToken(token);
-    if (caller === undefined) throw new Unauthorized('the token is unknown or revoked');
+    if (caller === undefined) throw new Unauthorized('the token is unknown or revoked', true);
     signIn(request, caller.user, caller.access);
     return true;
   };
@@ -131,7 +137,12 @@ export function authenticate(catalog: Catalog, config: Config) {
     try {
       if (identify(request, reply)) done();
     } catch (err) {
-      done(err as Error);
+      if (err instanceof Unauthorized && err.wrongCredential) {
+        countFailure(request).then(
+          (limited) => done(limited ?? err),
+          () => done(err),
+        );
+      } else done(err as Error);
     }
   };
 }

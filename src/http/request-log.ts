@@ -4,6 +4,7 @@
  * travel in the Authorization header, which is never logged; a client that also puts one in the
  * query string (`?token=...`) must not see it copied into the log either.
  */
+import type { IncomingMessage } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
 /** Query parameters whose values are credentials. */
@@ -33,6 +34,31 @@ export function redactUrl(url: string): string {
   return `${url.slice(0, q)}?${query}`;
 }
 
+/**
+ * A client's `X-Request-Id` becomes the request's id (`reqId` in every log line) only when it
+ * is a plain token that cannot pass for one of ours (`req-…`): anything else (spaces, quotes,
+ * control characters, a forged line) gets our own id, and the client's value is logged beside it,
+ * shortened and escaped, as `clientRequestId`.
+ */
+const PLAIN_REQUEST_ID = /^(?!req-)[A-Za-z0-9._:@/+=-]{1,64}$/;
+const MAX_REQ_ID = 2_147_483_647;
+let lastRequestId = 0;
+
+export function requestIdOf(req: IncomingMessage): string {
+  const sent = req.headers['x-request-id'];
+  if (typeof sent === 'string' && PLAIN_REQUEST_ID.test(sent)) return sent;
+  lastRequestId = (lastRequestId + 1) & MAX_REQ_ID;
+  return `req-${lastRequestId.toString(36)}`;
+}
+
+/** The client's X-Request-Id when it was not taken as the id: printable ASCII without quotes, at most 64 characters. */
+function refusedRequestId(request: FastifyRequest): string | undefined {
+  const sent = request.headers['x-request-id'];
+  if (sent === undefined || sent === request.id) return undefined;
+  const text = [sent].flat().join(',');
+  return text.slice(0, 64).replace(/[^\x20-\x7e]|["\\]/g, '?');
+}
+
 /** The route template a request matched, or `unmatched` (never the raw URL). */
 function routeOf(request: FastifyRequest): string {
   return request.routeOptions?.url ?? 'unmatched';
@@ -47,6 +73,7 @@ export const requestLogSerializers = {
       url: redactUrl(request.url),
       remoteAddress: request.ip,
       remotePort: request.socket?.remotePort,
+      ...(request.headers?.['x-request-id'] === undefined ? {} : { clientRequestId: refusedRequestId(request) }),
     };
   },
   res(reply: FastifyReply) {

@@ -10,6 +10,8 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { writeBody, type DownloadAnswer } from '../download/index.js';
 
 export async function sendDownload(request: FastifyRequest, reply: FastifyReply, answer: DownloadAnswer): Promise<FastifyReply> {
+  // A stored file may be kept by the caller's browser, never by a shared cache (errors stay no-store).
+  if (answer.kind !== 'error') reply.header('cache-control', 'private');
   switch (answer.kind) {
     case 'error':
       if (answer.status === 500) request.log.error({ ...answer.context, err: answer.cause }, 'stored file cannot be served');

@@ -2,7 +2,7 @@
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
  * one plugin of routes per resource, and the web pages (pages/).
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifySchema } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import formbody from '@fastify/formbody';
@@ -10,10 +10,11 @@ import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
 import type { HttpContext } from './context.js';
 import { HttpError } from './errors.js';
+import { registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
-import { registerSite, renderErrorPage, wantsPage } from './pages/site.js';
-import { requestLogSerializers } from './request-log.js';
+import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
+import { requestIdOf, requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventRoutes } from './routes/events.js';
@@ -42,7 +43,10 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     // Request lines name the route template and never carry a credential (request-log.ts).
     ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({}, { serializers: requestLogSerializers }) }),
     bodyLimit: ctx.config.http.bodyLimit,
-    requestIdHeader: 'x-request-id',
+    // X-Forwarded-For and -Proto are believed from the configured proxies only.
+    trustProxy: ctx.config.http.trustedProxies.length > 0 ? ctx.config.http.trustedProxies : false,
+    requestIdHeader: false,
+    genReqId: requestIdOf,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
     routerOptions: { maxParamLength: 2048 },
     ...connectionLimits(ctx.config.http.requestTimeoutMs),
@@ -102,7 +106,14 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   // Cookies (and CSRF, views) before authentication: the session cookie is one of its inputs.
   await registerSite(app, ctx);
-  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config));
+  // The API's answers are for the caller alone (downloads say `private` themselves, send-download.ts),
+  // and never sniffed. The pages get theirs from helmet, in their own scope below.
+  app.addHook('onRequest', (request, reply, done) => {
+    if (request.url.startsWith('/v1/')) reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
+    done();
+  });
+  const countFailure = await registerFailureLimit(app, ctx.config);
+  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
   if (ctx.observeResponse !== undefined) {
     const observe = ctx.observeResponse;
     // Callback style: an async hook costs every request a promise and a microtask for nothing.
@@ -114,6 +125,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
     if (error instanceof Unauthorized) reply.header('www-authenticate', WWW_AUTHENTICATE);
+    if (error instanceof TooManyFailures) reply.header('retry-after', String(error.retryAfterSeconds));
     if (ctx.storage.isOutOfSpace(error)) {
       // A full disk: the catalog (or a landing folder) could not be written; the client may retry.
       request.log.error({ err: error }, 'request failed: the disk is full');
@@ -136,11 +148,6 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     const body: Record<string, unknown> = { error: error.message };
     if (error instanceof HttpError && error.fields !== undefined) body.fields = error.fields;
     return reply.code(status).send(body);
-  });
-
-  app.setNotFoundHandler((request, reply) => {
-    if (wantsPage(request)) return renderErrorPage(request, reply, 404, 'There is no page at this address.');
-    return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
   });
 
   app.get(
@@ -174,7 +181,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
       },
     };
     app.get('/metrics', { config: { public: access === 'loopback' }, schema }, async (request, reply) => {
-      if (access === 'loopback' && !isLoopback(request.socket.remoteAddress)) {
+      if (access === 'loopback' && !isLoopbackClient(request)) {
         return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
       }
       if (access === 'admin' && request.access?.isAdmin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
@@ -189,8 +196,16 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(async (scope) => auditRoutes(scope, ctx));
   await app.register(async (scope) => repairRoutes(scope, ctx));
   await app.register(async (scope) => downloadRoutes(scope, ctx));
-  await app.register(async (scope) => sessionRoutes(scope, ctx));
-  await app.register(async (scope) => pageRoutes(scope, ctx));
+  // The pages, and the 404 of every unknown URL, in one scope with helmet's headers (site.ts).
+  await app.register(async (pages) => {
+    await registerPageHeaders(pages);
+    await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
+    await pages.register(async (scope) => pageRoutes(scope, ctx));
+    pages.setNotFoundHandler((request, reply) => {
+      if (wantsPage(request)) return renderErrorPage(request, reply, 404, 'There is no page at this address.');
+      return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
+    });
+  });
   return app;
 }
 
@@ -236,4 +251,15 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
 
 function isLoopback(address: string | undefined): boolean {
   return address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
+}
+
+/**
+ * Whether the client itself is on this host: the TCP peer is loopback and nothing forwarded the
+ * request. A proxy in front (the documented local TLS proxy among them) connects from loopback
+ * for every client, but says so with one of these headers (docs/metrics.md).
+ */
+function isLoopbackClient(request: FastifyRequest): boolean {
+  const h = request.headers;
+  const forwarded = h.forwarded !== undefined || h['x-forwarded-for'] !== undefined || h['x-real-ip'] !== undefined;
+  return !forwarded && isLoopback(request.socket.remoteAddress);
 }

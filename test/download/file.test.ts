@@ -260,6 +260,22 @@ t.test('offload to a front proxy', async (t) => {
     t.equal(cached.headers.get('x-sendfile'), null);
   });
 
+  t.test('X-Sendfile with a newline and a % in a file name: percent-encoded, never a malformed answer', async (t) => {
+    const odd = 'nl\nname 100%.txt';
+    const oddBag = await makeStoredBag(t, {
+      extra: async (dir) => {
+        writeFileSync(join(dir, 'data', odd), 'odd name\n');
+        return [await fileRecordOf(dir, `data/${odd}`)];
+      },
+    });
+    const { base } = await serveBag(t, oddBag, { offload: { header: 'X-Sendfile' } });
+    const res = await rawGet(fileUrl(base, odd));
+    t.equal(res.status, 200, 'not the 500 a raw newline in the header gave');
+    t.equal(res.headers['x-sendfile'], join(oddBag.dir, 'data', encodeURIComponent(odd)));
+    t.equal(decodeURIComponent(res.headers['x-sendfile'] as string), join(oddBag.dir, 'data', odd), 'decodes to the file’s path');
+    t.equal(res.body.length, 0);
+  });
+
   t.test('X-Accel-Redirect', async (t) => {
     const { base } = await serveBag(t, bag, { offload: { header: 'X-Accel-Redirect', prefix: '/_storage/' } });
     const res = await rawGet(fileUrl(base, 'nested/café – ünïcode 日本.txt'));

@@ -1,24 +1,45 @@
 /**
  * The web pages' machinery (API.md, "The browser side"): cookies, CSRF protection, the template
  * engine (eta, escaping every interpolation unless a template says `<%~`), the stylesheet, the
- * one script and the icon, the security headers of every page, and rendering a page or an error
- * page. What each page shows is in pages.ts; logging in and out in session.ts.
+ * one script and the icon, the pages' security headers (@fastify/helmet), and rendering a page
+ * or an error page. What each page shows is in pages.ts; logging in and out in session.ts.
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import cookie from '@fastify/cookie';
 import csrf from '@fastify/csrf-protection';
+import helmet from '@fastify/helmet';
 import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Config } from '../../config/config.js';
 import type { HttpContext } from '../context.js';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
 
 /** Scripts and styles from this origin only, no inline code, no framing. */
-const CONTENT_SECURITY_POLICY =
-  "default-src 'none'; style-src 'self'; script-src 'self'; img-src 'self'; connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'";
+const CONTENT_SECURITY_POLICY = {
+  defaultSrc: ["'none'"],
+  styleSrc: ["'self'"],
+  scriptSrc: ["'self'"],
+  imgSrc: ["'self'"],
+  connectSrc: ["'self'"],
+  formAction: ["'self'"],
+  frameAncestors: ["'none'"],
+  baseUri: ["'none'"],
+};
+
+/** The CSRF secret's cookie (@fastify/csrf-protection's name). */
+export const CSRF_COOKIE = '_csrf';
+
+/**
+ * The cookies' `secure`: always with `http.secureCookies`, else `auto`, i.e. when the request
+ * came over https as a trusted proxy says (`X-Forwarded-Proto`, `http.trustedProxies`).
+ */
+export function cookieSecurity(config: Config): true | 'auto' {
+  return config.http.secureCookies ? true : 'auto';
+}
 
 interface Asset {
   path: string;
@@ -32,11 +53,27 @@ function asset(name: string, type: string): Asset {
   return { path: `/assets/${name}`, type, body, etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` };
 }
 
+/**
+ * @fastify/helmet's security headers, for the scope of the pages (server.ts): the CSP above,
+ * X-Frame-Options, COOP, nosniff, Referrer-Policy. The API's routes are outside that scope: its
+ * hooks cost every request about 27 µs of CPU (docs/performance.md), and `/v1` sets its two
+ * headers itself. HSTS is left to the TLS proxy, which alone knows the site is https.
+ */
+export async function registerPageHeaders(app: FastifyInstance): Promise<void> {
+  await app.register(helmet, {
+    contentSecurityPolicy: { useDefaults: false, directives: CONTENT_SECURITY_POLICY },
+    referrerPolicy: { policy: 'same-origin' },
+    frameguard: { action: 'deny' },
+    strictTransportSecurity: false,
+  });
+}
+
 /** Registers cookies, CSRF, the views and the assets on the root instance (before authentication). */
 export async function registerSite(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   await app.register(cookie);
   await app.register(csrf, {
-    cookieOpts: { path: '/', sameSite: 'strict', httpOnly: true, secure: ctx.config.http.secureCookies },
+    cookieKey: CSRF_COOKIE,
+    cookieOpts: { path: '/', sameSite: 'strict', httpOnly: true, secure: cookieSecurity(ctx.config) },
     // The forms post the token as a field; the script of the audit page sends no form.
     getToken: (request) => (request.body as { _csrf?: string } | undefined)?._csrf,
   });
@@ -127,11 +164,7 @@ export async function renderErrorPage(request: FastifyRequest, reply: FastifyRep
   return renderPage(request, reply, 'error', { title: headings[status] ?? 'Something went wrong' }, { status, message });
 }
 
+/** helmet set the security headers; a page is the caller's alone and never kept. */
 function pageHeaders(reply: FastifyReply): void {
-  reply
-    .header('content-security-policy', CONTENT_SECURITY_POLICY)
-    .header('x-content-type-options', 'nosniff')
-    .header('referrer-policy', 'same-origin')
-    .header('cache-control', 'no-store')
-    .type('text/html; charset=utf-8');
+  reply.header('cache-control', 'no-store').type('text/html; charset=utf-8');
 }
