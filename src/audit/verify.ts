@@ -129,8 +129,8 @@ const ignore = (): void => {};
  * Batches handed to the pool and not yet answered, at most, per worker: enough to keep each
  * busy (one running, one waiting), few enough that the records waiting for their answer are
  * young when it comes. What waits through several young-generation collections is promoted to
- * V8's old one and stays until a full collection: at 16 batches on two workers (4,096 files
- * waiting) an audit of 200,000 small files grew the heap ~20 MB more than at 4.
+ * V8's old one and stays until a full collection (docs/performance.md, "Scale", the audit of a
+ * bag of many files).
  */
 const BATCHES_PER_WORKER = 2;
 /** Workers assumed when the hasher does not say. */

@@ -11,7 +11,7 @@ import type { Token, User } from './types.js';
 const USER_NAME = /^[a-z0-9][a-z0-9._-]{0,63}$/;
 
 export function tokenDigest(secret: string): string {
-  // One-shot: a third of createHash's cost, and every API request pays it (docs/decisions.md).
+  // One-shot `hash`, cheaper than createHash, and every API request pays it (docs/performance.md, "Scale").
   return hash('sha256', secret, 'hex');
 }
 

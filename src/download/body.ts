@@ -4,8 +4,8 @@
  * buffers. Used by both the single-file and the zip download.
  *
  * Why a ring and not a stream handed to fastify: a stream allocates a fresh 1 MiB buffer per read, and
- * measured here (bench/download.ts) the garbage collection that follows cost fastify 1.4-1.9× the
- * CPU of a bare node:http server piping the same file, more as the heap grows. Reusing three
+ * the garbage collection that follows cost fastify more CPU than a bare node:http server piping the
+ * same file, more as the heap grows (docs/performance.md, "Downloads"). Reusing three
  * buffers, each handed back when the socket has taken its bytes, brings it under the floor. The
  * ring is also the backpressure: no more than three chunks are ever in flight.
  *
@@ -19,7 +19,7 @@ import { open, type FileHandle } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { FileRecord } from '../catalog/types.js';
 
-/** Read size for every download: measured here, 1 MiB reads serve ~1.7× faster than 64 KiB. */
+/** Read size for every download: fewer, larger reads serve faster (docs/performance.md, "Downloads"). */
 export const READ_CHUNK = 1 << 20;
 /** Buffers per response: one being filled while up to two drain to the socket. */
 const RING_SIZE = 3;

@@ -2,17 +2,17 @@
  * The whole bag as one zip (RFC 8493 serialization: every tag and payload file under
  * `<bag_id>/`), stored, not deflated, streamed with a Content-Length known before the first byte
  * and memory flat whatever the size: entries are opened lazily (at most four ahead of the one
- * being sent, which saves ~10 % on a bag of 20 000 small files) and read in 1 MiB chunks into the
+ * being sent, so the opens of many small files overlap the sending) and read in 1 MiB chunks into the
  * response's reused buffers (`body.ts`).
  *
  * Why our own writer and not yazl: yazl 3.3.1 pipes every streamed entry through its
- * `Crc32Watcher` (buffer-crc32, pure JS, ~300-490 MB/s here, the download's bottleneck) and offers
- * no way to hand it a known CRC; it also writes data descriptors after each entry. The catalog
- * already holds each file's CRC-32 and size, so every header can be written in full before the
- * entry's bytes (no data descriptor), the CRC is never recomputed, and the bytes go from disk to
- * socket untouched (bench/download.ts: ~2 GB/s, faster than a bare node:http server piping one
- * file, where yazl tops out near 320 MB/s). If the disk no longer holds what the catalog says,
- * the client's unzip sees the CRC mismatch: the catalog's values were verified at ingest.
+ * `Crc32Watcher` (buffer-crc32, pure JS, the download's bottleneck) and offers no way to hand it
+ * a known CRC; it also writes data descriptors after each entry. The catalog already holds each
+ * file's CRC-32 and size, so every header can be written in full before the entry's bytes (no
+ * data descriptor), the CRC is never recomputed, and the bytes go from disk to socket untouched
+ * (the figures against yazl: docs/performance.md, "Downloads"). If the disk no longer holds what
+ * the catalog says, the client's unzip sees the CRC mismatch: the catalog's values were verified
+ * at ingest.
  *
  * The files are walked three times in catalog order, never held: once to lay the archive out
  * (its length), once for the entries, once for the central directory; each walk makes every

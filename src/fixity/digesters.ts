@@ -1,11 +1,10 @@
 /**
- * The hashers one read feeds. Native: node:crypto (OpenSSL with SHA-NI, 2–5× hash-wasm on our
- * hosts, research/perf.md §1). Resumable: hash-wasm, whose hasher state can be saved and loaded,
- * for huge files that must survive a restart.
+ * The hashers one read feeds. Native: node:crypto (OpenSSL with SHA-NI, several times faster than
+ * hash-wasm; docs/performance.md, "Fixity"). Resumable: hash-wasm, whose hasher state can be saved
+ * and loaded, for huge files that must survive a restart.
  *
- * CRC-32 comes from Node's native zlib.crc32 in both: measured ~4.0 GB/s against hash-wasm's
- * crc32 at ~1.6 GB/s on 1 MiB chunks here (bench/fixity.ts prints both), and its whole running
- * state is one uint32, which a checkpoint stores as is.
+ * CRC-32 comes from Node's native zlib.crc32 in both: faster than hash-wasm's crc32 (bench/fixity.ts
+ * prints both), and its whole running state is one uint32, which a checkpoint stores as is.
  */
 import { createHash, type Hash } from 'node:crypto';
 import { crc32 } from 'node:zlib';

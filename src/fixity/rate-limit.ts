@@ -3,7 +3,7 @@
  * kept as one "theoretical arrival time" (GCRA). A worker charges the bytes it just read and
  * must not read again before the returned time, so the total audit rate over all workers stays
  * at or below the limit, give or take one chunk per worker and SLACK. SLACK credits back a late
- * wake-up (a sleeping thread wakes 1–5 ms late on a busy host, and that loss would otherwise
+ * wake-up (a sleeping thread wakes late on a busy host, and that loss would otherwise
  * accumulate over every chunk); idle time beyond it earns no burst.
  */
 

@@ -15,9 +15,9 @@ import type { Job, WorkerSlot } from './jobs.js';
 import type { Priority } from './types.js';
 
 /**
- * Jobs per worker, running and waiting in its local queue. A 4 KiB file hashes in ~10–20 µs; a
- * round trip between threads took 50–500 µs on our shared 2-core host. With one job in flight
- * a worker did ~12k small files/s, with 16 ~45k, with 64 ~50–55k (noisy, shared host).
+ * Jobs per worker, running and waiting in its local queue: a small file hashes in less time than
+ * a message takes to cross threads, so a worker needs many at hand to stay busy (the figures:
+ * docs/performance.md, "Fixity").
  */
 const PREFETCH = 64;
 

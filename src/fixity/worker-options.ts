@@ -9,9 +9,9 @@ export const WORKER_URL = new URL('./worker.js', import.meta.url);
 
 /**
  * With nothing queued or running for this long, the pool ends its workers and starts them again
- * for the next job. An idle worker holds 10–15 MB of the daemon's RSS (its V8 heap and code,
- * measured with 1, 2 and 4 workers); starting one again costs some tens of milliseconds, which
- * a pause this long between jobs dwarfs (docs/decisions.md, "Idle fixity workers end").
+ * for the next job. An idle worker's V8 heap and code count in the daemon's RSS; starting one
+ * again costs far less than a pause this long between jobs (docs/decisions.md, "Idle fixity
+ * workers end"; the figures in docs/performance.md, "Replication").
  */
 export const WORKER_IDLE_MS = 2000;
 

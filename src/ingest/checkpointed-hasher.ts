@@ -4,8 +4,8 @@
  * under the bag's id and the file's path in the bag. After a crash the next run of the ingest
  * goes on from a huge file's last checkpoint instead of reading it all again.
  *
- * Only huge files take this path: the resumable hashers (hash-wasm) are 2–5× slower than
- * node:crypto for SHA-2 here (research/perf.md §1). Clearing the bag's checkpoints when the
+ * Only huge files take this path: the resumable hashers (hash-wasm) are several times slower than
+ * node:crypto for SHA-2 (docs/performance.md, "Fixity"). Clearing the bag's checkpoints when the
  * ingest ends is the stages' job (they do it in the transaction that ends it).
  */
 import { lstat } from 'node:fs/promises';
@@ -27,7 +27,7 @@ const MiB = 1024 * 1024;
 
 /**
  * A checkpoint every quarter of the threshold, at most every 256 MiB: at most that much is read
- * again after a crash, and a checkpoint (one catalog commit, ~1 ms) costs nothing beside it.
+ * again after a crash, and a checkpoint (one catalog commit) costs little beside reading that much.
  */
 function checkpointInterval(resumeAboveBytes: number): number {
   return Math.min(256 * MiB, Math.max(MiB, Math.floor(resumeAboveBytes / 4)));

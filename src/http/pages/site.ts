@@ -56,8 +56,9 @@ function asset(name: string, type: string): Asset {
 /**
  * @fastify/helmet's security headers, for the scope of the pages (server.ts): the CSP above,
  * X-Frame-Options, COOP, nosniff, Referrer-Policy. The API's routes are outside that scope: its
- * hooks cost every request about 27 µs of CPU (docs/performance.md), and `/v1` sets its two
- * headers itself. HSTS is left to the TLS proxy, which alone knows the site is https.
+ * hooks cost CPU on every request, even one whose route skips them (docs/performance.md), and
+ * `/v1` sets its two headers itself. HSTS is left to the TLS proxy, which alone knows the site
+ * is https.
  */
 export async function registerPageHeaders(app: FastifyInstance): Promise<void> {
   await app.register(helmet, {
