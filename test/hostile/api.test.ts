@@ -156,7 +156,9 @@ t.test('hostile HTTP clients', async (t) => {
         const [method, path] = route(g) as [string, string];
         const res = await d.request(method, path, { token: alice });
         const listOk = res.status === 200 && Array.isArray(res.json) && res.json.length === 0;
-        if (!listOk && (![400, 404, 414].includes(res.status) || !isCleanError(res, d.dataDir))) bad.push(`${method} ${path.slice(0, 80)}: ${res.status} ${res.text.slice(0, 120)}`);
+        // Audits are admins' only, whatever the id (checked before the audit is looked up).
+        const allowed = path.startsWith('/v1/audits/') ? [400, 403, 414] : [400, 404, 414];
+        if (!listOk && (!allowed.includes(res.status) || !isCleanError(res, d.dataDir))) bad.push(`${method} ${path.slice(0, 80)}: ${res.status} ${res.text.slice(0, 120)}`);
       }
     }
     t.same(bad, [], 'every garbage id is a clean 400, 404 or 414 (or an empty list)');
@@ -284,7 +286,9 @@ t.test('hostile HTTP clients', async (t) => {
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
       const emptyList = res.status === 200 && Array.isArray(res.json) && res.json.length === 0;
       const refused = [403, 404, 409].includes(res.status) && (method === 'HEAD' || isCleanError(res, d.dataDir));
-      if ((!emptyList && !refused) || res.text.includes('alice secret') || res.text.includes(bag.external_id) || res.text.includes('storage_location'))
+      // The external_id may come back only to a caller who asked by it (a 403 repeats what was asked).
+      const externalIdShown = res.text.includes(bag.external_id) && !path.includes(bag.external_id);
+      if ((!emptyList && !refused) || res.text.includes('alice secret') || externalIdShown || res.text.includes('storage_location'))
         leaks.push(`${method} ${path}: ${res.status} ${res.text.slice(0, 100)}`);
     });
     const seconds = (Date.now() - started) / 1000;

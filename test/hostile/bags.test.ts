@@ -15,7 +15,7 @@ import t, { type Test } from 'tap';
 import { cliPath, rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag, type MakeBagOptions } from '../helpers/make-bag.js';
-import { landingDirOf, listTree, newRequest, resealTagManifests, snapshot, type Request } from './fixtures/attack.js';
+import { followUploadLink, landingDirOf, listTree, newRequest, resealTagManifests, snapshot, type Request } from './fixtures/attack.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'preservd-hostile-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
@@ -79,6 +79,7 @@ t.test('hostile bags', async (t) => {
       );
     }
     t.ok(item.errors.every((x: any) => typeof x.message === 'string' && !x.message.includes(d.dataDir)), 'messages never name a server path');
+    await followUploadLink(d, alice, req);
     t.ok(existsSync(join(landingDirOf(d, req), kept)), 'the upload is back in its landing folder');
     t.same(await snapshot(d), before, 'nothing stored, no package changed');
     return item;
@@ -255,6 +256,7 @@ t.test('hostile bags', async (t) => {
     const item = await d.waitForQueueItem(complete.json.id, alice);
     t.equal(item.status, 'FAILED');
     t.same(item.errors.map((e: any) => e.code), ['upload-empty']);
+    await followUploadLink(d, alice, req);
     t.ok(existsSync(landingDirOf(d, req)), 'the landing folder is still there to upload into');
     t.same(await snapshot(d), before);
 
@@ -299,6 +301,7 @@ t.test('hostile bags', async (t) => {
     );
     t.ok(found.every(([code, path]) => code !== 'file-changed-during-validation' || path === 'data/big.bin'), 'a change seen during the check is big.bin');
     t.notOk(item.errors.some((e: any) => e.path === 'data/a.txt'), 'the refused rsync changed nothing');
+    await followUploadLink(d, alice, req);
     t.equal(await readFile(join(landingDirOf(d, req), 'data', 'a.txt'), 'utf8'), 'hello\n');
     t.same(await snapshot(d), before);
   });
