@@ -15,11 +15,13 @@
  * It does not decide when audits happen (POST /v1/audits and the systemd timer do) and does not
  * serve HTTP.
  */
+import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Audit } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
+import { inSlot } from '../service/slots.js';
 import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
@@ -162,34 +164,38 @@ export class AuditRunner implements Service {
     if (audit.successes + audit.failures > 0)
       this.logger.info({ auditId: audit.id, done: audit.successes + audit.failures, packages: audit.packages }, `audit ${audit.id} resumes: ${todo.length} of ${audit.packages} packages left`);
 
-    let next = 0;
     let broken: { reason: unknown } | undefined;
     this.recorder.failure = undefined;
-    // `concurrency` lanes, each with at most two packages: the next one is listed and its files
-    // queued once every file of the one before has been handed to the pool, so the hashing
-    // workers do not wait between packages while its last files are still being read.
-    const lane = async (): Promise<void> => {
-      let previous: Promise<void> | undefined;
-      while (!signal.aborted && broken === undefined && this.recorder.failure === undefined && next < todo.length) {
-        const item = todo[next++]!;
-        let handedOver!: () => void;
-        const submitted = new Promise<void>((resolve) => (handedOver = resolve));
-        const done = this.checkPackage(audit.id, item.bagId, item.bytes, signal, handedOver).then(
-          (checked) => {
-            if (checked !== undefined) this.recorder.recordSoon(checked, audit.user);
-          },
-          (reason: unknown) => {
-            broken ??= { reason };
-          },
-        );
-        await Promise.race([submitted, done]);
-        await previous;
-        previous = done;
-      }
-      await previous;
-    };
-    const lanes = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
-    await Promise.all(Array.from({ length: lanes }, lane));
+    // A package holds a handing slot until every file of it is in the pool's hands and a package
+    // slot until its check ends: `concurrency` packages handing over files and as many finishing,
+    // so the hashing workers do not wait between packages while the last files are still read.
+    const width = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
+    const handing = pLimit(width);
+    const packages = pLimit(2 * width);
+    const checks = new Set<Promise<void>>();
+    for (const item of todo) {
+      if (signal.aborted || broken !== undefined || this.recorder.failure !== undefined) break;
+      const { done } = await inSlot(packages, async () => {
+        let check!: Promise<void>;
+        await handing(() => {
+          let handedOver!: () => void;
+          const submitted = new Promise<void>((resolve) => (handedOver = resolve));
+          check = this.checkPackage(audit.id, item.bagId, item.bytes, signal, handedOver).then(
+            (checked) => {
+              if (checked !== undefined) this.recorder.recordSoon(checked, audit.user);
+            },
+            (reason: unknown) => {
+              broken ??= { reason };
+            },
+          );
+          return Promise.race([submitted, check]);
+        });
+        await check;
+      });
+      checks.add(done);
+      void done.finally(() => checks.delete(done));
+    }
+    await Promise.all(checks);
     this.recorder.flush(audit.user); // what finished before a stop is kept
     broken ??= this.recorder.failure;
     this.tracker.end();
