@@ -95,11 +95,6 @@ export class ServiceLoop<Result = void> implements Service {
     return held;
   }
 
-  /** Held items under way. */
-  get holding(): number {
-    return this.held.size;
-  }
-
   async stop(): Promise<void> {
     this.started = false;
     clearTimeout(this.timer);
