@@ -5,7 +5,7 @@
  * a module with an index.ts, only its index.ts is imported.
  */
 const LIBRARIES = '^src/(bagit|fixity|fs)/';
-const DAEMON = '^src/(audit|auth|catalog|commands|config|download|http|ingest|process|replicas|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
+const DAEMON = '^src/(audit|auth|catalog|commands|config|download|http|ingest|process|replicas|service|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
 
 module.exports = {
   forbidden: [
@@ -20,6 +20,13 @@ module.exports = {
     { name: 'fixity-knows-no-bagit', severity: 'error', from: { path: '^src/fixity/' }, to: { path: '^src/bagit/' } },
     { name: 'problems-is-a-leaf', severity: 'error', comment: 'defineProblems serves the libraries and the daemon alike.', from: { path: '^src/problems\\.ts$' }, to: { path: '^src/' } },
     { name: 'fs-is-a-leaf', severity: 'error', from: { path: '^src/fs/' }, to: { path: '^src/(?!fs/)' } },
+    {
+      name: 'service-is-a-leaf',
+      severity: 'error',
+      comment: 'service/ is the lifecycle and the slots every background service shares; it knows none of them.',
+      from: { path: '^src/service/' },
+      to: { path: '^src/(?!service/)' },
+    },
     {
       name: 'download-knows-no-framework',
       severity: 'error',

@@ -1,8 +1,9 @@
 /**
- * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse.
+ * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse
+ * (one registry, service/lifecycle.ts, for a graceful stop and for a start that fails part-way).
  *
  *   replica check → catalog → first admin → fixity pool → landing zone, rsync daemon, watcher →
- *   reconcile → ingest worker → replicator → audit runner, continuous audits → HTTP
+ *   reconcile → replicator, repairs → ingest worker → audit runner, continuous audits → HTTP
  */
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
@@ -25,6 +26,7 @@ import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import { checkTargets, openFromReplica, Repairer, Replicator, REPLICATION_EXECUTOR, targetsFor, type ReplicaTarget } from './replicas/index.js';
+import { Lifecycle } from './service/lifecycle.js';
 import { DataLayout } from './storage/layout.js';
 import { Storage } from './storage/storage.js';
 
@@ -35,49 +37,35 @@ export interface DaemonOptions {
 export class Daemon {
   private constructor(
     readonly config: Config,
-    readonly logger: Logger,
-    readonly catalog: Catalog,
-    readonly storage: Storage,
-    readonly pool: FixityPool,
-    readonly landing: LandingZone,
-    readonly rsync: RsyncDaemon | undefined,
-    readonly watcher: LandingWatcher,
-    readonly ingest: IngestWorker,
-    readonly audits: AuditRunner,
-    readonly replicator: Replicator,
-    readonly continuous: ContinuousAudit,
-    readonly repairer: Repairer,
-    readonly targets: readonly ReplicaTarget[],
-    readonly metrics: Metrics,
-    private http: FastifyInstance | undefined,
+    private readonly logger: Logger,
+    private readonly lifecycle: Lifecycle,
+    private readonly http: FastifyInstance,
   ) {}
-
-  private rotations: RotationSweeper | undefined;
 
   static async start(config: Config, options: DaemonOptions = {}): Promise<Daemon> {
     const logger = options.logger ?? createLogger(config);
-    // What has been started so far, stopped in reverse if a later step fails.
-    const started: Array<() => Promise<unknown>> = [];
+    const lifecycle = new Lifecycle();
     try {
-      return await Daemon.startPieces(config, logger, started);
+      return await Daemon.startPieces(config, logger, lifecycle);
     } catch (err) {
-      for (const stop of started.reverse()) await stop().catch(() => undefined);
+      // What had started is stopped in reverse, as stop() does.
+      await lifecycle.stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'while undoing a failed start'));
       throw err;
     }
   }
 
-  private static async startPieces(config: Config, logger: Logger, started: Array<() => Promise<unknown>>): Promise<Daemon> {
+  private static async startPieces(config: Config, logger: Logger, lifecycle: Lifecycle): Promise<Daemon> {
     const layout = new DataLayout(config.dataDir);
     const where = whereToFind(config, layout);
     logger.info(where, `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`);
     await layout.ensure();
     // A replica that is missing or refuses writes stops the start, before anything runs.
     const targets = targetsFor(config.replicas);
-    started.push(async () => targets.forEach((t) => t.close()));
+    lifecycle.onStop('replica targets', () => targets.forEach((t) => t.close()));
     await checkTargets(targets);
     const storage = new Storage(config.dataDir);
     const catalog = Catalog.open(config.dataDir);
-    started.push(() => catalog.close());
+    lifecycle.onStop('catalog', () => catalog.close());
     await ensureFirstAdmin(catalog, layout.adminToken, logger);
 
     const metrics = new Metrics(catalog);
@@ -87,7 +75,7 @@ export class Daemon {
       maxOpenFiles: config.fixity.maxOpenFiles,
       auditRateLimitBytesPerSec: config.audit.rateLimitMBps * 1e6,
     });
-    started.push(() => pool.close());
+    lifecycle.onStop('fixity pool', () => pool.close());
     metrics.watchPool(pool);
     const landing = new LandingZone(config.dataDir);
     // Before rsync listens: an old link a crash left unretired is refused from the first connection.
@@ -96,9 +84,8 @@ export class Daemon {
     if (config.upload.rsync.enabled) {
       const r = config.upload.rsync;
       rsync = new RsyncDaemon({ dataDir: config.dataDir, host: r.host, port: r.port, module: r.module, binary: r.binary, maxConnections: r.maxConnections, logger });
-      const child = rsync;
-      started.push(() => child.stop());
-      await rsync.start();
+      rsync.onTransfer((t) => recordTransfer(catalog, t));
+      await lifecycle.start('rsync daemon', rsync);
       metrics.watchRsync(rsync);
     }
     // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
@@ -106,41 +93,20 @@ export class Daemon {
       logger,
       ...(rsync === undefined ? {} : { transfers: { dir: landing.layout.active, live: async () => (await landing.liveTransfers()).map((t) => t.capability) } }),
     });
-    started.push(() => watcher.stop());
-    await watcher.start();
+    await lifecycle.start('landing watcher', watcher);
     metrics.watchLanding(watcher);
 
     await reconcile(catalog, storage, landing, logger);
     // Rotations `preservd revoke` recorded but could not finish itself.
     const rotations = new RotationSweeper(catalog, landing, logger);
     rotations.start();
-    started.push(() => rotations.stop());
+    lifecycle.onStop('rotation sweeper', () => rotations.stop());
 
-    let ingestActive = () => 0;
-    const replicator = new Replicator({ catalog, storage, targets, logger, ingestBusy: () => ingestActive() > 0, onBytes: (replica, bytes) => metrics.replicated(replica, bytes) });
-    const ingest = new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver(), replication: replicator });
-    ingestActive = () => ingest.active;
-    const repairer = new Repairer({ catalog, storage, targets, logger });
-    const rates = new Map(config.replicas.map((r) => [r.name, (r.rateLimitMBps ?? 0) * 1e6]));
-    const auditedReplicas = targets.length > 0 ? { targets, bytesPerSec: (name: string) => rates.get(name) ?? 0, repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR) } : undefined;
-    const audits = new AuditRunner({ catalog, storage, hasher: pool, config, logger, ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }) });
-    metrics.watchAudits(audits);
-    metrics.watchReplicas(replicator.names);
-    const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, replicas: auditedReplicas, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
-    metrics.watchContinuousAudits(continuous);
-    const daemon = new Daemon(config, logger, catalog, storage, pool, landing, rsync, watcher, ingest, audits, replicator, continuous, repairer, targets, metrics, undefined);
-    daemon.rotations = rotations;
-    rsync?.onTransfer((t) => daemon.recordTransfer(t));
-    started.push(() => ingest.stop(), () => replicator.stop(), () => repairer.stop(), () => audits.stop(), () => continuous.stop());
-    ingest.start();
-    replicator.start();
-    audits.start();
-    continuous.start();
-
-    const app = await buildServer(daemon.httpContext(), logger);
-    started.push(() => app.close());
+    const services = await startServices(lifecycle, { config, logger, catalog, storage, pool, landing, watcher, targets, metrics });
+    const app = await buildServer(httpContext({ config, catalog, storage, landing, watcher, targets, metrics, ...services }), logger);
+    lifecycle.onStop('HTTP server', () => closeGracefully(app, config.http.shutdownGraceSeconds * 1000));
     await app.listen({ host: config.http.host, port: config.http.port });
-    daemon.http = app;
+    const daemon = new Daemon(config, logger, lifecycle, app);
     const serving = { ...where, api: daemon.url };
     logger.info(serving, `preservd is serving: API ${serving.api}, rsync ${serving.rsync ?? 'off'}, admin token in ${serving.adminToken}`);
     const { host, secureCookies, trustedProxies } = config.http;
@@ -155,7 +121,7 @@ export class Daemon {
 
   /** Where the API answers (with the real port when the configured one was 0). */
   get url(): string {
-    const address = this.http?.server.address();
+    const address = this.http.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : this.config.http.port;
     return `http://${this.config.http.host}:${port}`;
   }
@@ -164,66 +130,95 @@ export class Daemon {
     return uploadLink(this.config.upload, pkg);
   }
 
-  private httpContext(): HttpContext {
-    return {
-      config: this.config,
-      catalog: this.catalog,
-      storage: this.storage,
-      uploadLink: (pkg) => this.uploadLink(pkg),
-      openLanding: (pkg) => this.landing.open(pkg.capability),
-      uploadProgress: (pkg) => this.watcher.progress(pkg.capability),
-      wakeIngest: () => this.ingest.wake(),
-      startAudit: (user) => this.audits.startAudit(user),
-      ...(this.targets.length > 0
-        ? {
-            repairPackage: (bagId: string, user: string) => this.repairer.repairSoon(bagId, user),
-            openFromReplica: (bagId: string, record: FileRecord, range: { start: number; end: number }) =>
-              openFromReplica(this.targets, (replica) => this.catalog.replication.get(bagId, replica)?.status === 'verified', bagId, record.path, range),
-          }
-        : {}),
-      metrics: () => this.metrics.render(),
-      observeResponse: (route, method, status, seconds) => this.metrics.observeResponse(route, method, status, seconds),
-    };
-  }
-
-  /** A finished rsync upload becomes a `transfer` event of its package (idempotent by record). */
-  private async recordTransfer(t: Transfer): Promise<void> {
-    const pkg = this.catalog.packages.byUploadCapability(t.capability);
-    if (pkg === undefined) return;
-    const ok = t.exitStatus === 0;
-    this.catalog.events.add({
-      bagId: pkg.bagId,
-      type: 'transfer',
-      executor: pkg.user,
-      outcome: ok ? 'success' : 'failure',
-      detail: ok ? 'rsync upload finished' : `rsync upload ended with exit status ${t.exitStatus}`,
-      date: t.endedAt,
-    });
-  }
-
-  /** Graceful stop: no new connections, in-flight work parked, LMDB closed last. */
+  /** Graceful stop: no new connections, in-flight work parked, LMDB closed last (the reverse of the start). */
   async stop(): Promise<void> {
-    const grace = this.config.http.shutdownGraceSeconds * 1000;
-    if (this.http !== undefined) {
-      const server = this.http.server;
-      const deadline = setTimeout(() => server.closeAllConnections(), grace);
-      deadline.unref();
-      await this.http.close();
-      clearTimeout(deadline);
-    }
-    await this.ingest.stop();
-    await this.rotations?.stop();
-    await this.replicator.stop();
-    await this.continuous.stop();
-    await this.repairer.stop();
-    await this.audits.stop();
-    for (const target of this.targets) target.close();
-    await this.watcher.stop();
-    await this.rsync?.stop();
-    await this.pool.close();
-    await this.catalog.close();
+    await this.lifecycle.stop();
     this.logger.info('preservd stopped');
   }
+}
+
+/** What the background services are made of (the pieces started before them). */
+interface ServiceParts {
+  config: Config;
+  logger: Logger;
+  catalog: Catalog;
+  storage: Storage;
+  pool: FixityPool;
+  landing: LandingZone;
+  watcher: LandingWatcher;
+  targets: readonly ReplicaTarget[];
+  metrics: Metrics;
+}
+
+/** The services the routes call. */
+interface Services {
+  ingest: IngestWorker;
+  repairer: Repairer;
+  audits: AuditRunner;
+}
+
+/** Starts the background services, each after those it calls, so the reverse walk stops it before them. */
+async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise<Services> {
+  const { config, logger, catalog, storage, pool, landing, watcher, targets, metrics } = parts;
+  const replicator = await lifecycle.start('replicator', new Replicator({ catalog, storage, targets, logger, onBytes: (replica, bytes) => metrics.replicated(replica, bytes) }));
+  const repairer = await lifecycle.start('repairs', new Repairer({ catalog, storage, targets, logger }));
+  const ingest = await lifecycle.start('ingest', new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver(), replication: replicator }));
+  const rates = new Map(config.replicas.map((r) => [r.name, (r.rateLimitMBps ?? 0) * 1e6]));
+  const auditedReplicas = targets.length > 0 ? { targets, bytesPerSec: (name: string) => rates.get(name) ?? 0, repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR) } : undefined;
+  const audits = await lifecycle.start('audit runner', new AuditRunner({ catalog, storage, hasher: pool, config, logger, ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }) }));
+  metrics.watchAudits(audits);
+  metrics.watchReplicas(replicator.names);
+  const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, replicas: auditedReplicas, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
+  await lifecycle.start('continuous audits', continuous);
+  metrics.watchContinuousAudits(continuous);
+  return { ingest, repairer, audits };
+}
+
+/** What the routes may call. */
+function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): HttpContext {
+  const { config, catalog, storage, landing, watcher, targets, metrics, ingest, repairer, audits } = parts;
+  return {
+    config,
+    catalog,
+    storage,
+    uploadLink: (pkg) => uploadLink(config.upload, pkg),
+    openLanding: (pkg) => landing.open(pkg.capability),
+    uploadProgress: (pkg) => watcher.progress(pkg.capability),
+    wakeIngest: () => ingest.wake(),
+    startAudit: (user) => audits.startAudit(user),
+    ...(targets.length > 0
+      ? {
+          repairPackage: (bagId: string, user: string) => repairer.repairSoon(bagId, user),
+          openFromReplica: (bagId: string, record: FileRecord, range: { start: number; end: number }) =>
+            openFromReplica(targets, (replica) => catalog.replication.get(bagId, replica)?.status === 'verified', bagId, record.path, range),
+        }
+      : {}),
+    metrics: () => metrics.render(),
+    observeResponse: (route, method, status, seconds) => metrics.observeResponse(route, method, status, seconds),
+  };
+}
+
+/** Closes the HTTP server: requests under way get `graceMs` to finish, then their connections are closed. */
+async function closeGracefully(app: FastifyInstance, graceMs: number): Promise<void> {
+  const deadline = setTimeout(() => app.server.closeAllConnections(), graceMs);
+  deadline.unref();
+  await app.close();
+  clearTimeout(deadline);
+}
+
+/** A finished rsync upload becomes a `transfer` event of its package (idempotent by record). */
+function recordTransfer(catalog: Catalog, t: Transfer): void {
+  const pkg = catalog.packages.byUploadCapability(t.capability);
+  if (pkg === undefined) return;
+  const ok = t.exitStatus === 0;
+  catalog.events.add({
+    bagId: pkg.bagId,
+    type: 'transfer',
+    executor: pkg.user,
+    outcome: ok ? 'success' : 'failure',
+    detail: ok ? 'rsync upload finished' : `rsync upload ended with exit status ${t.exitStatus}`,
+    date: t.endedAt,
+  });
 }
 
 /** Where people reach the daemon: its API, its rsync daemon (undefined when off), the admin token. */

@@ -17,6 +17,7 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
+import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
 import { findingsDetail, type Finding } from './findings.js';
@@ -45,7 +46,7 @@ export interface ContinuousAuditOptions {
   tickMs?: number;
 }
 
-export class ContinuousAudit {
+export class ContinuousAudit implements Service {
   private readonly catalog: Catalog;
   private readonly storage: Storage;
   private readonly hasher: PackageHasher;
@@ -55,9 +56,8 @@ export class ContinuousAudit {
   private readonly fullAuditRunning: () => boolean;
   private readonly replicas: AuditedReplicas | undefined;
   private readonly tickMs: number;
-  private timer: NodeJS.Timeout | undefined;
-  private round: Promise<number> | undefined;
-  private abort = new AbortController();
+  /** One pass is one round; the next is due a tick after it ended. */
+  private readonly loop: ServiceLoop<number>;
 
   constructor(opts: ContinuousAuditOptions) {
     this.catalog = opts.catalog;
@@ -69,6 +69,9 @@ export class ContinuousAudit {
     this.now = opts.now ?? Date.now;
     this.fullAuditRunning = opts.fullAuditRunning ?? (() => false);
     this.tickMs = opts.tickMs ?? TICK_MS;
+    this.loop = new ServiceLoop('continuous audits', (signal) => this.round(signal), (err: unknown) =>
+      this.logger.error({ err }, 'continuous audit round failed; trying again at the next'),
+    );
   }
 
   /** The period in milliseconds, or undefined when continuous audits are off. */
@@ -78,21 +81,14 @@ export class ContinuousAudit {
   }
 
   /** Runs a round now and then every tick, until stop(). */
-  start(): void {
-    if (this.periodMs === undefined || this.timer !== undefined) return;
-    this.abort = new AbortController();
-    const tick = () => void this.runOnce().catch((err: unknown) => this.logger.error({ err }, 'continuous audit round failed; trying again at the next'));
-    this.timer = setInterval(tick, this.tickMs);
-    this.timer.unref();
-    tick();
+  start(signal?: AbortSignal): void {
+    if (this.periodMs === undefined) return;
+    this.loop.start(signal);
   }
 
   /** Stops: a check in flight is abandoned (not recorded); its package stays due. */
-  async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    this.abort.abort(new Error('continuous audits are stopping'));
-    await this.round?.catch(() => undefined);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Stored packages last verified more than a period ago (0 when continuous audits are off). */
@@ -103,11 +99,19 @@ export class ContinuousAudit {
 
   /** Checks what is due now; resolves with how many packages were checked. One round at a time. */
   runOnce(): Promise<number> {
-    this.round ??= this.checkDue().finally(() => (this.round = undefined));
-    return this.round;
+    return this.loop.runPass();
   }
 
-  private async checkDue(): Promise<number> {
+  /** One round, the next one set for a tick later, whether this one finished or failed. */
+  private async round(signal: AbortSignal): Promise<number> {
+    try {
+      return await this.checkDue(signal);
+    } finally {
+      this.loop.wakeIn(this.tickMs);
+    }
+  }
+
+  private async checkDue(signal: AbortSignal): Promise<number> {
     const period = this.periodMs;
     if (period === undefined || this.fullAuditRunning()) return 0;
     let checked = 0;
@@ -128,8 +132,8 @@ export class ContinuousAudit {
       // The share accrued so far is spent on these; what is left carries over.
       fixity.saveSchedule({ at: now, credit: left });
       for (const p of due) {
-        if (this.abort.signal.aborted || this.fullAuditRunning()) return checked;
-        await this.check(p.bagId);
+        if (signal.aborted || this.fullAuditRunning()) return checked;
+        await this.check(p.bagId, signal);
         checked++;
       }
       if (due.length < ROUND_SIZE) return checked;
@@ -137,7 +141,7 @@ export class ContinuousAudit {
   }
 
   /** Verifies one package and records the outcome; an abandoned check records nothing. */
-  private async check(bagId: string): Promise<void> {
+  private async check(bagId: string, signal: AbortSignal): Promise<void> {
     const pkg = this.catalog.packages.get(bagId);
     let findings: Finding[];
     let dir: string | undefined;
@@ -149,7 +153,6 @@ export class ContinuousAudit {
     if (pkg?.storagePath === undefined) findings = [{ code: 'package-not-in-catalog' }];
     else if (dir === undefined) findings = [{ code: 'package-missing' }];
     else {
-      const signal = this.abort.signal;
       try {
         const files = this.catalog.packages.listFiles(bagId);
         findings = await verifyPackage(dir, files, this.hasher, { algorithms: this.config.audit.algorithms, signal });

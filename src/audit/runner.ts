@@ -15,11 +15,13 @@
  * It does not decide when audits happen (POST /v1/audits and the systemd timer do) and does not
  * serve HTTP.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
+import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Audit } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
+import { ServiceLoop, type Service } from '../service/service.js';
+import { inSlot } from '../service/slots.js';
 import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
@@ -53,7 +55,7 @@ export interface AuditRunnerOptions {
 /** After the hasher or catalog failed mid-audit, the runner looks again this much later. */
 const RETRY_AFTER_FAILURE_MS = 60_000;
 
-export class AuditRunner {
+export class AuditRunner implements Service {
   private readonly catalog: Catalog;
   private readonly storage: Storage;
   private readonly hasher: AuditHasher;
@@ -65,13 +67,8 @@ export class AuditRunner {
   private readonly tracker = new ProgressTracker();
   private readonly recorder: CheckRecorder;
   private readonly replicas: AuditRunnerOptions['replicas'];
-
-  private running = false;
-  private loop: Promise<void> | undefined;
-  private wakeAgain = false;
-  /** Aborted whenever the runner is not running (a new runner too); start() makes a new one. */
-  private abort = abortedController();
-  private readonly deliveries = new Set<Promise<void>>();
+  /** One pass works through the audits in progress; webhook deliveries are held work of the run. */
+  private readonly loop: ServiceLoop;
 
   constructor(opts: AuditRunnerOptions) {
     this.catalog = opts.catalog;
@@ -83,6 +80,7 @@ export class AuditRunner {
     this.replicas = opts.replicas;
     this.webhookTimeoutMs = opts.webhook?.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
     this.webhookRetryDelaysMs = opts.webhook?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS;
+    this.loop = new ServiceLoop('the audit runner', (signal) => this.work(signal), (err: unknown) => this.logger.error({ err }, 'the audit runner could not look for work'));
     this.recorder = new CheckRecorder({
       catalog: this.catalog,
       logger: this.logger,
@@ -96,25 +94,15 @@ export class AuditRunner {
   }
 
   /** Starts working; an audit left in progress by an earlier run resumes where it was. */
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.abort = new AbortController();
+  start(signal?: AbortSignal): void {
+    if (this.loop.running) return;
     this.hasher.setAuditRateLimit(Math.max(0, this.config.audit.rateLimitMBps) * 1e6);
-    this.wake();
+    this.loop.start(signal);
   }
 
   /** Looks for work now (after POST /v1/audits created an audit). */
   wake(): void {
-    if (!this.running) return;
-    if (this.loop !== undefined) {
-      this.wakeAgain = true;
-      return;
-    }
-    this.loop = this.work().finally(() => {
-      this.loop = undefined;
-      if (this.running && this.wakeAgain) this.wake();
-    });
+    this.loop.wake();
   }
 
   /**
@@ -122,21 +110,13 @@ export class AuditRunner {
    * start. Resolves once nothing runs; a webhook delivery under way gets its current attempt
    * (at most 10 s) but no retries.
    */
-  async stop(): Promise<void> {
-    if (!this.running && this.loop === undefined) {
-      await Promise.allSettled([...this.deliveries]);
-      return;
-    }
-    this.running = false;
-    this.abort.abort(new Error('the audit runner is stopping'));
-    await this.loop;
-    await Promise.allSettled([...this.deliveries]);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   /** Resolves when the runner has nothing left to do (the audit in progress finished, or it stopped). */
-  async idle(): Promise<void> {
-    while (this.loop !== undefined) await this.loop;
-    await Promise.allSettled([...this.deliveries]);
+  idle(): Promise<void> {
+    return this.loop.idle();
   }
 
   /**
@@ -163,18 +143,17 @@ export class AuditRunner {
     return this.tracker.of(this.tracker.current ?? this.catalog.audits.inProgress());
   }
 
-  private async work(): Promise<void> {
-    this.wakeAgain = false;
-    while (this.running) {
+  private async work(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
       const audit = this.catalog.audits.inProgress();
       if (audit === undefined) return;
-      const completed = await this.runAudit(audit);
+      const completed = await this.runAudit(audit, signal);
       if (!completed) return;
     }
   }
 
   /** Works through one audit's to-do set; false when it stopped (or cannot go on) before the end. */
-  private async runAudit(audit: Audit): Promise<boolean> {
+  private async runAudit(audit: Audit, signal: AbortSignal): Promise<boolean> {
     const todo = this.catalog.audits.remaining(audit.id);
     if (todo.length === 0) {
       // Cannot happen (record() finishes the audit in the transaction that empties the set), but
@@ -186,35 +165,38 @@ export class AuditRunner {
     if (audit.successes + audit.failures > 0)
       this.logger.info({ auditId: audit.id, done: audit.successes + audit.failures, packages: audit.packages }, `audit ${audit.id} resumes: ${todo.length} of ${audit.packages} packages left`);
 
-    let next = 0;
     let broken: { reason: unknown } | undefined;
     this.recorder.failure = undefined;
-    const signal = this.abort.signal;
-    // `concurrency` lanes, each with at most two packages: the next one is listed and its files
-    // queued once every file of the one before has been handed to the pool, so the hashing
-    // workers do not wait between packages while its last files are still being read.
-    const lane = async (): Promise<void> => {
-      let previous: Promise<void> | undefined;
-      while (this.running && broken === undefined && this.recorder.failure === undefined && next < todo.length) {
-        const item = todo[next++]!;
-        let handedOver!: () => void;
-        const submitted = new Promise<void>((resolve) => (handedOver = resolve));
-        const done = this.checkPackage(audit.id, item.bagId, item.bytes, signal, handedOver).then(
-          (checked) => {
-            if (checked !== undefined) this.recorder.recordSoon(checked, audit.user);
-          },
-          (reason: unknown) => {
-            broken ??= { reason };
-          },
-        );
-        await Promise.race([submitted, done]);
-        await previous;
-        previous = done;
-      }
-      await previous;
-    };
-    const lanes = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
-    await Promise.all(Array.from({ length: lanes }, lane));
+    // A package holds a handing slot until every file of it is in the pool's hands and a package
+    // slot until its check ends: `concurrency` packages handing over files and as many finishing,
+    // so the hashing workers do not wait between packages while the last files are still read.
+    const width = Math.max(1, Math.min(this.config.audit.concurrency, todo.length));
+    const handing = pLimit(width);
+    const packages = pLimit(2 * width);
+    const checks = new Set<Promise<void>>();
+    for (const item of todo) {
+      if (signal.aborted || broken !== undefined || this.recorder.failure !== undefined) break;
+      const { done } = await inSlot(packages, async () => {
+        let check!: Promise<void>;
+        await handing(() => {
+          let handedOver!: () => void;
+          const submitted = new Promise<void>((resolve) => (handedOver = resolve));
+          check = this.checkPackage(audit.id, item.bagId, item.bytes, signal, handedOver).then(
+            (checked) => {
+              if (checked !== undefined) this.recorder.recordSoon(checked, audit.user);
+            },
+            (reason: unknown) => {
+              broken ??= { reason };
+            },
+          );
+          return Promise.race([submitted, check]);
+        });
+        await check;
+      });
+      checks.add(done);
+      void done.finally(() => checks.delete(done));
+    }
+    await Promise.all(checks);
     this.recorder.flush(audit.user); // what finished before a stop is kept
     broken ??= this.recorder.failure;
     this.tracker.end();
@@ -225,7 +207,7 @@ export class AuditRunner {
         { auditId: audit.id, err: messageOf(broken.reason) },
         `audit ${audit.id} paused: ${messageOf(broken.reason)}; trying again in ${RETRY_AFTER_FAILURE_MS / 1000} s`,
       );
-      this.retryLater();
+      this.loop.wakeIn(RETRY_AFTER_FAILURE_MS);
       return false;
     }
     return this.catalog.audits.get(audit.id)?.finishedAt !== undefined;
@@ -277,28 +259,15 @@ export class AuditRunner {
     );
     const url = this.config.audit.webhookUrl;
     if (url === undefined || url === '') return;
-    const delivery = deliverWebhook(url, webhookPayload(this.catalog, audit), {
-      logger: this.logger,
-      timeoutMs: this.webhookTimeoutMs,
-      retryDelaysMs: this.webhookRetryDelaysMs,
-      stopSignal: () => this.abort.signal,
-    }).finally(() => this.deliveries.delete(delivery));
-    this.deliveries.add(delivery);
-  }
-
-  /** Wakes the runner after RETRY_AFTER_FAILURE_MS, unless it stops meanwhile. */
-  private retryLater(): void {
-    sleep(RETRY_AFTER_FAILURE_MS, undefined, { signal: this.abort.signal }).then(
-      () => this.wake(),
-      () => undefined, // stopped meanwhile: nothing to wake
+    void this.loop.hold(
+      deliverWebhook(url, webhookPayload(this.catalog, audit), {
+        logger: this.logger,
+        timeoutMs: this.webhookTimeoutMs,
+        retryDelaysMs: this.webhookRetryDelaysMs,
+        stopSignal: () => this.loop.signal,
+      }),
     );
   }
-}
-
-function abortedController(): AbortController {
-  const controller = new AbortController();
-  controller.abort(new Error('the audit runner is not running'));
-  return controller;
 }
 
 /** 1.07 GB, 640 MB, 12 kB: decimal units, as MB/s is. */

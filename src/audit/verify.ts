@@ -12,8 +12,10 @@
  * signal), or a closed or broken hasher.
  */
 import { lstat } from 'node:fs/promises';
+import pLimit from 'p-limit';
 import type { FileRecord } from '../catalog/types.js';
-import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type FolderEntries, type Tree } from '../fixity/index.js';
+import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type EntryKind, type FolderEntries, type Tree } from '../fixity/index.js';
+import { inSlot } from '../service/slots.js';
 import { Storage } from '../storage/storage.js';
 import { byPackageThenPath, type Finding } from './findings.js';
 
@@ -123,8 +125,6 @@ function* largestFirst(files: Iterable<FileRecord>): Generator<FileRecord> {
 const BATCH_BYTES = 8 * 1024 * 1024;
 const BATCH_FILES = 256;
 
-const ignore = (): void => {};
-
 /**
  * Batches handed to the pool and not yet answered, at most, per worker: enough to keep each
  * busy (one running, one waiting), few enough that the records waiting for their answer are
@@ -139,40 +139,46 @@ const WORKERS_UNKNOWN = 8;
 /**
  * The files (largest first) in batches, handed to the pool a bounded number ahead: per file, no
  * message, promise or closure of its own, which is most of what an audit of small files costs
- * the main thread.
+ * the main thread. A batch is made only once a slot is free, so only its records wait.
  */
 async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
   const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
-  const inFlight = BATCHES_PER_WORKER * Math.max(1, hasher.workers ?? WORKERS_UNKNOWN);
+  const inFlight = pLimit(BATCHES_PER_WORKER * Math.max(1, hasher.workers ?? WORKERS_UNKNOWN));
+  const files = order[Symbol.iterator]();
   const batches: Array<Promise<void>> = [];
-  let records: FileRecord[] = [];
-  let items: Array<{ path: string; algorithms: Algorithm[] }> = [];
-  let bytes = 0;
-  const submit = (): void => {
-    // Only the records wait for the answer (the pool copies what it sends): what waits is
-    // promoted out of V8's young generation, so the less of it per file, the less the old grows.
-    const batchRecords = records;
-    const hashing = hasher.hashFiles(items, hashOpts);
-    records = [];
-    items = [];
-    bytes = 0;
-    const batch = hashing.then(async (results) => {
+  for (let more = true; more; ) {
+    const { done } = await inSlot(inFlight, async () => {
+      const batch = nextBatch(dir, files, opts, findings);
+      more = batch.more;
+      if (batch.records.length === 0) return;
+      // Only the records wait for the answer (the pool copies what it sends): what waits is
+      // promoted out of V8's young generation, so the less of it per file, the less the old grows.
+      const results = await hasher.hashFiles(batch.items, hashOpts);
       for (let i = 0; i < results.length; i++) {
-        const file = batchRecords[i]!;
+        const file = batch.records[i]!;
         const found = judge(file, algorithmsToVerify(file, opts.algorithms), results[i]!, opts);
         if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, Storage.resolveInside(dir, file.path)));
         else if (found !== undefined) findings.push(found);
       }
     });
-    // Looked at with the others at the end; until then a failure must not count as unhandled.
-    batch.catch(ignore);
-    batches.push(batch);
-  };
-  for (const file of order) {
-    // The batch inFlight back must be answered before another goes in (the pool answers
-    // in about the order given). A failure is kept for the end, as for every batch.
-    const oldest = batches.length - inFlight;
-    if (items.length === 0 && oldest >= 0) await batches[oldest]!.then(ignore, ignore);
+    // Looked at with the others at the end.
+    batches.push(done);
+  }
+  opts.onSubmitted?.();
+  const settled = await Promise.allSettled(batches);
+  opts.signal?.throwIfAborted();
+  for (const result of settled) if (result.status === 'rejected') throw result.reason;
+}
+
+/** The next files of `files` up to a batch's bytes or count; a path unsafe to open is a finding. */
+function nextBatch(dir: string, files: Iterator<FileRecord>, opts: VerifyOptions, findings: Finding[]): { records: FileRecord[]; items: Array<{ path: string; algorithms: Algorithm[] }>; more: boolean } {
+  const records: FileRecord[] = [];
+  const items: Array<{ path: string; algorithms: Algorithm[] }> = [];
+  let bytes = 0;
+  while (bytes < BATCH_BYTES && items.length < BATCH_FILES) {
+    const next = files.next();
+    if (next.done === true) return { records, items, more: false };
+    const file = next.value;
     let absPath: string;
     try {
       absPath = Storage.resolveInside(dir, file.path);
@@ -183,13 +189,8 @@ async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: 
     records.push(file);
     items.push({ path: absPath, algorithms: algorithmsToVerify(file, opts.algorithms) });
     bytes += file.size;
-    if (bytes >= BATCH_BYTES || items.length >= BATCH_FILES) submit();
   }
-  if (items.length > 0) submit();
-  opts.onSubmitted?.();
-  const settled = await Promise.allSettled(batches);
-  opts.signal?.throwIfAborted();
-  for (const result of settled) if (result.status === 'rejected') throw result.reason;
+  return { records, items, more: true };
 }
 
 /** What `judge` returns when the file is no longer a regular file: its kind needs an lstat. */

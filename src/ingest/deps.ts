@@ -23,6 +23,9 @@ export interface IngestDeps {
   config: Config;
   logger: Logger;
   observer?: IngestObserver;
-  /** Told, inside the transaction that marks a package stored, so that its replica copies are owed atomically. */
-  replication?: { packageStored(bagId: string): void };
+  /**
+   * Replication hears from the ingest: a package stored (inside the transaction that marks it so,
+   * so that its replica copies are owed atomically), and how many ingests run (copies yield to them).
+   */
+  replication?: { packageStored(bagId: string): void; ingestsRunning(count: number): void };
 }

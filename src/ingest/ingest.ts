@@ -10,6 +10,7 @@
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueueItem } from '../catalog/types.js';
+import { ServiceLoop, type Service } from '../service/service.js';
 import type { IngestDeps } from './deps.js';
 import { IngestStages } from './stages.js';
 
@@ -18,59 +19,57 @@ export type { IngestDeps } from './deps.js';
 /** An item the worker holds, with the depositor who completed it. */
 interface Held {
   user: string;
-  done: Promise<void>;
 }
 
-export class IngestWorker {
+export class IngestWorker implements Service {
   /** Items in an ingest slot: staging, validating, storing. */
   private readonly running = new Map<number, Held>();
   /** Items waiting for their upload to be quiet (no slot). */
   private readonly waiting = new Map<number, Held>();
   /** Items whose upload is quiet (or that are past that stage), waiting for a slot. */
   private readonly ready = new Map<number, QueueItem>();
-  private readonly stages: IngestStages;
-  private readonly abort = new AbortController();
-  private stopped = false;
-  private retryTimer: NodeJS.Timeout | undefined;
+  private readonly loop: ServiceLoop;
 
   constructor(private readonly deps: IngestDeps) {
-    this.stages = new IngestStages(deps, this.abort.signal);
+    this.loop = new ServiceLoop('the ingest worker', async (signal) => this.fillSlots(signal), (err: unknown) => deps.logger.error({ err }, 'the ingest worker could not look for work'));
   }
 
   /** Starts working: resumes every PENDING item, crashed ones included. */
-  start(): void {
-    this.wake();
+  start(signal?: AbortSignal): void {
+    this.loop.start(signal);
   }
 
   /** Looks for PENDING items not yet being worked on. */
   wake(): void {
-    if (this.stopped) return;
+    this.loop.wake();
+  }
+
+  private fillSlots(signal: AbortSignal): void {
+    const stages = new IngestStages(this.deps, signal);
     const limit = this.deps.config.ingest.concurrency;
     for (const item of this.deps.catalog.queue.pending()) {
       if (this.ready.size >= limit) break; // enough to fill the slots; the rest at a later wake
       if (this.running.has(item.id) || this.waiting.has(item.id) || this.ready.has(item.id)) continue;
       if (item.stage !== 'waiting') this.ready.set(item.id, item);
-      else if (heldBy(this.waiting, item.user) < limit) this.hold(this.waiting, item, this.awaitQuiet(item));
+      else if (heldBy(this.waiting, item.user) < limit) this.hold(this.waiting, item, this.awaitQuiet(stages, item));
     }
     while (this.running.size < limit) {
       const next = this.nextReady();
       if (next === undefined) break;
       this.ready.delete(next.id);
-      this.hold(this.running, next, this.run(next));
+      this.hold(this.running, next, this.run(stages, next));
     }
-  }
-
-  /** Items being worked on now (in a slot; waits for quiet uploads are not work). */
-  get active(): number {
-    return this.running.size;
+    this.deps.replication?.ingestsRunning(this.running.size);
   }
 
   private hold(where: Map<number, Held>, item: QueueItem, work: Promise<void>): void {
-    const done = work.finally(() => {
-      where.delete(item.id);
-      this.wake();
-    });
-    where.set(item.id, { user: item.user, done });
+    void this.loop.hold(
+      work.finally(() => {
+        where.delete(item.id);
+        this.wake();
+      }),
+    );
+    where.set(item.id, { user: item.user });
   }
 
   /** The oldest ready item of the depositor with the fewest items in a slot. */
@@ -87,21 +86,21 @@ export class IngestWorker {
     return best;
   }
 
-  private async awaitQuiet(item: QueueItem): Promise<void> {
+  private async awaitQuiet(stages: IngestStages, item: QueueItem): Promise<void> {
     try {
-      if (await this.stages.awaitQuiet(item)) this.ready.set(item.id, item);
+      if (await stages.awaitQuiet(item)) this.ready.set(item.id, item);
     } catch (err) {
-      if (this.stopped) return; // resumed at the next start, where it waits again
-      await this.retryLater(item, err);
+      if (stages.signal.aborted) return; // resumed at the next start, where it waits again
+      await this.retryLater(stages.signal, item, err);
     }
   }
 
-  private async run(item: QueueItem): Promise<void> {
+  private async run(stages: IngestStages, item: QueueItem): Promise<void> {
     try {
-      await this.stages.ingest(item);
+      await stages.ingest(item);
     } catch (err) {
-      if (this.stopped) return; // parked: resumed at next start from its recorded stage
-      await this.retryLater(item, err);
+      if (stages.signal.aborted) return; // parked: resumed at next start from its recorded stage
+      await this.retryLater(stages.signal, item, err);
     }
   }
 
@@ -110,20 +109,16 @@ export class IngestWorker {
    * stays held meanwhile, so wake() does not pick it again at once; a stop ends the wait (a
    * graceful shutdown must not hang on it).
    */
-  private async retryLater(item: QueueItem, err: unknown): Promise<void> {
+  private async retryLater(signal: AbortSignal, item: QueueItem, err: unknown): Promise<void> {
     this.deps.logger.error({ err, queueItem: item.id, bagId: item.bagId }, 'ingest could not record its outcome; retrying in 30 s');
-    clearTimeout(this.retryTimer);
-    this.retryTimer = setTimeout(() => this.wake(), 30_000);
-    this.retryTimer.unref();
-    await sleep(30_000, undefined, { signal: this.abort.signal, ref: false }).catch(() => undefined);
+    this.loop.wakeIn(30_000);
+    await sleep(30_000, undefined, { signal, ref: false }).catch(() => undefined);
   }
 
   /** Stops taking work and parks what is in flight (it resumes at the next start). */
   async stop(): Promise<void> {
-    this.stopped = true;
-    clearTimeout(this.retryTimer);
-    this.abort.abort();
-    await Promise.allSettled([...this.running.values(), ...this.waiting.values()].map((h) => h.done));
+    await this.loop.stop();
+    this.deps.replication?.ingestsRunning(0);
   }
 }
 

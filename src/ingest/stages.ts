@@ -39,7 +39,8 @@ type FailureEvents = 'none' | 'ingestion' | 'validation-and-ingestion';
 export class IngestStages {
   constructor(
     private readonly deps: IngestDeps,
-    private readonly signal: AbortSignal,
+    /** The ingest worker's run: aborted when it stops. */
+    readonly signal: AbortSignal,
   ) {}
 
   /**

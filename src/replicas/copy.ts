@@ -2,11 +2,11 @@
  * Copying one stored package to one replica: every file (tag files too) streamed from the
  * primary to the target, then read back and compared with the catalog's size and sha256. The
  * package's objects are listed once first, so a file not there yet is written without asking
- * about it again. Files run in a few lanes; each lane reads a file back while it writes its next
- * one (so at most one write and one read-back per lane; none while an ingest keeps replication
- * to one lane, which then does one file at a time). At most BIG_AT_ONCE lanes write a large file
- * at once (its upload has parts of its own in flight, and in memory), the others take the small
- * ones. A file counts as verified only once it was read back and matched.
+ * about it again. Files run in a few lanes (p-limit slots); each lane reads a file back while it
+ * writes its next one (so at most one write and one read-back per lane; none while an ingest
+ * keeps replication to one lane, which then does one file at a time). At most BIG_AT_ONCE lanes
+ * write a large file at once (its upload has parts of its own in flight, and in memory), the
+ * others take the small ones. A file counts as verified only once it was read back and matched.
  *
  * It does not decide when to copy or record the outcome: it reports verified files through
  * `onVerified` as it goes (the replicator keeps them in the catalog, so a restart skips them) and
@@ -14,8 +14,10 @@
  */
 import { constants } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
+import pLimit from 'p-limit';
 import type { FileRecord } from '../catalog/types.js';
 import { errorCode } from '../fs/errors.js';
+import { inSlot } from '../service/slots.js';
 import { Storage } from '../storage/storage.js';
 import { objectKey, packagePrefix } from './keys.js';
 import type { ReplicationProblem } from './problems.js';
@@ -49,12 +51,35 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
   let verified = 0;
   let problem: ReplicationProblem | undefined;
   let down: unknown;
-  let running = 0;
-  let bigRunning = 0;
+  let bigWriting = 0;
   const stopped = () => problem !== undefined || down !== undefined || opts.signal.aborted;
-  const readBack = async (file: FileRecord, outcome: 'written' | 'exists'): Promise<void> => {
+  // A file holds a writing slot while it is written, a reading slot while it is read back, and a
+  // file slot throughout: each lane writes one file while it reads back its previous one. With
+  // one lane (an ingest runs) a file is written only once the one before was read back.
+  const writing = pLimit(1);
+  const reading = pLimit(1);
+  const inFlight = pLimit(1);
+  const copyOne = async (): Promise<void> => {
+    if (stopped()) return;
+    const big = bigWriting < BIG_AT_ONCE ? large.shift() : undefined;
+    const file = big ?? small.shift();
+    if (file === undefined) return;
+    if (big !== undefined) bigWriting++;
+    let outcome: 'written' | 'exists' | ReplicationProblem;
     try {
-      const result = await checkFile(target, bagId, file, outcome, opts.signal);
+      outcome = await writing(() => writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts));
+    } catch (err) {
+      down ??= err;
+      return;
+    } finally {
+      if (big !== undefined) bigWriting--;
+    }
+    if (typeof outcome !== 'string') {
+      problem ??= outcome;
+      return;
+    }
+    try {
+      const result = await reading(() => checkFile(target, bagId, file, outcome, opts.signal));
       if (result !== undefined) problem ??= result;
       else {
         if (outcome === 'written') written++;
@@ -65,54 +90,18 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
       down ??= err;
     }
   };
-  const lane = async (): Promise<void> => {
-    // This lane's read-back of its previous file, running while it writes the next one.
-    let checking: Promise<void> | undefined;
-    let counted = true;
-    try {
-      while (!stopped()) {
-        // Fewer lanes asked for (an ingest started): the extra ones stop after their file. A lane
-        // counts itself out the moment it decides, not when its last read-back ends, so lanes
-        // deciding one after another never all leave: the last one stays until the work is done.
-        if (running > Math.max(1, opts.lanes())) {
-          running--;
-          counted = false;
-          break;
-        }
-        // The last lane writes no file while its previous one is still read back.
-        if (opts.lanes() <= 1) await checking;
-        const big = bigRunning < BIG_AT_ONCE ? large.shift() : undefined;
-        const file = big ?? small.shift();
-        if (file === undefined) break;
-        if (big !== undefined) bigRunning++;
-        let outcome: 'written' | 'exists' | ReplicationProblem;
-        try {
-          outcome = await writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts);
-        } catch (err) {
-          down ??= err;
-          break;
-        } finally {
-          if (big !== undefined) bigRunning--;
-        }
-        if (typeof outcome !== 'string') {
-          problem ??= outcome;
-          break;
-        }
-        await checking;
-        checking = readBack(file, outcome);
-      }
-      await checking;
-    } finally {
-      if (counted) running--;
-    }
-  };
-  const lanes: Array<Promise<void>> = [];
-  const width = Math.max(1, Math.min(opts.lanes(), todo.length));
-  for (let i = 0; i < width; i++) {
-    running++;
-    lanes.push(lane());
+  const copies = new Set<Promise<void>>();
+  for (let left = todo.length; left > 0 && !stopped(); left--) {
+    // Fewer lanes asked for (an ingest started): files under way finish, the next wait.
+    const lanes = Math.max(1, Math.min(opts.lanes(), todo.length));
+    writing.concurrency = lanes;
+    reading.concurrency = lanes;
+    inFlight.concurrency = lanes === 1 ? 1 : 2 * lanes;
+    const { done } = await inSlot(inFlight, copyOne);
+    copies.add(done);
+    void done.finally(() => copies.delete(done));
   }
-  await Promise.all(lanes);
+  await Promise.all(copies);
   opts.signal.throwIfAborted();
   if (down !== undefined) throw down;
   if (problem !== undefined) return { kind: 'failed', problem };

@@ -17,6 +17,7 @@ import type { Readable } from 'node:stream';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
+import { ServiceLoop, type Service } from '../service/service.js';
 import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
 import { objectKey } from './keys.js';
@@ -40,17 +41,24 @@ export interface RepairReport {
 type Copy = string;
 const PRIMARY = 'primary';
 
-export class Repairer {
+export class Repairer implements Service {
   private readonly running = new Map<string, Promise<RepairReport>>();
-  private readonly abort = new AbortController();
+  /** Repairs come on demand (audits, the API): no pass of its own, only the run they belong to. */
+  private readonly loop: ServiceLoop;
 
-  constructor(private readonly opts: RepairOptions) {}
+  constructor(private readonly opts: RepairOptions) {
+    this.loop = new ServiceLoop('repairs', () => Promise.resolve(), () => undefined);
+  }
+
+  start(signal?: AbortSignal): void {
+    this.loop.start(signal);
+  }
 
   /** Repairs the package unless a repair of it is under way (then joins that one). */
   repair(bagId: string, executor: string): Promise<RepairReport> {
     const existing = this.running.get(bagId);
     if (existing !== undefined) return existing;
-    const run = this.repairNow(bagId, executor).finally(() => this.running.delete(bagId));
+    const run = this.loop.hold(this.repairNow(bagId, executor, this.loop.signal).finally(() => this.running.delete(bagId)));
     this.running.set(bagId, run);
     return run;
   }
@@ -58,21 +66,20 @@ export class Repairer {
   /** Starts a repair in the background; its failure is logged. */
   repairSoon(bagId: string, executor: string): void {
     this.repair(bagId, executor).catch((err: unknown) => {
-      if (!this.abort.signal.aborted) this.opts.logger.error({ err, bagId }, `repair of ${bagId} could not be done: ${(err as Error).message}`);
+      if (!this.loop.signal.aborted) this.opts.logger.error({ err, bagId }, `repair of ${bagId} could not be done: ${(err as Error).message}`);
     });
   }
 
-  async stop(): Promise<void> {
-    this.abort.abort(new Error('repairs are stopping'));
-    await Promise.allSettled([...this.running.values()]);
+  /** Stops: repairs under way are abandoned; what they restored stays restored. */
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  private async repairNow(bagId: string, executor: string): Promise<RepairReport> {
+  private async repairNow(bagId: string, executor: string, signal: AbortSignal): Promise<RepairReport> {
     const { catalog, storage, logger } = this.opts;
     const pkg = catalog.packages.get(bagId);
     if (pkg?.storagePath === undefined) throw new Error(`package ${bagId} is not stored`);
     const dir = storage.packageDir(pkg.storagePath);
-    const signal = this.abort.signal;
     // Replicas whose copy was made (or was, before it was found damaged); a pending copy is the replicator's.
     const copies = catalog.replication.forPackage(bagId);
     const targets = this.opts.targets.filter((t) => copies.some((c) => c.replica === t.name && c.status !== 'pending'));

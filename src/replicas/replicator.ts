@@ -14,6 +14,7 @@
 import type { Catalog } from '../catalog/catalog.js';
 import type { ReplicaCopy } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
+import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
 import { copyPackage } from './copy.js';
 import { packagePrefix } from './keys.js';
@@ -34,8 +35,6 @@ export interface ReplicatorOptions {
   storage: Storage;
   targets: readonly ReplicaTarget[];
   logger: Logger;
-  /** Whether an ingest is running (replication then goes one file at a time). */
-  ingestBusy: () => boolean;
   /** Told of the bytes of every file verified on a replica (metrics). */
   onBytes?: (replica: string, bytes: number) => void;
 }
@@ -45,7 +44,7 @@ function backoff(attempts: number): number {
   return Math.min(LONGEST_RETRY_MS, FIRST_RETRY_MS * 2 ** Math.min(20, Math.max(0, attempts - 1)));
 }
 
-export class Replicator {
+export class Replicator implements Service {
   private readonly catalog: Catalog;
   private readonly storage: Storage;
   private readonly targets: readonly ReplicaTarget[];
@@ -55,9 +54,9 @@ export class Replicator {
   private readonly active = new Map<string, Promise<void>>();
   /** Replica name → not before this time (it was unavailable). */
   private readonly resting = new Map<string, { until: number; failures: number }>();
-  private abort = new AbortController();
-  private running = false;
-  private timer: NodeJS.Timeout | undefined;
+  /** Ingests running now, as the ingest worker says (copies then go one file at a time). */
+  private ingests = 0;
+  private readonly loop: ServiceLoop;
 
   constructor(opts: ReplicatorOptions) {
     this.opts = opts;
@@ -65,6 +64,7 @@ export class Replicator {
     this.storage = opts.storage;
     this.targets = opts.targets;
     this.logger = opts.logger;
+    this.loop = new ServiceLoop('the replicator', async (signal) => this.startDueCopies(signal), (err: unknown) => this.logger.error({ err }, 'the replicator could not look for copies to make'));
   }
 
   get names(): string[] {
@@ -81,14 +81,17 @@ export class Replicator {
     setImmediate(() => this.wake());
   }
 
+  /** Told by the ingest worker how many ingests run: while any does, a copy moves one file at a time. */
+  ingestsRunning(count: number): void {
+    this.ingests = count;
+  }
+
   /**
    * Starts working. A replica configured for the first time is owed a copy of every package
    * already stored (in batches, one transaction each).
    */
-  start(): void {
-    if (this.running) return;
-    this.running = true;
-    this.abort = new AbortController();
+  start(signal?: AbortSignal): void {
+    if (this.loop.running) return;
     for (const name of this.names) {
       if (this.catalog.replication.isKnown(name)) continue;
       let batch: string[] = [];
@@ -106,14 +109,16 @@ export class Replicator {
       flush();
       this.catalog.replication.markKnown(name);
     }
-    this.wake();
+    this.loop.start(signal);
   }
 
-  /** Looks for due copies now; sets a timer for the next one due later. */
+  /** Looks for due copies now. */
   wake(): void {
-    if (!this.running) return;
-    clearTimeout(this.timer);
-    this.timer = undefined;
+    this.loop.wake();
+  }
+
+  /** Starts every copy due now; a wake is set for the next one due later. */
+  private startDueCopies(signal: AbortSignal): void {
     const now = Date.now();
     let nextDue = Infinity;
     const busy = new Set(this.active.keys());
@@ -127,29 +132,22 @@ export class Replicator {
         continue;
       }
       busy.add(copy.replica);
-      const work = this.makeCopy(target, copy).finally(() => {
+      const work = this.makeCopy(target, copy, signal).finally(() => {
         this.active.delete(copy.replica);
         this.wake();
       });
-      this.active.set(copy.replica, work);
+      this.active.set(copy.replica, this.loop.hold(work));
     }
-    if (nextDue !== Infinity) {
-      this.timer = setTimeout(() => this.wake(), Math.max(10, nextDue - now));
-      this.timer.unref();
-    }
+    if (nextDue !== Infinity) this.loop.wakeIn(Math.max(10, nextDue - now));
   }
 
   /** Stops: copies in flight are abandoned (their verified files are kept) and resume at the next start. */
-  async stop(): Promise<void> {
-    this.running = false;
-    clearTimeout(this.timer);
-    this.abort.abort(new Error('the replicator is stopping'));
-    await Promise.allSettled([...this.active.values()]);
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
-  private async makeCopy(target: ReplicaTarget, copy: ReplicaCopy): Promise<void> {
+  private async makeCopy(target: ReplicaTarget, copy: ReplicaCopy, signal: AbortSignal): Promise<void> {
     const { bagId, replica } = copy;
-    const signal = this.abort.signal;
     const pkg = this.catalog.packages.get(bagId);
     const replication = this.catalog.replication;
     if (pkg?.storagePath === undefined) {
@@ -173,7 +171,7 @@ export class Replicator {
       const outcome = await copyPackage(target, bagId, this.storage.packageDir(pkg.storagePath), files, {
         skip,
         replaceable: new Set(copy.ownWrongCopies ?? []),
-        lanes: () => (this.opts.ingestBusy() ? 1 : LANES),
+        lanes: () => (this.ingests > 0 ? 1 : LANES),
         signal,
         onVerified: (path, bytes) => {
           this.opts.onBytes?.(replica, bytes);
