@@ -14,7 +14,7 @@
 import { lstat } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import type { FileRecord } from '../catalog/types.js';
-import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type EntryKind, type FolderEntries, type Tree } from '../fixity/index.js';
+import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type FolderEntries, type Tree } from '../fixity/index.js';
 import { inSlot } from '../service/slots.js';
 import { Storage } from '../storage/storage.js';
 import { byPackageThenPath, type Finding } from './findings.js';
