@@ -28,3 +28,14 @@ export function openFiles(pid: number): Map<number, string> {
   }
   return files;
 }
+
+/** The rsyncs `pid` started (preservd starts one per connection on the rsync port). */
+export function rsyncsOf(pid: number): number[] {
+  return childrenOf(pid).filter((p) => {
+    try {
+      return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'rsync';
+    } catch {
+      return false;
+    }
+  });
+}
