@@ -60,6 +60,10 @@ export function spawnIsolated(command: string, args: readonly string[], options:
       `--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`,
       '--',
       bash,
+      // With stdin a socket (an rsync connection), bash would take itself for a remote shell
+      // and run ~/.bashrc, reading from the client: no start-up files, ever.
+      '--norc',
+      '--noprofile',
       '-c',
       umask === undefined ? CLOSE_AND_EXEC : `umask ${umask.toString(8).padStart(3, '0')}; ${CLOSE_AND_EXEC}`,
       'preservd-child',
