@@ -29,11 +29,12 @@ export function openFiles(pid: number): Map<number, string> {
   return files;
 }
 
-/** The rsyncs `pid` started (preservd starts one per connection on the rsync port). */
+/** The running rsyncs `pid` started (preservd starts one per connection on the rsync port); killed ones not yet reaped do not count. */
 export function rsyncsOf(pid: number): number[] {
   return childrenOf(pid).filter((p) => {
     try {
-      return readFileSync(`/proc/${p}/comm`, 'utf8').trim() === 'rsync';
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'rsync' && !'ZX'.includes(stat[stat.lastIndexOf(')') + 2]!);
     } catch {
       return false;
     }
