@@ -1,6 +1,7 @@
 /**
  * Starting a child process that holds nothing of ours: every child preservd starts (the rsync
- * daemon, and through it the hooks; external validators) goes through `spawnIsolated`.
+ * for each upload connection, and through it the hooks; external validators) goes through
+ * `spawnIsolated`.
  *
  * - **No inherited descriptors.** Node opens its own files close-on-exec, but native modules
  *   need not: LMDB's `data.mdb` handle would otherwise reach rsync and everything it forks, a
