@@ -16,7 +16,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 }
 
 /** Whether group `pgid` has any process, zombies included. */
-export function groupExists(pgid: number): boolean {
+function groupExists(pgid: number): boolean {
   return processExists(-pgid);
 }
 

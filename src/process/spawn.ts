@@ -1,6 +1,7 @@
 /**
  * Starting a child process that holds nothing of ours: every child preservd starts (the rsync
- * daemon, and through it the hooks; external validators) goes through `spawnIsolated`.
+ * for each upload connection, and through it the hooks; external validators) goes through
+ * `spawnIsolated`.
  *
  * - **No inherited descriptors.** Node opens its own files close-on-exec, but native modules
  *   need not: LMDB's `data.mdb` handle would otherwise reach rsync and everything it forks, a
@@ -60,6 +61,10 @@ export function spawnIsolated(command: string, args: readonly string[], options:
       `--pdeathsig=${parentDeathSignal.replace(/^SIG/, '')}`,
       '--',
       bash,
+      // With stdin a socket (an rsync connection), bash would take itself for a remote shell
+      // and run ~/.bashrc, reading from the client: no start-up files, ever.
+      '--norc',
+      '--noprofile',
       '-c',
       umask === undefined ? CLOSE_AND_EXEC : `umask ${umask.toString(8).padStart(3, '0')}; ${CLOSE_AND_EXEC}`,
       'preservd-child',

@@ -241,7 +241,7 @@ export class TestDaemon {
   }
 
   /**
-   * kill -9: no chance to clean up. Its rsync child (in a process group of its own) is killed
+   * kill -9: no chance to clean up. Its rsyncs (each in a process group of its own) are killed
    * too, as systemd would kill the whole cgroup.
    */
   async kill9(): Promise<void> {

@@ -28,3 +28,15 @@ export function openFiles(pid: number): Map<number, string> {
   }
   return files;
 }
+
+/** The running rsyncs `pid` started (preservd starts one per connection on the rsync port); killed ones not yet reaped do not count. */
+export function rsyncsOf(pid: number): number[] {
+  return childrenOf(pid).filter((p) => {
+    try {
+      const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
+      return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'rsync' && !'ZX'.includes(stat[stat.lastIndexOf(')') + 2]!);
+    } catch {
+      return false;
+    }
+  });
+}

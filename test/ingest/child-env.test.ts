@@ -4,11 +4,13 @@
  * rsync daemon and its hooks; PATH and the locale do.
  */
 import { readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
+import { rsyncsOf } from '../helpers/proc.js';
 
 const SECRET = 'probe-secret-do-not-leak';
 
@@ -34,7 +36,15 @@ t.test('neither a validator nor rsync sees AWS_* or PRESERVD_* variables', async
   t.match(validatorEnv, /^PATH=/m, 'it has PATH');
   t.match(validatorEnv, /^LANG=C\.UTF-8$/m, 'and the locale');
 
-  const rsyncPid = Number(readFileSync(join(d.dataDir, 'rsyncd/daemon.pid'), 'utf8').trim());
+  // The rsync preservd starts for a connection on the rsync port (the hooks inherit its environment).
+  const idle = connect(d.rsyncPort, '127.0.0.1');
+  idle.on('error', () => undefined);
+  t.teardown(() => idle.destroy());
+  let rsyncPid: number | undefined;
+  for (const deadline = Date.now() + 20_000; rsyncPid === undefined && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+    rsyncPid = rsyncsOf(d.proc.pid!)[0];
+  }
+  if (rsyncPid === undefined) throw new Error('no rsync was started for the connection');
   const rsyncEnv = environOf(rsyncPid);
   t.same([...rsyncEnv.keys()].filter((k) => k.startsWith('AWS_') || k.startsWith('PRESERVD_')), [], 'rsync sees no AWS_* or PRESERVD_* variable');
   t.ok(rsyncEnv.has('PATH'), 'rsync has PATH (its hooks run sh, mv, date)');

@@ -1,6 +1,6 @@
 /**
  * The rsync daemon and its gate, against the real rsync binary on loopback: what the chipmunk
- * client's upload does, what the gate refuses, transfer records, restart and stop.
+ * client's upload does, what the gate refuses, transfer records, an rsync that dies, and stop.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
@@ -112,7 +112,6 @@ async function startFixture(t: Test, options: { transferPollMs?: number; stopTim
     dataDir,
     port,
     transferPollMs: options.transferPollMs ?? 200,
-    restartDelayMs: 100,
     stopTimeoutMs: options.stopTimeoutMs ?? 100,
   });
   t.teardown(async () => {
@@ -233,23 +232,34 @@ t.test('downloads are refused', async (t) => {
   t.same(got, [], 'nothing was downloaded');
 });
 
-t.test('rsync is restarted after it is killed, and counted', async (t) => {
+t.test('an rsync that dies ends only its own connection; others and new ones go on', async (t) => {
+  // Before issue 23's handoff one rsync daemon served every connection and was restarted when
+  // it died; now each connection has its own rsync, so there is nothing to restart.
   const f = await startFixture(t);
-  const firstPid = f.daemon.pid as number;
-  t.ok(firstPid > 0);
-  const restarted = once(f.daemon, 'restart');
-  process.kill(firstPid, 'SIGKILL');
-  const [info] = (await restarted) as [{ restarts: number; pid: number; signal: string | null }];
-  t.equal(info.restarts, 1);
-  t.equal(info.signal, 'SIGKILL');
-  t.equal(f.daemon.restarts, 1);
-  t.not(f.daemon.pid, firstPid, 'a new rsync process');
-  await waitFor('the new rsync to answer', () => f.daemon.ready);
+  const [killed, other] = [newCapability(), newCapability()];
+  await f.landing.open(killed);
+  await f.landing.open(other);
+  const big = join(f.root, 'big');
+  await mkdir(big);
+  await writeFile(join(big, 'slow.bin'), Buffer.alloc(2_000_000, 1));
+  const doomed = rsync(['-rt', '--bwlimit=200', `${big}/`, f.daemon.uploadLink(killed)]);
+  const survivor = rsync(['-rt', '--bwlimit=800', `${big}/`, f.daemon.uploadLink(other)]);
+  await waitFor('both transfers to be admitted', async () => (await f.landing.activeTransfers(killed)) === 1 && (await f.landing.activeTransfers(other)) === 1);
+  const records = await readdir(f.daemon.layout.active);
+  const contents = await Promise.all(records.map((r) => readFile(join(f.daemon.layout.active, r), 'utf8')));
+  const pid = Number(records[contents.findIndex((c) => c.trim() === killed)]);
+  t.ok(f.daemon.connections.includes(pid), 'the gate recorded the pid of the rsync started for the connection');
+  process.kill(-pid, 'SIGKILL'); // it and the processes it forked for the transfer
 
-  const cap = newCapability();
-  await f.landing.open(cap);
-  const result = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, f.daemon.uploadLink(cap)]);
-  t.equal(result.code, 0, result.stderr);
+  t.not((await doomed).code, 0, 'the client of the killed rsync sees an error');
+  const ok = await survivor;
+  t.equal(ok.code, 0, `the other upload runs to its end: ${ok.stderr}`);
+  t.equal((await stat(join(f.landing.path(other), 'slow.bin'))).size, 2_000_000);
+  const again = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, f.daemon.uploadLink(killed)]);
+  t.equal(again.code, 0, `a new connection is served at once: ${again.stderr}`);
+  t.ok(f.daemon.ready, 'the port is still listened on');
+  t.ok(await rsyncGreets('127.0.0.1', f.port), 'and rsync greets on it');
+  t.equal(f.daemon.restarts, 0, 'nothing was restarted');
 });
 
 t.test('stop() ends rsync and the transfers it serves', async (t) => {
@@ -269,7 +279,7 @@ t.test('stop() ends rsync and the transfers it serves', async (t) => {
   t.ok((await processesMentioning(conf)).length >= 1, 'rsync runs');
   await f.daemon.stop();
   t.same(await processesMentioning(conf), [], 'no rsync process is left');
-  t.equal(f.daemon.pid, undefined);
+  t.same(f.daemon.connections, [], 'none is counted as serving a connection');
   const result = await upload;
   t.not(result.code, 0, 'the interrupted client sees an error');
   t.equal(await f.landing.activeTransfers(cap), 0, 'its stale active record is cleaned when counted');
@@ -440,16 +450,19 @@ t.test('rsync does not outlive a preservd killed outright, and a leftover one is
   const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
   const dataDir = join(root, 'var');
   const port = await freePort();
+  const conf = join(dataDir, 'rsyncd', 'rsyncd.conf');
   const moduleUrl = new URL('../../src/ingest/rsync/index.js', import.meta.url).href;
   const script = `
     const { RsyncDaemon } = await import(${JSON.stringify(moduleUrl)});
     const d = new RsyncDaemon({ dataDir: ${JSON.stringify(dataDir)}, port: ${port} });
     await d.start();
-    console.log(d.pid);
+    console.log('started');
     setInterval(() => {}, 1000);`;
   const crashed = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
   const strays: number[] = [];
+  const held = new net.Socket();
   t.teardown(async () => {
+    held.destroy();
     crashed.kill('SIGKILL');
     for (const pid of strays) {
       try {
@@ -460,41 +473,45 @@ t.test('rsync does not outlive a preservd killed outright, and a leftover one is
     }
     await rm(root, { recursive: true, force: true });
   });
-  const [line] = (await once(crashed.stdout, 'data')) as [Buffer];
-  const first = Number(String(line).trim());
+  await once(crashed.stdout, 'data');
+  // A connection held open: the crashed preservd started an rsync for it.
+  held.on('error', () => undefined);
+  held.connect(port, '127.0.0.1');
+  let first = 0;
+  await waitFor('an rsync for the held connection', async () => {
+    first = (await processesMentioning(conf))[0] ?? 0;
+    return first > 0 && (await isAlive(first)); // exec'd: rsync, no longer setpriv or bash
+  });
   t.ok(await isAlive(first), 'rsync runs');
   crashed.kill('SIGKILL');
   await once(crashed, 'exit');
   await waitFor('the kernel to end rsync with its parent', async () => !(await isAlive(first)));
 
-  // An rsync that escaped anyway (started by an older preservd, or the signal was lost) still
-  // holds the port: the pid file and its command line name it, and the next start ends it.
-  const conf = join(dataDir, 'rsyncd', 'rsyncd.conf');
-  const escaped = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${port}`, '--address=127.0.0.1'], {
+  // An rsync that escaped anyway (a long-lived daemon of an older preservd, or the signal was
+  // lost) runs our configuration: its command line names it, and the next start ends it.
+  const escaped = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${await freePort()}`, '--address=127.0.0.1'], {
     detached: true,
     stdio: 'ignore',
   });
   strays.push(escaped.pid!);
-  await writeFile(join(dataDir, 'rsyncd', 'daemon.pid'), `${escaped.pid}\n`);
-  await waitFor('the escaped rsync to listen', () => rsyncGreets('127.0.0.1', port));
+  // Another data folder's rsync is not ours: it is left alone.
+  const otherConf = join(root, 'other.conf');
+  await writeFile(otherConf, 'use chroot = no\n[x]\n  path = /nonexistent\n');
+  const bystander = spawn('rsync', ['--daemon', '--no-detach', `--config=${otherConf}`, `--port=${await freePort()}`, '--address=127.0.0.1'], {
+    detached: true,
+    stdio: 'ignore',
+  });
+  strays.push(bystander.pid!);
+  await waitFor('both strays to run', async () => (await isAlive(escaped.pid!)) && (await isAlive(bystander.pid!)));
 
   const daemon = new RsyncDaemon({ dataDir, port, stopTimeoutMs: 100 });
   t.teardown(() => daemon.stop());
   await daemon.start();
   t.notOk(await isAlive(escaped.pid!), 'the leftover rsync was ended');
-  t.not(daemon.pid, escaped.pid);
   t.ok(daemon.ready, 'and ours listens on the port');
-  await daemon.stop();
-
-  // A pid file naming some other process (the pid was reused) leaves that process alone.
-  const bystander = spawn('sleep', ['60'], { detached: true, stdio: 'ignore' });
-  strays.push(bystander.pid!);
-  await writeFile(join(dataDir, 'rsyncd', 'daemon.pid'), `${bystander.pid}\n`);
-  const again = new RsyncDaemon({ dataDir, port, stopTimeoutMs: 100 });
-  t.teardown(() => again.stop());
-  await again.start();
-  t.equal(bystander.exitCode, null, 'the unrelated process still runs');
+  t.equal(bystander.exitCode, null, 'the unrelated rsync still runs');
   t.equal(bystander.signalCode, null);
+  t.ok(await isAlive(bystander.pid!));
 });
 
 /** Running, not a zombie: orphans here may wait a while for PID 1 to reap them. */

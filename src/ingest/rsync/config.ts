@@ -1,5 +1,5 @@
 /**
- * What the rsync daemon runs on: the generated `rsyncd.conf` and the two hook scripts, written
+ * What the rsync started for each connection runs on: the generated `rsyncd.conf` and the two hook scripts, written
  * under `<dataDir>/rsyncd/` at every start. The scripts are real files beside this module
  * (`pre-xfer.sh`, the gate; `post-xfer.sh`, the recorder); rsync runs the copies in the data
  * folder with the landing zone's paths as arguments.
@@ -33,7 +33,7 @@ export async function installHooks(layout: LandingLayout, module: string): Promi
   await writeAtomically(commands.post[0]!, await readFile(HOOK_SOURCES.post, 'utf8'), { mode: 0o700 });
 }
 
-/** The generated rsyncd.conf. rsync re-reads it on every connection. */
+/** The generated rsyncd.conf, read by each connection's rsync. */
 export function rsyncdConfig(o: {
   layout: LandingLayout;
   module: string;
@@ -60,7 +60,7 @@ export function rsyncdConfig(o: {
     '  munge symlinks = yes',
     '  log file = /dev/null',
     // No "max connections": rsync charges it before the capability is known. Our listener
-    // (front.ts) passes only finished handshakes, and the gate counts uploads instead.
+    // (front.ts) kills connections the gate has not admitted soon, and the gate counts uploads.
     `  timeout = ${o.timeoutSeconds}`,
     // Whatever modes the client sends, the daemon's user can read and write what arrives,
     // nobody else can, and no setuid, setgid or sticky bit lands.

@@ -1,27 +1,28 @@
 /**
- * The rsync daemon that receives uploads: `preservd serve` runs `rsync --daemon` as a child
- * process, with the configuration and hook scripts of `config.ts` under `<dataDir>/rsyncd/`.
+ * The rsync side of uploads: `preservd serve` listens on the rsync port (`front.ts`) and starts
+ * one `rsync --daemon` in inetd mode per connection, with the configuration and hook scripts of
+ * `config.ts` under `<dataDir>/rsyncd/`. There is no long-lived rsync daemon.
  *
  * - One module (default `preservd`) rooted at `<dataDir>/landing`, write-only, unlisted, no
  *   rsync users or passwords: the capability in the path is the secret.
- * - rsync listens on a free loopback port; the rsync port itself is `front.ts`, which answers
- *   the handshake and connects only finished handshakes to rsync (idle ones cost no process).
  * - The pre-xfer hook is the gate: it admits a transfer only into an existing, open
- *   `landing/<capability>/` and records it in `rsyncd/active/`; the post-xfer hook turns that
- *   record into a transfer record in `rsyncd/transfers/`, which `TransferLog` delivers.
- * - If rsync dies it is started again, with a growing delay; `stop()` ends it and every
- *   transfer it is serving. rsync holds none of preservd's descriptors and gets SIGTERM when
- *   preservd dies (`spawnIsolated`); an rsync left by a preservd killed outright is ended at
- *   the next start (pid file plus command line).
+ *   `landing/<capability>/` and records it in `rsyncd/active/<rsync's pid>`; the post-xfer hook
+ *   turns that record into a transfer record in `rsyncd/transfers/`, which `TransferLog`
+ *   delivers. A connection the gate has not admitted within 10 s is killed (`front.ts`).
+ * - An rsync that dies takes only its own connection with it. `stop()` ends every one and the
+ *   transfers they serve. Each holds none of preservd's descriptors and gets SIGTERM when
+ *   preservd dies (`spawnIsolated`); rsyncs left by a preservd killed outright are ended at the
+ *   next start (found by their command line, `--config=<our rsyncd.conf>`).
  *
  * What the folders mean is described in `../landing.ts`; watching uploads is `../watcher.ts`.
  */
 import type { ChildProcess } from 'node:child_process';
-import { EventEmitter } from 'node:events';
-import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
+import { commandLine, groupRunning, processState, signalGroup } from '../../process/groups.js';
 import { childEnv, spawnIsolated } from '../../process/spawn.js';
 import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
@@ -29,18 +30,16 @@ import { silentLogger, type Logger } from '../../logger.js';
 import { LandingZone, landingLayout, type LandingLayout } from '../landing.js';
 import { installHooks, rsyncdConfig } from './config.js';
 import { rsyncLink } from '../upload-link.js';
-import { fileSize, freeLoopbackPort, logTail, rsyncGreeting } from './probe.js';
+import { fileSize, logTail, rsyncGreeting } from './probe.js';
 import { RsyncFront } from './front.js';
 import { TransferLog, type TransferListener } from './transfer-log.js';
-import type { RestartInfo, RsyncDaemonEvents, RsyncDaemonOptions } from './options.js';
+import type { RsyncDaemonOptions } from './options.js';
 
-export type { RestartInfo, RsyncDaemonEvents, RsyncDaemonOptions } from './options.js';
+export type { RsyncDaemonOptions } from './options.js';
 
 const MODULE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]*$/;
-/** A run this long counts as healthy: the next restart starts from the shortest delay again. */
-const STABLE_RUN_MS = 30_000;
 
-export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
+export class RsyncDaemon {
   readonly host: string;
   readonly port: number;
   readonly module: string;
@@ -50,23 +49,11 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
 
   private readonly options: RsyncDaemonOptions;
   private readonly logger: Logger;
-  private child: ChildProcess | undefined;
-  private childReady = false;
-  private spawnedAt = 0;
-  private consecutiveFailures = 0;
-  private restartCount = 0;
   private running = false;
-  private restartTimer: NodeJS.Timeout | undefined;
-  private readonly orphanGroups = new Set<number>();
-  /** Size of rsyncd.log when the current rsync was started, to quote what it logged since. */
-  private logOffset = 0;
-  /** The listener on `port`; rsync itself listens on `backendPort`, on loopback only. */
+  /** The listener on `port`; it starts an rsync per connection. */
   private readonly front: RsyncFront;
-  private backendPort = 0;
-  private greeting: string | undefined;
 
   constructor(options: RsyncDaemonOptions) {
-    super();
     this.options = options;
     this.host = options.host ?? '127.0.0.1';
     this.port = options.port ?? 8873;
@@ -90,10 +77,10 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.front = new RsyncFront({
       host: this.host,
       port: this.port,
-      module: this.module,
       logger: this.logger,
-      backend: () => (this.childReady && this.greeting !== undefined ? { port: this.backendPort, greeting: this.greeting } : undefined),
-      isOpen: (capability) => this.isOpen(capability),
+      serve: (socket) => this.serve(socket),
+      admitted: (pid) => existsSync(join(this.layout.active, String(pid))),
+      handshakeTimeoutMs: options.handshakeTimeoutMs,
     });
     for (const path of [this.layout.landing, this.layout.rsyncd]) {
       // Both end up verbatim in rsyncd.conf, which has no quoting and expands %VAR%.
@@ -103,19 +90,22 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     }
   }
 
-  /** How many times rsync was restarted after dying. */
+  /**
+   * Restarts of a long-lived rsync daemon: there is none any more (one rsync per connection),
+   * so always 0; kept for the `preservd_rsync_restarts_total` metric.
+   */
   get restarts(): number {
-    return this.restartCount;
+    return 0;
   }
 
-  /** Pid of the running rsync daemon, if any. */
-  get pid(): number | undefined {
-    return this.child?.pid;
+  /** Pids of the rsyncs serving connections now (pending or admitted). */
+  get connections(): number[] {
+    return [...this.front.children.keys()];
   }
 
-  /** True while rsync is running and has answered on its port. */
+  /** True while the rsync port is listened on. */
   get ready(): boolean {
-    return this.childReady;
+    return this.running && this.front.listening;
   }
 
   /** `rsync://HOST:PORT/MODULE/<capability>/`; HOST is `advertisedHost` or the listen address. */
@@ -129,8 +119,9 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   }
 
   /**
-   * Writes the configuration and hooks, starts rsync and resolves once it answers on its port.
-   * Rejects if rsync is not installed or exits before answering (port taken, bad address).
+   * Writes the configuration and hooks, listens on the port, and resolves once a connection
+   * to it is greeted by rsync. Rejects if rsync is not installed, the port is taken, or rsync
+   * does not answer.
    */
   async start(): Promise<void> {
     if (this.running) return;
@@ -138,48 +129,61 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     for (const dir of [l.landing, l.rsyncd, l.closed, l.active, l.transfers]) {
       await mkdir(dir, { recursive: true, mode: 0o700 });
     }
-    await this.endLeftoverDaemon();
+    await this.endLeftoverRsyncs();
+    await rm(join(l.rsyncd, 'daemon.pid'), { force: true }); // the long-lived rsync's, before issue 23
     const live = await new LandingZone(this.options.dataDir).liveTransfers(); // removes the stale records
     this.logger.debug({ liveTransfers: live.length }, 'rsync: stale active-transfer records removed');
+    await this.writeFiles();
     this.running = true;
-    this.consecutiveFailures = 0;
     try {
-      const child = await this.launch();
-      await this.waitUntilAnswering(child);
+      await this.checkBinary();
       await this.front.listen();
+      await this.waitUntilAnswering();
     } catch (err) {
-      this.running = false;
-      await this.terminate();
+      await this.stop();
       throw err;
     }
     this.transfers.start();
+    this.logger.info({ host: this.host, port: this.port, module: this.module }, 'rsync listener started');
   }
 
-  /** Stops rsync and every transfer it serves: SIGTERM, then SIGKILL after the deadline. */
+  /** Stops listening and ends every rsync and the transfers they serve: SIGTERM, then SIGKILL. */
   async stop(): Promise<void> {
     this.running = false;
-    clearTimeout(this.restartTimer);
-    this.restartTimer = undefined;
     await this.front.close();
     await this.transfers.stop();
-    await this.terminate();
+    const groups = new Set(this.front.children.keys());
+    if (groups.size === 0) return;
+    const exited = [...this.front.children.values()].map((child) => new Promise((resolve) => child.once('exit', resolve)));
+    await this.endGroups(groups);
+    // Their exit events (which clear the listener's records) follow the reaping.
+    await Promise.race([Promise.all(exited), sleep(1_000)]);
+    this.logger.info({ groups: [...groups] }, 'rsync stopped');
   }
 
-  /** Writes config and hooks, spawns rsync; resolves once the process exists. */
-  private async launch(): Promise<ChildProcess> {
-    for (const g of this.orphanGroups) if (!groupExists(g)) this.orphanGroups.delete(g);
-    await this.writeFiles();
-    this.logOffset = await fileSize(this.logFile);
-    this.backendPort = await freeLoopbackPort();
+  /** Starts the rsync that serves one connection: inetd mode, the connection as its stdin. */
+  private serve(socket: Socket): ChildProcess {
     const child = spawnIsolated(
       this.binary,
-      ['--daemon', '--no-detach', `--config=${this.configFile}`, `--port=${this.backendPort}`, '--address=127.0.0.1'],
-      // Its own process group, so stop() can end the per-connection children and hooks too.
-      // umask 077: folders made by `--mkpath` and the log stay private like the landing zone.
-      { cwd: this.layout.rsyncd, env: childEnv(), umask: 0o077, detached: true, stdio: ['ignore', 'pipe', 'pipe'] },
+      ['--daemon', `--config=${this.configFile}`],
+      // Its own process group, so that its forks and hooks are ended with it.
+      // umask 077: folders made by `--mkpath` stay private like the landing zone.
+      // rsync itself points stdout and stderr at /dev/null; ours catches what setpriv or bash say.
+      { cwd: this.layout.rsyncd, env: childEnv(), umask: 0o077, detached: true, stdio: [socket, 'ignore', 'pipe'] },
     );
-    await new Promise<void>((resolve, reject) => {
-      child.once('spawn', resolve);
+    const pid = child.pid;
+    child.stderr?.setEncoding('utf8');
+    child.stderr?.on('data', (text: string) => {
+      for (const line of text.split('\n').filter(Boolean)) this.logger.warn({ rsyncPid: pid }, `rsync: ${line}`);
+    });
+    return child;
+  }
+
+  /** Runs `rsync --version`: a missing or broken rsync is reported at start, not per connection. */
+  private async checkBinary(): Promise<void> {
+    const child = spawnIsolated(this.binary, ['--version'], { stdio: 'ignore' });
+    const code = await new Promise<number | null>((resolve, reject) => {
+      child.once('exit', (exitCode) => resolve(exitCode));
       child.once('error', (err) => {
         if (isErrno(err, 'ENOENT')) {
           reject(
@@ -193,124 +197,28 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
         }
       });
     });
-    const pid = child.pid as number;
-    this.child = child;
-    this.childReady = false;
-    this.spawnedAt = Date.now();
-    for (const stream of [child.stdout, child.stderr]) {
-      stream?.setEncoding('utf8');
-      stream?.on('data', (text: string) => {
-        for (const line of text.split('\n').filter(Boolean)) this.logger.warn({ rsyncPid: pid }, `rsync: ${line}`);
-      });
-    }
-    child.once('exit', (exitCode, signal) => this.onExit(child, pid, exitCode, signal));
-    child.on('error', (err) => this.logger.warn({ err, rsyncPid: pid }, 'rsync process error'));
-    await writeAtomically(this.pidFile, `${pid}\n`);
-    this.logger.info({ rsyncPid: pid, host: this.host, port: this.port, backendPort: this.backendPort, module: this.module }, 'rsync daemon started');
-    return child;
+    if (code !== 0) throw new Error(`"${this.binary} --version" exited with code ${code}: is it rsync?`);
   }
 
-  /** Probes the port until rsync greets us; rejects if the child exits first or time runs out. */
-  private async waitUntilAnswering(child: ChildProcess): Promise<void> {
-    const deadline = Date.now() + (this.options.startTimeoutMs ?? 10_000);
-    const exited = (): boolean => child.exitCode !== null || child.signalCode !== null;
-    while (!exited()) {
-      const greeting = await rsyncGreeting('127.0.0.1', this.backendPort);
-      if (greeting !== undefined) {
-        // Another rsync on the same port would greet too: make sure ours is still alive.
-        await sleep(50);
-        if (exited()) break;
-        if (this.child === child) {
-          this.greeting = greeting;
-          this.childReady = true;
-          this.emit('ready', { pid: child.pid as number });
-        }
-        return;
-      }
+  /** Connects to our own port until rsync greets; rejects with what rsync logged if it never does. */
+  private async waitUntilAnswering(): Promise<void> {
+    const timeoutMs = this.options.startTimeoutMs ?? 10_000;
+    const deadline = Date.now() + timeoutMs;
+    const logOffset = await fileSize(this.logFile);
+    const host = this.host === '0.0.0.0' || this.host === '::' ? 'localhost' : this.host;
+    for (;;) {
+      if ((await rsyncGreeting(host, this.port)) !== undefined) return;
       if (Date.now() > deadline) {
-        throw new Error(`rsync did not answer on 127.0.0.1:${this.backendPort} within ${this.options.startTimeoutMs ?? 10_000} ms`);
+        const tail = await logTail(this.logFile, logOffset);
+        throw new Error(`rsync did not answer on ${this.host}:${this.port} within ${timeoutMs} ms` + (tail ? `: ${tail}` : ''));
       }
       await sleep(100);
     }
-    const tail = await logTail(this.logFile, this.logOffset);
-    throw new Error(
-      `rsync exited (code ${child.exitCode ?? child.signalCode}) before answering on 127.0.0.1:${this.backendPort}` +
-        (tail ? `: ${tail}` : ''),
-    );
-  }
-
-  private onExit(child: ChildProcess, pid: number, exitCode: number | null, signal: NodeJS.Signals | null): void {
-    this.emit('exit', { pid, exitCode, signal });
-    // Transfers it was serving run on in its process group; stop() must still end them.
-    if (this.running && groupExists(pid)) this.orphanGroups.add(pid);
-    if (this.child !== child) return;
-    this.child = undefined;
-    this.childReady = false;
-    if (!this.running) return;
-    if (Date.now() - this.spawnedAt > STABLE_RUN_MS) this.consecutiveFailures = 0;
-    this.scheduleRestart(exitCode, signal);
-  }
-
-  private scheduleRestart(exitCode: number | null, signal: NodeJS.Signals | null): void {
-    const initial = this.options.restartDelayMs ?? 250;
-    const max = this.options.maxRestartDelayMs ?? 30_000;
-    const delayMs = Math.min(max, initial * 2 ** this.consecutiveFailures);
-    this.consecutiveFailures += 1;
-    this.logger.warn({ exitCode, signal, delayMs }, 'rsync daemon died; restarting');
-    this.restartTimer = setTimeout(() => {
-      this.restartTimer = undefined;
-      this.restart(exitCode, signal, delayMs).catch((err: unknown) => this.logger.error({ err }, 'rsync daemon restart failed'));
-    }, delayMs);
-  }
-
-  private async restart(exitCode: number | null, signal: NodeJS.Signals | null, delayMs: number): Promise<void> {
-    if (!this.running) return;
-    let child: ChildProcess;
-    try {
-      child = await this.launch();
-    } catch (err) {
-      this.logger.error({ err }, 'rsync daemon could not be restarted');
-      if (this.running) this.scheduleRestart(exitCode, signal);
-      return;
-    }
-    if (!this.running) {
-      await this.terminate();
-      return;
-    }
-    this.restartCount += 1;
-    const info: RestartInfo = { restarts: this.restartCount, pid: child.pid as number, exitCode, signal, delayMs };
-    this.logger.warn({ restarts: info.restarts, rsyncPid: info.pid, exitCode, signal, delayMs }, 'rsync daemon restarted');
-    this.emit('restart', info);
-    try {
-      await this.waitUntilAnswering(child);
-    } catch (err) {
-      // If it exited, onExit has scheduled the next attempt; if it hangs, end it to get one.
-      this.logger.error({ err }, 'restarted rsync daemon does not answer');
-      if (this.child === child) child.kill('SIGKILL');
-    }
-  }
-
-  /**
-   * Ends the current rsync and its process group, and the groups of earlier rsyncs that died
-   * while serving transfers (their per-connection processes outlive them).
-   */
-  private async terminate(): Promise<void> {
-    const child = this.child;
-    const groups = new Set([...this.orphanGroups].filter(groupExists));
-    this.orphanGroups.clear();
-    if (child?.pid !== undefined) groups.add(child.pid);
-    if (groups.size === 0) return;
-    await this.endGroups(groups, () => !child || child.exitCode !== null || child.signalCode !== null);
-    if (this.child === child) this.child = undefined;
-    this.childReady = false;
-    await rm(this.pidFile, { force: true });
-    this.logger.info({ groups: [...groups] }, 'rsync daemon stopped');
   }
 
   /** SIGTERM to each group; SIGKILL to what still runs after the deadline. */
-  private async endGroups(groups: Set<number>, leaderExited: () => boolean): Promise<void> {
+  private async endGroups(groups: Set<number>): Promise<void> {
     const gone = async (): Promise<boolean> => {
-      if (!leaderExited()) return false;
       for (const g of groups) if (await groupRunning(g)) return false;
       return true;
     };
@@ -327,23 +235,24 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   }
 
   /**
-   * If preservd died without stopping rsync (SIGKILL, OOM; systemd would have ended it), that
-   * rsync still holds the port: end it, but only if it is ours, running our configuration.
+   * If preservd died without ending its rsyncs (SIGKILL, OOM; systemd would have ended them),
+   * they may still be serving transfers: end the process groups of every process running our
+   * configuration (an rsync daemon of an older preservd too). Without procfs, nothing is found.
    */
-  private async endLeftoverDaemon(): Promise<void> {
-    let pid: number;
-    try {
-      pid = Number((await readFile(this.pidFile, 'utf8')).trim());
-    } catch {
-      return;
+  private async endLeftoverRsyncs(): Promise<void> {
+    const names = await readdir('/proc').catch(() => [] as string[]);
+    const ours = (await processState(process.pid))?.pgrp;
+    const groups = new Set<number>();
+    for (const name of names) {
+      if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+      const args = await commandLine(Number(name));
+      if (args?.[0]?.endsWith('rsync') !== true || !args.includes(`--config=${this.configFile}`)) continue;
+      const state = await processState(Number(name));
+      if (state !== undefined && state.state !== 'Z' && state.pgrp !== ours) groups.add(state.pgrp);
     }
-    // Gone, or no procfs to make sure it is ours (undefined): leave it alone.
-    const args = Number.isSafeInteger(pid) && pid > 0 ? await commandLine(pid) : undefined;
-    if (args?.includes(`--config=${this.configFile}`)) {
-      this.logger.warn({ rsyncPid: pid }, 'stopping the rsync daemon left running by an earlier preservd');
-      await this.endGroups(new Set([pid]), () => true);
-    }
-    await rm(this.pidFile, { force: true });
+    if (groups.size === 0) return;
+    this.logger.warn({ groups: [...groups] }, 'stopping rsync processes left running by an earlier preservd');
+    await this.endGroups(groups);
   }
 
   private get logFile(): string {
@@ -352,18 +261,6 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
 
   private get configFile(): string {
     return join(this.layout.rsyncd, 'rsyncd.conf');
-  }
-
-  /** Our record of the running rsync's pid (not rsync's own `pid file`, which a crash leaves). */
-  private get pidFile(): string {
-    return join(this.layout.rsyncd, 'daemon.pid');
-  }
-
-  /** An open upload: its landing folder exists and it is not closed (the gate checks again). */
-  private async isOpen(capability: string): Promise<boolean> {
-    const folder = await stat(join(this.layout.landing, capability)).catch(() => undefined);
-    if (folder?.isDirectory() !== true) return false;
-    return (await stat(join(this.layout.closed, capability)).catch(() => undefined)) === undefined;
   }
 
   private async writeFiles(): Promise<void> {

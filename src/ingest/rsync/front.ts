@@ -1,63 +1,55 @@
 /**
- * The listener on the rsync port, in front of the real rsync daemon (which listens on an
- * internal loopback port). It answers rsync's daemon handshake itself (greeting, module name,
- * arguments up to the destination) and only then connects the client to rsync:
+ * The listener on the rsync port. It reads nothing: each connection, still paused, is handed to
+ * an rsync of its own started in inetd mode (the socket is its stdin), and our copy of the
+ * socket is closed, so upload bytes go straight from the client into rsync.
  *
- * - A connection still in its handshake costs a socket here, not an rsync process and not an
- *   rsync slot. It is dropped after `handshakeTimeoutMs`; when too many are waiting, in all or
- *   from one address, the oldest is dropped, so idle connections cannot keep uploads out.
- * - A handshake naming an open upload link is passed to rsync to run its course (the gate,
- *   `pre-xfer.sh`, checks it again and takes an upload slot). Any other is passed to rsync only
- *   for `refusalMs`, and only `maxRefusing` at once, so that its gate can tell the client why:
- *   a refusal travels in rsync's binary protocol, which this file does not speak.
+ * - A connection is pending until the gate (`pre-xfer.sh`) admits its transfer, which it
+ *   records as `active/<pid of that rsync>`. A pending rsync is killed (its process group) after
+ *   `handshakeTimeoutMs`; when too many are pending, in all or from one address, the oldest is
+ *   killed. So idle connections cost a bounded number of short-lived rsync processes and never
+ *   an upload slot, and a real client, which reaches the gate in a few round trips, gets in.
+ * - rsync itself answers everything else: a wrong link, a download or too many uploads get the
+ *   gate's message in rsync's own words.
  */
+import type { ChildProcess } from 'node:child_process';
 import net from 'node:net';
+import { signalGroup } from '../../process/groups.js';
 import type { Logger } from '../../logger.js';
 
 export interface FrontOptions {
   host: string;
   port: number;
-  module: string;
-  /** Where rsync listens now and the greeting it sends; undefined while it restarts. */
-  backend: () => { port: number; greeting: string } | undefined;
-  /** Whether `capability` names an open upload. */
-  isOpen: (capability: string) => Promise<boolean>;
   logger: Logger;
-  /** How long a client may take from connecting to its last argument. Default 10 s. */
-  handshakeTimeoutMs?: number;
-  /** Connections in their handshake, in all and from one address. Default 1024 and 32. */
-  maxWaiting?: number;
-  maxWaitingPerAddress?: number;
-  /** Connections refused by the gate at once, and how long each may take. Default 8, 10 s. */
-  maxRefusing?: number;
-  refusalMs?: number;
+  /** Starts the rsync that serves `socket` (as its stdin), leader of a process group of its own. */
+  serve: (socket: net.Socket) => ChildProcess;
+  /** Whether the gate has admitted the transfer of the rsync with this pid. */
+  admitted: (pid: number) => boolean;
+  /** How long a connection may take from connecting to being admitted. Default 10 s. */
+  handshakeTimeoutMs?: number | undefined;
+  /** Connections not yet admitted, in all and from one address. Default 256 and 32. */
+  maxPending?: number;
+  maxPendingPerAddress?: number;
 }
 
-/** Ends `socket` once it has written what it holds; destroys it if that takes too long. */
-function finish(socket: net.Socket): void {
-  socket.end();
-  setTimeout(() => socket.destroy(), 30_000).unref();
-}
-
-/** A handshake longer than this is not an rsync client's. */
-const MAX_HANDSHAKE_BYTES = 64 * 1024;
-const CAPABILITY = /^[0-9a-f]{32}$/;
-
-interface Waiting {
-  socket: net.Socket;
+interface Pending {
+  pid: number;
   address: string;
   timer: NodeJS.Timeout;
 }
 
 export class RsyncFront {
   private readonly server: net.Server;
-  private readonly waiting = new Set<Waiting>();
-  private readonly waitingByAddress = new Map<string, Set<Waiting>>();
-  private readonly refusing = new Set<net.Socket>();
-  private readonly sockets = new Set<net.Socket>();
+  /** Every rsync started and not yet exited, by pid (each leads its process group). */
+  readonly children = new Map<number, ChildProcess>();
+  private readonly pending = new Map<number, Pending>();
+  private readonly pendingByAddress = new Map<string, Set<Pending>>();
 
   constructor(private readonly o: FrontOptions) {
-    this.server = net.createServer((socket) => this.accept(socket));
+    this.server = net.createServer({ pauseOnConnect: true }, (socket) => this.accept(socket));
+  }
+
+  get listening(): boolean {
+    return this.server.listening;
   }
 
   /** Starts listening; rejects with a clear message when the port is taken. */
@@ -76,213 +68,72 @@ export class RsyncFront {
     });
   }
 
-  /** Stops listening and drops every connection, in its handshake or passed to rsync. */
+  /** Stops accepting connections (the rsyncs already started are the caller's to end). */
   async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    for (const socket of this.sockets) socket.destroy();
-    if (this.server.listening) await closed;
+    if (!this.server.listening) return;
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
   }
 
-  private accept(client: net.Socket): void {
-    this.track(client);
-    const backend = this.o.backend();
-    if (backend === undefined) {
-      client.end('@ERROR: the upload service is restarting; try again in a few seconds\n');
-      return;
-    }
-    client.setNoDelay(true);
-    client.write(backend.greeting);
-    const entry = this.wait(client);
-    const handshake = new Handshake(this.o.module);
-    const onData = (chunk: Buffer): void => {
-      const step = handshake.add(chunk);
-      if (step.reply !== undefined) client.write(step.reply);
-      if (step.end !== undefined) {
-        this.unwait(entry);
-        client.end(step.end);
-      } else if (step.done) {
-        this.unwait(entry);
-        client.off('data', onData);
-        client.pause();
-        void this.pass(client, handshake);
-      }
-    };
-    client.on('data', onData);
-  }
-
-  /** Connects a finished handshake to rsync and replays it there. */
-  private async pass(client: net.Socket, handshake: Handshake): Promise<void> {
-    const capability = handshake.capability();
-    const admitted = capability !== undefined && (await this.o.isOpen(capability).catch(() => false));
-    const backend = this.o.backend();
-    if (client.destroyed) return;
-    if (backend === undefined) {
-      client.destroy(); // past the text stage: rsync's client reports the closed connection
-      return;
-    }
-    if (!admitted) this.refuseLater(client);
-    const upstream = net.connect({ host: '127.0.0.1', port: backend.port });
-    this.track(upstream);
-    upstream.setNoDelay(true);
-    // One side gone: let the other flush what it still holds (rsync's last messages), then go.
-    client.once('close', () => finish(upstream));
-    upstream.once('close', () => finish(client));
-    upstream.on('error', (err) => this.o.logger.warn({ err }, 'rsync listener: the rsync daemon is unreachable'));
-    upstream.once('connect', () => upstream.write(handshake.received()));
-    // rsync answers the replayed greeting and module; the client saw ours already.
-    let answer = '';
-    const onAnswer = (chunk: Buffer): void => {
-      answer += chunk.toString('latin1');
-      for (;;) {
-        const nl = answer.indexOf('\n');
-        if (nl < 0) {
-          if (answer.length > 4096) upstream.destroy();
-          return;
-        }
-        const line = answer.slice(0, nl);
-        answer = answer.slice(nl + 1);
-        if (line.startsWith('@ERROR')) {
-          this.o.logger.warn({ line }, 'rsync listener: rsync refused a replayed handshake');
-          upstream.destroy();
-          return;
-        }
-        if (line === '@RSYNCD: OK') break;
-      }
-      upstream.off('data', onAnswer);
-      if (answer !== '') client.write(Buffer.from(answer, 'latin1'));
-      upstream.pipe(client);
-      client.pipe(upstream);
-    };
-    upstream.on('data', onAnswer);
-  }
-
-  /** A connection rsync will refuse: bounded in time and in number (the oldest goes first). */
-  private refuseLater(client: net.Socket): void {
-    const max = this.o.maxRefusing ?? 8;
-    for (const old of this.refusing) {
-      if (this.refusing.size < max) break;
-      old.destroy();
-      this.refusing.delete(old);
-    }
-    this.refusing.add(client);
-    const timer = setTimeout(() => client.destroy(), this.o.refusalMs ?? 10_000);
-    client.once('close', () => {
-      clearTimeout(timer);
-      this.refusing.delete(client);
-    });
-  }
-
-  private wait(socket: net.Socket): Waiting {
+  private accept(socket: net.Socket): void {
     const address = socket.remoteAddress ?? '';
-    const entry: Waiting = { socket, address, timer: setTimeout(() => socket.destroy(), this.o.handshakeTimeoutMs ?? 10_000) };
-    let mine = this.waitingByAddress.get(address);
-    if (mine === undefined) this.waitingByAddress.set(address, (mine = new Set()));
-    // Sets keep insertion order: the first is the one waiting longest.
-    if (mine.size >= (this.o.maxWaitingPerAddress ?? 32)) this.drop(mine.values().next().value!);
-    if (this.waiting.size >= (this.o.maxWaiting ?? 1024)) this.drop(this.waiting.values().next().value!);
+    socket.on('error', () => undefined);
+    let child: ChildProcess;
+    try {
+      child = this.o.serve(socket);
+    } catch (err) {
+      this.o.logger.error({ err }, 'rsync listener: could not start rsync for a connection');
+      return;
+    } finally {
+      // rsync holds its own copy of the connection; closing ours neither ends nor resets it.
+      socket.destroy();
+    }
+    const pid = child.pid;
+    if (pid === undefined) {
+      child.once('error', (err) => this.o.logger.error({ err }, 'rsync listener: could not start rsync for a connection'));
+      return;
+    }
+    this.children.set(pid, child);
+    child.on('error', (err) => this.o.logger.warn({ err, rsyncPid: pid }, 'rsync process error'));
+    child.once('exit', () => {
+      this.children.delete(pid);
+      this.unpend(pid);
+    });
+    this.pend(pid, address);
+  }
+
+  private pend(pid: number, address: string): void {
+    let mine = this.pendingByAddress.get(address);
+    if (mine === undefined) this.pendingByAddress.set(address, (mine = new Set()));
+    // Map and Set keep insertion order: the first is the one pending longest.
+    this.makeRoom(mine.values(), this.o.maxPendingPerAddress ?? 32, () => mine.size);
+    this.makeRoom(this.pending.values(), this.o.maxPending ?? 256, () => this.pending.size);
+    const entry: Pending = { pid, address, timer: setTimeout(() => this.expire(pid), this.o.handshakeTimeoutMs ?? 10_000) };
     mine.add(entry);
-    this.waiting.add(entry);
-    socket.once('close', () => this.unwait(entry));
-    return entry;
+    this.pending.set(pid, entry);
   }
 
-  private drop(entry: Waiting): void {
-    this.unwait(entry);
-    entry.socket.destroy();
+  /** Ends the oldest pending connections until fewer than `max` remain; admitted ones just leave the list. */
+  private makeRoom(oldestFirst: IterableIterator<Pending>, max: number, size: () => number): void {
+    for (const entry of [...oldestFirst]) {
+      if (size() < max) return;
+      this.expire(entry.pid);
+    }
   }
 
-  private unwait(entry: Waiting): void {
+  /** A pending connection's time is up: kept if the gate admitted it meanwhile, killed if not. */
+  private expire(pid: number): void {
+    if (!this.pending.has(pid)) return;
+    this.unpend(pid);
+    if (!this.o.admitted(pid)) signalGroup(pid, 'SIGKILL');
+  }
+
+  private unpend(pid: number): void {
+    const entry = this.pending.get(pid);
+    if (entry === undefined) return;
     clearTimeout(entry.timer);
-    this.waiting.delete(entry);
-    const mine = this.waitingByAddress.get(entry.address);
+    this.pending.delete(pid);
+    const mine = this.pendingByAddress.get(entry.address);
     mine?.delete(entry);
-    if (mine?.size === 0) this.waitingByAddress.delete(entry.address);
-  }
-
-  private track(socket: net.Socket): void {
-    this.sockets.add(socket);
-    socket.on('error', () => socket.destroy());
-    socket.once('close', () => this.sockets.delete(socket));
-  }
-}
-
-/**
- * rsync's daemon handshake as the client sends it: a greeting line, the module line, then the
- * arguments (lines before protocol 30, NUL-terminated since), ended by an empty one. With
- * `--secluded-args` the first list stops before "." and a second NUL-terminated list follows.
- */
-class Handshake {
-  private buffer = Buffer.alloc(0);
-  private at = 0;
-  private stage: 'greeting' | 'module' | 'args' | 'secluded' | 'done' = 'greeting';
-  private separator: number | undefined;
-  private args: string[] = [];
-  private paths: string[] = [];
-
-  constructor(private readonly module: string) {}
-
-  /** Everything the client sent so far, to replay to rsync. */
-  received(): Buffer {
-    return this.buffer;
-  }
-
-  /** The capability the first destination names, if it has that form. */
-  capability(): string | undefined {
-    const [path] = this.paths;
-    const [module, capability] = (path ?? '').split('/');
-    return module === this.module && capability !== undefined && CAPABILITY.test(capability) ? capability : undefined;
-  }
-
-  add(chunk: Buffer): { reply?: string; end?: string; done?: boolean } {
-    if (this.stage === 'done') return {};
-    this.buffer = Buffer.concat([this.buffer, chunk]);
-    if (this.buffer.length > MAX_HANDSHAKE_BYTES) return { end: '' };
-    let reply = '';
-    for (;;) {
-      const terminator = this.stage === 'greeting' || this.stage === 'module' ? 0x0a : this.stage === 'secluded' ? 0 : this.separatorAt();
-      if (terminator === undefined) return { reply };
-      const end = this.buffer.indexOf(terminator, this.at);
-      if (end < 0) return { reply };
-      const item = this.buffer.subarray(this.at, end).toString('utf8').replace(/\r$/, '');
-      this.at = end + 1;
-      switch (this.stage) {
-        case 'greeting':
-          if (!item.startsWith('@RSYNCD: ')) return { reply, end: '@ERROR: protocol startup error\n' };
-          this.stage = 'module';
-          break;
-        case 'module':
-          if (item === '' || item === '#list') return { reply, end: '@RSYNCD: EXIT\n' }; // nothing is listed
-          if (item.startsWith('#')) return { reply, end: `@ERROR: Unknown command '${item.slice(0, 40)}'\n` };
-          if (item !== this.module) return { reply, end: `@ERROR: Unknown module '${item.slice(0, 80)}'\n` };
-          reply += '@RSYNCD: OK\n';
-          this.stage = 'args';
-          break;
-        case 'args':
-        case 'secluded':
-          if (item !== '') {
-            this.args.push(item);
-            break;
-          }
-          if (this.args.includes('.')) {
-            this.paths = this.args.slice(this.args.indexOf('.') + 1);
-            this.stage = 'done';
-            return { reply, done: true };
-          }
-          if (this.stage === 'secluded') return { reply, end: '' };
-          this.stage = 'secluded'; // the real arguments follow, NUL-terminated
-          this.args = [];
-          break;
-      }
-    }
-  }
-
-  /** Arguments end in NUL or newline by protocol; the first one ("--server") shows which. */
-  private separatorAt(): number | undefined {
-    if (this.separator !== undefined) return this.separator;
-    for (let i = this.at; i < this.buffer.length; i++) {
-      const byte = this.buffer[i];
-      if (byte === 0 || byte === 0x0a) return (this.separator = byte);
-    }
-    return undefined;
+    if (mine?.size === 0) this.pendingByAddress.delete(entry.address);
   }
 }

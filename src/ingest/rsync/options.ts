@@ -1,9 +1,9 @@
-/** How the rsync daemon is set up, and what it tells its listeners. */
+/** How the rsync side is set up. */
 import type { Logger } from '../../logger.js';
 
 export interface RsyncDaemonOptions {
   dataDir: string;
-  /** Address rsync listens on. Default `127.0.0.1`. */
+  /** Address the rsync port listens on. Default `127.0.0.1`. */
   host?: string;
   /** Default 8873. */
   port?: number;
@@ -15,36 +15,14 @@ export interface RsyncDaemonOptions {
   maxConnections?: number;
   /** rsync's I/O timeout: a client silent this long is dropped. Default 600 s. */
   timeoutSeconds?: number;
-  /** How long `start()` waits for rsync to answer on its port. Default 10 s. */
+  /** How long `start()` waits for rsync to answer on the port. Default 10 s. */
   startTimeoutMs?: number;
   /** How long `stop()` waits after SIGTERM before SIGKILL. Default 5 s. */
   stopTimeoutMs?: number;
-  /** Delay before the first restart, doubled on each further one. Default 250 ms. */
-  restartDelayMs?: number;
-  /** Longest delay between restarts. Default 30 s. */
-  maxRestartDelayMs?: number;
+  /** How long a connection may take to be admitted by the gate before its rsync is killed. Default 10 s. */
+  handshakeTimeoutMs?: number;
   /** How often transfer records are looked for besides fs.watch. Default 2 s. */
   transferPollMs?: number;
   logger?: Logger;
 }
 
-
-export interface RestartInfo {
-  /** Restarts so far, this one included. */
-  restarts: number;
-  /** Pid of the new rsync. */
-  pid: number;
-  /** How the previous rsync ended. */
-  exitCode: number | null;
-  signal: NodeJS.Signals | null;
-  delayMs: number;
-}
-
-export interface RsyncDaemonEvents {
-  /** rsync answers on its port (after start and after each restart). */
-  ready: [{ pid: number }];
-  /** An rsync daemon process ended, for whatever reason. */
-  exit: [{ pid: number; exitCode: number | null; signal: NodeJS.Signals | null }];
-  /** rsync died unexpectedly and was started again. */
-  restart: [RestartInfo];
-}

@@ -1,5 +1,5 @@
 /**
- * Looking at a running rsync daemon from outside: whether it greets on its port, and what it
+ * Looking at the rsync port from outside: whether it greets on its port, and what it
  * logged since it started (for a start-up error).
  */
 import { open, stat } from 'node:fs/promises';
@@ -29,18 +29,6 @@ export function rsyncGreeting(host: string, port: number, timeoutMs = 1_000): Pr
       if (received.includes('\n')) finish();
     });
   });
-}
-
-/** A loopback port free now, for rsync to listen on. */
-export async function freeLoopbackPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', resolve);
-  });
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export async function fileSize(file: string): Promise<number> {
