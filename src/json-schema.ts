@@ -3,11 +3,11 @@
  * shapes TypeBox has no short spelling for, kept in the plain JSON Schema form that ajv, the
  * serializer and the OpenAPI document read (`enum` rather than a union of constants).
  */
-import { Type, type SchemaOptions, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type SchemaOptions, type Static, type TSchema, type TUnsafe } from '@sinclair/typebox';
 
 /** One of a few strings, as `{"type": "string", "enum": [...]}`. */
 export const StringEnum = <const T extends readonly string[]>(values: T, options: SchemaOptions = {}) =>
-  Type.Unsafe<T[number]>({ ...options, type: 'string', enum: values });
+  Type.Unsafe<T[number]>({ ...options, type: 'string', enum: values }) as TUnsafe<T[number]> & { enum: T };
 
 /** A string or integer that may be null, as `{"type": [..., "null"]}`. */
 export const Nullable = <T extends TSchema & { type: string }>(schema: T, options: SchemaOptions = {}) =>

@@ -18,7 +18,7 @@ interface Schema {
   patternProperties?: Record<string, Schema>;
   items?: Schema;
   oneOf?: Schema[];
-  enum?: string[];
+  enum?: readonly string[];
   const?: string;
   minimum?: number;
   maximum?: number;
