@@ -1,42 +1,55 @@
 /**
  * The `replicas` part of the configuration (CLI.md): the copies kept besides the primary in
- * `storage/`, each an S3-compatible bucket or a folder on another filesystem, and the checks of
- * what an operator wrote. Whether a bucket or folder really exists and takes writes is checked
+ * `storage/`, each an S3-compatible bucket or a folder on another filesystem. The schema says
+ * what each entry holds; `checkReplicas` what a schema cannot: names unique across entries, and a
+ * `caFile` that can be read. Whether a bucket or folder really exists and takes writes is checked
  * at start-up by the replicas module, not here.
  */
 import { readFileSync } from 'node:fs';
+import { Type, type Static } from '@sinclair/typebox';
+import { NonEmpty, OneOf, StringEnum } from '../json-schema.js';
 
-export interface S3ReplicaConfig {
-  name: string;
-  kind: 's3';
-  endpoint: string;
-  bucket: string;
-  region: string;
+/** Read rate limit of audits of this replica in MB/s; 0 or absent: unlimited. */
+const rateLimitMBps = Type.Optional(Type.Number({ minimum: 0 }));
+
+const S3ReplicaSchema = Type.Object({
+  name: Type.String({ pattern: '^[a-z0-9-]{1,32}$', problem: 'must be 1 to 32 of a-z, 0-9 and -' }),
+  kind: Type.Literal('s3'),
+  bucket: NonEmpty(),
+  region: NonEmpty({ default: 'us-east-1' }),
+  endpoint: Type.String({ format: 'http-url' }),
   /** Put before every key, e.g. `preservd/`. */
-  prefix: string;
-  forcePathStyle: boolean;
+  prefix: Type.String({ pattern: '^(?!/)', default: '', problem: 'must be a string not starting with /' }),
+  forcePathStyle: Type.Boolean({ default: true }),
   /** From the file, or else the standard AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY variables. */
-  accessKeyId?: string;
-  secretAccessKey?: string;
-  /** Every object written under S3 Object Lock retention, this mode, for this many days. */
-  retention?: { mode: 'COMPLIANCE' | 'GOVERNANCE'; days: number };
-  /** Read rate limit of audits of this replica in MB/s; 0 or absent: unlimited. */
-  rateLimitMBps?: number;
+  accessKeyId: Type.Optional(NonEmpty()),
+  secretAccessKey: Type.Optional(NonEmpty()),
   /** PEM file of CAs trusted for an `https:` endpoint besides Node's own (a private CA). */
-  caFile?: string;
-}
+  caFile: Type.Optional(NonEmpty()),
+  /** Every object written under S3 Object Lock retention, this mode, for this many days. */
+  retention: Type.Optional(
+    Type.Object({
+      mode: StringEnum(['COMPLIANCE', 'GOVERNANCE']),
+      days: Type.Integer({ minimum: 1, maximum: 36500 }),
+    }),
+  ),
+  rateLimitMBps,
+});
 
-export interface DirReplicaConfig {
-  name: string;
-  kind: 'dir';
+const DirReplicaSchema = Type.Object({
+  name: S3ReplicaSchema.properties.name,
+  kind: Type.Literal('dir'),
   /** An existing folder, absolute or relative to the working directory. */
-  path: string;
-  rateLimitMBps?: number;
-}
+  path: NonEmpty(),
+  rateLimitMBps,
+});
 
+export type S3ReplicaConfig = Static<typeof S3ReplicaSchema>;
+export type DirReplicaConfig = Static<typeof DirReplicaSchema>;
 export type ReplicaConfig = S3ReplicaConfig | DirReplicaConfig;
 
-const NAME = /^[a-z0-9-]+$/;
+/** Copies kept besides the primary: one of the two shapes, chosen by `kind`. */
+export const ReplicasSchema = Type.Array(OneOf('kind', [S3ReplicaSchema, DirReplicaSchema]), { default: [] });
 
 const readable = (path: string): string | Error => {
   try {
@@ -46,59 +59,28 @@ const readable = (path: string): string | Error => {
   }
 };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/** Every problem with `replicas`, each naming its key (`replicas[0].bucket: ...`). */
-export function checkReplicas(replicas: unknown): string[] {
-  const p: string[] = [];
-  if (!Array.isArray(replicas)) return ['replicas: must be an array'];
+/**
+ * What the schema cannot say about `replicas`, each problem with its key: a name used twice or
+ * the reserved `primary`, and a `caFile` that cannot be read or holds no certificate. Runs on
+ * what the operator wrote, so every entry is looked at with care.
+ */
+export function checkReplicas(replicas: unknown): Array<[key: string[], problem: string]> {
+  if (!Array.isArray(replicas)) return [];
+  const p: Array<[string[], string]> = [];
   const names = new Set<string>();
-  replicas.forEach((r: unknown, i) => {
-    const key = `replicas[${i}]`;
-    if (!isObject(r)) {
-      p.push(`${key}: must be an object`);
-      return;
+  replicas.forEach((r: Record<string, unknown> | null, i) => {
+    if (typeof r !== 'object' || r === null) return;
+    const key = (field: string) => ['replicas', String(i), field];
+    if (r.name === 'primary') p.push([key('name'), '"primary" is reserved for the copy in storage/']);
+    else if (typeof r.name === 'string') {
+      if (names.has(r.name)) p.push([key('name'), `"${r.name}" is used twice`]);
+      names.add(r.name);
     }
-    const str = (field: string) => {
-      if (typeof r[field] !== 'string' || r[field] === '') p.push(`${key}.${field}: must be a non-empty string`);
-    };
-    if (typeof r.name !== 'string' || !NAME.test(r.name) || r.name.length > 32) p.push(`${key}.name: must be 1 to 32 of a-z, 0-9 and -`);
-    else if (names.has(r.name) || r.name === 'primary') p.push(`${key}.name: "${r.name}" is ${r.name === 'primary' ? 'reserved for the copy in storage/' : 'used twice'}`);
-    else names.add(r.name);
-    if (r.rateLimitMBps !== undefined && (typeof r.rateLimitMBps !== 'number' || !Number.isFinite(r.rateLimitMBps) || r.rateLimitMBps < 0))
-      p.push(`${key}.rateLimitMBps: must be a number ≥ 0`);
-    if (r.kind === 'dir') {
-      str('path');
-    } else if (r.kind === 's3') {
-      str('bucket');
-      str('region');
-      try {
-        const u = new URL(String(r.endpoint));
-        if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error();
-      } catch {
-        p.push(`${key}.endpoint: must be an http(s) URL`);
-      }
-      if (typeof r.prefix !== 'string' || r.prefix.startsWith('/')) p.push(`${key}.prefix: must be a string not starting with /`);
-      if (typeof r.forcePathStyle !== 'boolean') p.push(`${key}.forcePathStyle: must be true or false`);
-      for (const field of ['accessKeyId', 'secretAccessKey', 'caFile']) if (r[field] !== undefined) str(field);
-      if (typeof r.caFile === 'string' && r.caFile !== '') {
-        const pem = readable(r.caFile);
-        if (pem instanceof Error) p.push(`${key}.caFile: cannot be read: ${pem.message}`);
-        else if (!pem.includes('-----BEGIN CERTIFICATE-----')) p.push(`${key}.caFile: ${r.caFile} holds no PEM certificate`);
-      }
-      const retention = r.retention;
-      if (retention !== undefined) {
-        if (!isObject(retention) || (retention.mode !== 'COMPLIANCE' && retention.mode !== 'GOVERNANCE')) p.push(`${key}.retention.mode: must be "COMPLIANCE" or "GOVERNANCE"`);
-        if (!isObject(retention) || typeof retention.days !== 'number' || !Number.isInteger(retention.days) || retention.days < 1 || retention.days > 36500)
-          p.push(`${key}.retention.days: must be an integer from 1 to 36500`);
-      }
-    } else p.push(`${key}.kind: must be "s3" or "dir"`);
+    if (r.kind === 's3' && typeof r.caFile === 'string' && r.caFile !== '') {
+      const pem = readable(r.caFile);
+      if (pem instanceof Error) p.push([key('caFile'), `cannot be read: ${pem.message}`]);
+      else if (!pem.includes('-----BEGIN CERTIFICATE-----')) p.push([key('caFile'), `${r.caFile} holds no PEM certificate`]);
+    }
   });
   return p;
-}
-
-/** S3 replicas' defaults for the keys an operator may leave out. */
-export function withReplicaDefaults(replicas: unknown): unknown {
-  if (!Array.isArray(replicas)) return replicas;
-  return replicas.map((r: unknown) => (isObject(r) && r.kind === 's3' ? { region: 'us-east-1', prefix: '', forcePathStyle: true, ...r } : r));
 }

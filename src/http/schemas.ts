@@ -1,9 +1,14 @@
 /**
- * JSON schemas of the wire shapes. Fastify validates and serialises with them, and
- * @fastify/swagger turns them into the OpenAPI document, so they are the one description of the
- * API.
+ * JSON schemas of the wire shapes. Fastify validates and serialises with them, @fastify/swagger
+ * turns them into the OpenAPI document, and views.ts builds values of their types (TypeBox
+ * `Static`), so they are the one description of the API.
  */
-const date = { type: 'string', format: 'date-time' } as const;
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Nullable, StringEnum } from '../json-schema.js';
+
+const date = Type.String({ format: 'date-time' });
+/** A reference to a shared schema (`sharedSchemas`), typed as the schema it names. */
+const Ref = <T extends TSchema & { $id?: string }>(schema: T) => Type.Unsafe<Static<T>>({ $ref: `${schema.$id}#` });
 
 const errorSchema = {
   $id: 'Error',
@@ -15,100 +20,92 @@ const errorSchema = {
   },
 } as const;
 
-const packageSchema = {
-  $id: 'Package',
-  type: 'object',
-  // No `required` list: the serializer would move required fields first and break the
-  // documented field order. Always present: bag_id, user, content_type, external_id,
-  // upload_link, stored, created_at, updated_at.
-  description: 'A request before it is stored, a package after (one object, two names). Always present: bag_id, user, content_type, external_id, upload_link, stored, created_at, updated_at.',
-  properties: {
-    bag_id: { type: 'string', format: 'uuid' },
-    user: { type: 'string', description: 'Username of the owner.' },
-    content_type: { type: 'string' },
-    external_id: { type: 'string' },
-    upload_link: {
-      type: ['string', 'null'],
-      description: 'Where to rsync the bag: rsync://host:port/module/<capability>/. A write capability: null for callers who may not complete the request, and once stored.',
-    },
-    storage_location: { type: ['string', 'null'], description: 'Admins only; null until stored.' },
-    replicas: {
-      type: 'array',
-      description: 'Admins only: the package\'s copy on each configured replica.',
-      items: {
-        type: 'object',
-        properties: {
-          name: { type: 'string' },
-          status: { type: 'string', enum: ['pending', 'verified', 'failed'] },
-          verified_at: { type: ['string', 'null'], format: 'date-time' },
-          error: { type: 'string', description: 'Failed only: what is wrong.' },
+// No `required` list (every property optional): the serializer would move required fields first
+// and break the documented field order.
+const packageSchema = Type.Object(
+  {
+    bag_id: Type.Optional(Type.String({ format: 'uuid' })),
+    user: Type.Optional(Type.String({ description: 'Username of the owner.' })),
+    content_type: Type.Optional(Type.String()),
+    external_id: Type.Optional(Type.String()),
+    upload_link: Type.Optional(
+      Nullable(Type.String(), {
+        description: 'Where to rsync the bag: rsync://host:port/module/<capability>/. A write capability: null for callers who may not complete the request, and once stored.',
+      }),
+    ),
+    storage_location: Type.Optional(Nullable(Type.String(), { description: 'Admins only; null until stored.' })),
+    replicas: Type.Optional(
+      Type.Array(
+        Type.Object({
+          name: Type.Optional(Type.String()),
+          status: Type.Optional(StringEnum(['pending', 'verified', 'failed'])),
+          verified_at: Type.Optional(Nullable(date)),
+          error: Type.Optional(Type.String({ description: 'Failed only: what is wrong.' })),
+        }),
+        { description: "Admins only: the package's copy on each configured replica." },
+      ),
+    ),
+    stored: Type.Optional(Type.Boolean()),
+    last_fixity_check: Type.Optional(Nullable(date, { description: 'Admins only: when an audit last verified the package; null before its first.' })),
+    files: Type.Optional(Type.Array(Type.String(), { description: 'Single-item responses only: payload paths relative to data/, sorted.' })),
+    upload: Type.Optional(
+      Type.Object(
+        {
+          files: Type.Optional(Type.Integer()),
+          bytes: Type.Optional(Type.Integer()),
+          last_write_at: Type.Optional(Nullable(date)),
+          in_progress: Type.Optional(Type.Boolean()),
         },
-      },
-    },
-    stored: { type: 'boolean' },
-    last_fixity_check: { type: ['string', 'null'], format: 'date-time', description: 'Admins only: when an audit last verified the package; null before its first.' },
-    files: { type: 'array', items: { type: 'string' }, description: 'Single-item responses only: payload paths relative to data/, sorted.' },
-    upload: {
-      type: 'object',
-      description: 'Single-item responses of unstored requests: what has arrived in the landing folder so far.',
-      properties: {
-        files: { type: 'integer' },
-        bytes: { type: 'integer' },
-        last_write_at: { type: ['string', 'null'], format: 'date-time' },
-        in_progress: { type: 'boolean' },
-      },
-    },
-    created_at: date,
-    updated_at: date,
+        { description: 'Single-item responses of unstored requests: what has arrived in the landing folder so far.' },
+      ),
+    ),
+    created_at: Type.Optional(date),
+    updated_at: Type.Optional(date),
   },
-} as const;
+  {
+    $id: 'Package',
+    description:
+      'A request before it is stored, a package after (one object, two names). Always present: bag_id, user, content_type, external_id, upload_link, stored, created_at, updated_at.',
+  },
+);
 
-const problemSchema = {
-  $id: 'Problem',
-  type: 'object',
-  required: ['code', 'message'],
-  properties: {
-    code: { type: 'string' },
-    message: { type: 'string' },
-    path: { type: 'string' },
-    severity: { type: 'string', enum: ['error', 'warning'] },
+const problemSchema = Type.Object(
+  {
+    code: Type.String(),
+    message: Type.String(),
+    path: Type.Optional(Type.String()),
+    severity: Type.Optional(StringEnum(['error', 'warning'])),
   },
-} as const;
+  { $id: 'Problem' },
+);
 
-const queueItemSchema = {
-  $id: 'QueueItem',
-  type: 'object',
-  // No `required` list, for the same reason as Package.
-  description: 'One completion attempt. Always present: id, status, request, created_at, updated_at.',
-  properties: {
-    id: { type: 'integer' },
-    status: { type: 'string', enum: ['PENDING', 'DONE', 'FAILED'] },
-    request: { type: 'string' },
-    package: { type: 'string', description: 'DONE only.' },
-    error: { type: 'string', description: 'FAILED only: every problem, joined by blank lines.' },
-    errors: { type: 'array', items: { $ref: 'Problem#' }, description: 'FAILED only.' },
-    created_at: date,
-    updated_at: date,
-  },
-} as const;
+const queueStatus = StringEnum(['PENDING', 'DONE', 'FAILED']);
+const failedError = Type.Optional(Type.String({ description: 'FAILED only: every problem, joined by blank lines.' }));
 
-const queueStatusItem = {
-  type: 'object',
-  required: ['id', 'status', 'request', 'package', 'created_at', 'updated_at'],
-  properties: {
-    id: { type: 'integer' },
-    status: { type: 'string', enum: ['PENDING', 'DONE', 'FAILED'] },
-    request: { type: 'string' },
-    package: {
-      type: 'object',
-      required: ['bag_id', 'external_id', 'content_type'],
-      properties: { bag_id: { type: 'string' }, external_id: { type: 'string' }, content_type: { type: 'string' } },
-    },
-    error: { type: 'string', description: 'FAILED only: every problem, joined by blank lines.' },
-    created_at: { type: 'string', format: 'date-time', description: 'ISO 8601 with milliseconds, UTC.' },
-    updated_at: { type: 'string', format: 'date-time', description: 'ISO 8601 with milliseconds, UTC.' },
+// No `required` list, for the same reason as Package.
+const queueItemSchema = Type.Object(
+  {
+    id: Type.Optional(Type.Integer()),
+    status: Type.Optional(queueStatus),
+    request: Type.Optional(Type.String()),
+    package: Type.Optional(Type.String({ description: 'DONE only.' })),
+    error: failedError,
+    errors: Type.Optional(Type.Array(Ref(problemSchema), { description: 'FAILED only.' })),
+    created_at: Type.Optional(date),
+    updated_at: Type.Optional(date),
   },
-} as const;
+  { $id: 'QueueItem', description: 'One completion attempt. Always present: id, status, request, created_at, updated_at.' },
+);
+
+const queueStatusItem = Type.Object({
+  id: Type.Integer(),
+  status: queueStatus,
+  request: Type.String(),
+  package: Type.Object({ bag_id: Type.String(), external_id: Type.String(), content_type: Type.String() }),
+  error: failedError,
+  created_at: Type.String({ format: 'date-time', description: 'ISO 8601 with milliseconds, UTC.' }),
+  updated_at: Type.String({ format: 'date-time', description: 'ISO 8601 with milliseconds, UTC.' }),
+});
 
 const queueStatusSchema = {
   $id: 'QueueStatus',
@@ -122,37 +119,30 @@ const queueStatusSchema = {
   },
 } as const;
 
-export const eventSchema = {
-  $id: 'Event',
-  type: 'object',
-  required: ['id', 'type', 'executor', 'outcome', 'detail', 'date'],
-  properties: {
-    id: { type: 'integer' },
-    type: { type: 'string', enum: ['transfer', 'validation', 'ingestion', 'fixity check', 'replication', 'recovery', 'deletion'] },
-    executor: { type: 'string' },
-    outcome: { type: 'string', enum: ['success', 'failure'] },
-    detail: { type: ['string', 'null'] },
+export const eventSchema = Type.Object(
+  {
+    id: Type.Integer(),
+    type: StringEnum(['transfer', 'validation', 'ingestion', 'fixity check', 'replication', 'recovery', 'deletion']),
+    executor: Type.String(),
+    outcome: StringEnum(['success', 'failure']),
+    detail: Nullable(Type.String()),
     date,
   },
-} as const;
+  { $id: 'Event' },
+);
 
 const auditCommon = {
-  id: { type: 'integer' },
-  user: { type: 'string' },
-  packages: { type: 'integer', description: 'Stored packages when the audit started.' },
-  bytes: { type: 'integer', description: 'Bytes verified so far.' },
-  total_bytes: { type: 'integer' },
-  finished_at: { type: ['string', 'null'], format: 'date-time' },
+  id: Type.Integer(),
+  user: Type.String(),
+  packages: Type.Integer({ description: 'Stored packages when the audit started.' }),
+  bytes: Type.Optional(Type.Integer({ description: 'Bytes verified so far.' })),
+  total_bytes: Type.Optional(Type.Integer()),
+  finished_at: Type.Optional(Nullable(date)),
   created_at: date,
   updated_at: date,
-} as const;
+};
 
-const auditSummarySchema = {
-  $id: 'AuditSummary',
-  type: 'object',
-  required: ['id', 'user', 'successes', 'failures', 'packages', 'created_at', 'updated_at'],
-  properties: { ...auditCommon, successes: { type: 'integer' }, failures: { type: 'integer' } },
-} as const;
+const auditSummarySchema = Type.Object({ ...auditCommon, successes: Type.Integer(), failures: Type.Integer() }, { $id: 'AuditSummary' });
 
 const auditEventSchema = {
   $id: 'AuditEvent',
@@ -164,17 +154,21 @@ const auditEventSchema = {
   },
 } as const;
 
-const auditSchema = {
-  $id: 'Audit',
-  type: 'object',
-  description: 'One audit, with its successes and failures as fixity check events (bag_id and external_id added).',
-  required: ['id', 'user', 'successes', 'failures', 'packages', 'created_at', 'updated_at'],
-  properties: {
+const auditSchema = Type.Object(
+  {
     ...auditCommon,
-    successes: { type: 'array', items: { $ref: 'AuditEvent#' } },
-    failures: { type: 'array', items: { $ref: 'AuditEvent#' } },
+    successes: Type.Array(Type.Unsafe({ $ref: 'AuditEvent#' })),
+    failures: Type.Array(Type.Unsafe({ $ref: 'AuditEvent#' })),
   },
-} as const;
+  { $id: 'Audit', description: 'One audit, with its successes and failures as fixity check events (bag_id and external_id added).' },
+);
+
+export type PackageWire = Static<typeof packageSchema>;
+export type ProblemWire = Static<typeof problemSchema>;
+export type QueueItemWire = Static<typeof queueItemSchema>;
+export type QueueStatusItemWire = Static<typeof queueStatusItem>;
+export type EventWire = Static<typeof eventSchema>;
+export type AuditSummaryWire = Static<typeof auditSummarySchema>;
 
 export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, queueStatusSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
 

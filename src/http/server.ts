@@ -9,7 +9,7 @@ import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
 import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
 import type { HttpContext } from './context.js';
-import { HttpError } from './errors.js';
+import { bodyFields, HttpError, unprocessable } from './errors.js';
 import { registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
@@ -47,7 +47,12 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     trustProxy: ctx.config.http.trustedProxies.length > 0 ? ctx.config.http.trustedProxies : false,
     requestIdHeader: false,
     genReqId: requestIdOf,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: false } },
+    // Every problem of a body at once (422 `fields`, errors.ts), with the schema that failed;
+    // bodies are bounded by bodyLimit, so allErrors costs little.
+    ajv: {
+      customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, verbose: true },
+      onCreate: (ajv) => ajv.addVocabulary(['problem']),
+    },
     routerOptions: { maxParamLength: 2048 },
     ...connectionLimits(ctx.config.http.requestTimeoutMs),
     clientErrorHandler,
@@ -143,6 +148,10 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
       return renderErrorPage(request, reply, status, csrf ? 'The form had expired or did not come from this site; load the page again and retry.' : error.message);
     }
     if ('validation' in error && error.validation !== undefined) {
+      if (error.validationContext === 'body') {
+        const problems = unprocessable(bodyFields(error.validation, request.routeOptions.schema?.body as { properties?: object } | undefined));
+        return reply.code(422).send({ error: problems.message, fields: problems.fields });
+      }
       return reply.code(400).send({ error: `invalid ${error.validationContext ?? 'request'}: ${error.message}` });
     }
     const body: Record<string, unknown> = { error: error.message };

@@ -5,6 +5,9 @@
 import type { FixityState } from '../catalog/fixity.js';
 import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type ReplicaCopy, type StoredProblem } from '../catalog/types.js';
 import type { UploadProgress } from '../ingest/watcher.js';
+import type { AuditSummaryWire, EventWire, PackageWire, ProblemWire, QueueItemWire, QueueStatusItemWire } from './schemas.js';
+
+type ReplicaCopyWire = NonNullable<PackageWire['replicas']>[number];
 
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
@@ -22,8 +25,8 @@ export interface PackageViewOptions {
   upload?: UploadProgress | undefined;
 }
 
-export function packageView(pkg: Package, o: PackageViewOptions): Record<string, unknown> {
-  const view: Record<string, unknown> = {
+export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
+  const view: PackageWire = {
     bag_id: pkg.bagId,
     user: pkg.user,
     content_type: pkg.contentType,
@@ -49,21 +52,21 @@ export function packageView(pkg: Package, o: PackageViewOptions): Record<string,
 }
 
 /** A package's copy on one replica (API.md, Replicas): a copy not yet made is `pending`. */
-function replicaView(name: string, copy: ReplicaCopy | undefined): Record<string, unknown> {
-  const view: Record<string, unknown> = { name, status: copy?.status ?? 'pending', verified_at: copy?.verifiedAt === undefined ? null : rfc3339(copy.verifiedAt) };
+function replicaView(name: string, copy: ReplicaCopy | undefined): ReplicaCopyWire {
+  const view: ReplicaCopyWire = { name, status: copy?.status ?? 'pending', verified_at: copy?.verifiedAt === undefined ? null : rfc3339(copy.verifiedAt) };
   if (copy?.status === 'failed') view.error = copy.error ?? 'failed';
   return view;
 }
 
-function problemView(p: StoredProblem): Record<string, unknown> {
-  const v: Record<string, unknown> = { code: p.code, message: p.message };
+function problemView(p: StoredProblem): ProblemWire {
+  const v: ProblemWire = { code: p.code, message: p.message };
   if (p.path !== undefined) v.path = p.path;
   if (p.severity !== undefined) v.severity = p.severity;
   return v;
 }
 
-export function queueItemView(item: QueueItem): Record<string, unknown> {
-  const view: Record<string, unknown> = { id: item.id, status: item.status, request: `/v1/requests/${item.bagId}` };
+export function queueItemView(item: QueueItem): QueueItemWire {
+  const view: QueueItemWire = { id: item.id, status: item.status, request: `/v1/requests/${item.bagId}` };
   if (item.status === 'DONE') view.package = `/v1/packages/${item.bagId}`;
   if (item.status === 'FAILED') {
     const errors = errorsOf(item.errors ?? []);
@@ -81,24 +84,23 @@ export function errorText(errors: readonly StoredProblem[]): string {
 }
 
 /** An item of `/v1/queue/status`: its package as an object, times with milliseconds (chipmunk's shape). */
-export function queueStatusItemView(item: QueueItem, pkg: Package): Record<string, unknown> {
-  const view: Record<string, unknown> = {
+export function queueStatusItemView(item: QueueItem, pkg: Package): QueueStatusItemWire {
+  return {
     id: item.id,
     status: item.status,
     request: `/v1/requests/${item.bagId}`,
     package: { bag_id: pkg.bagId, external_id: pkg.externalId, content_type: pkg.contentType },
+    ...(item.status === 'FAILED' ? { error: errorText(errorsOf(item.errors ?? [])) } : {}),
+    created_at: new Date(item.createdAt).toISOString(),
+    updated_at: new Date(item.updatedAt).toISOString(),
   };
-  if (item.status === 'FAILED') view.error = errorText(errorsOf(item.errors ?? []));
-  view.created_at = new Date(item.createdAt).toISOString();
-  view.updated_at = new Date(item.updatedAt).toISOString();
-  return view;
 }
 
-export function eventView(e: PreservationEvent): Record<string, unknown> {
+export function eventView(e: PreservationEvent): EventWire {
   return { id: e.id, type: e.type, executor: e.executor, outcome: e.outcome, detail: e.detail, date: rfc3339(e.date) };
 }
 
-export function auditSummaryView(a: Audit): Record<string, unknown> {
+export function auditSummaryView(a: Audit): AuditSummaryWire {
   return {
     id: a.id,
     user: a.user,

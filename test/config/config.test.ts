@@ -123,3 +123,16 @@ t.test('a replica caFile must be a readable PEM file', async (t) => {
   const ok = loadConfig({ PRESERVD_CONFIG: file('good-ca.json', JSON.stringify({ replicas: [{ ...replica, name: 'a', caFile: pem }] })) });
   t.match(ok.replicas, [{ name: 'a', caFile: pem }]);
 });
+
+t.test('a section of the wrong type is named, even with an environment override into it', async (t) => {
+  const err = t.throws(() => loadConfig({ PRESERVD_CONFIG: file('flat.json', { upload: 'rsync', http: null, replicas: [{ name: 'x' }] }), PRESERVD_RSYNC_PORT: '9000' })) as ConfigError;
+  t.same(err.problems, ['http: must be an object', 'upload: must be an object', 'replicas[0].kind: must be "s3" or "dir"']);
+});
+
+t.test('defaults() is what an empty file gives, and is a fresh object each time', async (t) => {
+  const a = defaults();
+  a.contentTypes.audio!.profile = '/changed';
+  a.http.trustedProxies.push('10.0.0.1');
+  t.same(defaults().contentTypes.audio, {});
+  t.same(defaults().http.trustedProxies, []);
+});

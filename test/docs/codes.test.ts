@@ -15,7 +15,7 @@ import { BAG_PROBLEM_CODES } from '../../src/bagit/problems.js';
 import { CHIPMUNK_PROBLEM_CODES } from '../../src/ingest/chipmunk/index.js';
 import { INGEST_PROBLEM_CODES } from '../../src/ingest/problems.js';
 import { REPLICATION_PROBLEM_CODES } from '../../src/replicas/index.js';
-import { defaults } from '../../src/config/config.js';
+import { ConfigSchema } from '../../src/config/schema.js';
 import { eventSchema } from '../../src/http/schemas.js';
 import { repoRoot } from '../helpers/daemon.js';
 
@@ -111,18 +111,32 @@ t.test('every event type is in events.md', async (t) => {
   t.same(sorted(headings), sorted(types));
 });
 
-t.test('every configuration key is in configuration.md', async (t) => {
-  const keys: string[] = [];
-  const walk = (value: unknown, path: string) => {
-    if (typeof value === 'object' && value !== null && !Array.isArray(value) && path !== 'contentTypes') {
-      // An empty object (`download: {}`) has only optional keys, listed below.
-      for (const [k, v] of Object.entries(value)) walk(v, path === '' ? k : `${path}.${k}`);
-    } else keys.push(path);
+t.test('every configuration key is in configuration.md, with its default', async (t) => {
+  // The keys are read from the schema: a section with a default (all of its keys have one or are
+  // optional) is walked into; anything else (`replicas`, `contentTypes`, `download.offload`) is one row.
+  interface Schema {
+    properties?: Record<string, Schema>;
+    default?: unknown;
+  }
+  const keys = new Map<string, Schema>();
+  const walk = (schema: Schema, path: string) => {
+    for (const [k, v] of Object.entries(schema.properties ?? {})) {
+      const key = path === '' ? k : `${path}.${k}`;
+      if (v.properties !== undefined && v.default !== undefined) walk(v, key);
+      else keys.set(key, v);
+    }
   };
-  walk(defaults(), '');
-  // Keys without a default (optional in `Config`).
-  keys.push('upload.rsync.advertisedHost', 'upload.linkTemplate', 'audit.webhookUrl', 'audit.everyDays', 'download.offload');
-  const documented = new Set([...doc('configuration.md').matchAll(/^\| `([^`]+)`/gm)].map((m) => m[1]!));
-  t.same(keys.filter((k) => !documented.has(k)).sort(), [], 'each key has a row');
-  t.same([...documented].filter((k) => !keys.includes(k)).sort(), [], 'each row is a key');
+  walk(ConfigSchema, '');
+  t.ok(keys.size > 40 && keys.has('upload.rsync.port') && keys.has('audit.everyDays'), `${keys.size} keys read from the schema`);
+  const rows = new Map([...doc('configuration.md').matchAll(/^\| `([^`]+)`[^|]*\| ([^|]*) \|/gm)].map((m) => [m[1]!, m[2]!]));
+  const documented = new Set(rows.keys());
+  t.same([...keys.keys()].filter((k) => !documented.has(k)).sort(), [], 'each key has a row');
+  t.same([...documented].filter((k) => !keys.has(k)).sort(), [], 'each row is a key');
+  for (const [key, schema] of keys) {
+    const value = schema.default;
+    // fixity.workers defaults to the number of cores, documented as "cores".
+    if (value === undefined || key === 'fixity.workers' || (typeof value === 'object' && !Array.isArray(value))) continue;
+    const shown = '`' + (typeof value === 'string' ? value : JSON.stringify(value)) + '`';
+    t.ok(rows.get(key)?.startsWith(shown), `${key}: documented default ${rows.get(key)} is ${shown}`);
+  }
 });

@@ -117,6 +117,20 @@ t.test('requests API', async (t) => {
       t.match(res.json.error, /^invalid request: /);
       t.ok(fields.every((field) => res.json.error.includes(`${field} `)), `the sentence names every field: ${res.json.error}`);
     }
+    // The example of docs/errors.md, word for word, and each problem in words.
+    const documented = await d.request('POST', '/v1/requests', { token: alice, json: { bag_id: 'nope', content_type: 'audio' } });
+    t.same(documented.json, { error: 'invalid request: bag_id must be a UUID; external_id is required', fields: { bag_id: ['must be a UUID'], external_id: ['is required'] } });
+    const words = await d.request('POST', '/v1/requests', { token: alice, json: { bag_id: 7, content_type: ' ', external_id: '-a/b', user: false } });
+    t.same(words.json.fields, {
+      bag_id: ['must be a string'],
+      content_type: ['must not be empty'],
+      external_id: ['must not contain control characters or slashes', 'must not begin with "-"'],
+      user: ['must be a string'],
+    });
+    const notAnObject = await d.request('POST', '/v1/requests', { token: alice, json: 'bag' });
+    t.same(notAnObject.json.fields, { body: ['must be an object with bag_id, content_type and external_id'] });
+    const tooLong = await d.request('POST', '/v1/requests', { token: alice, json: { bag_id: randomUUID(), external_id: 'é'.repeat(513), content_type: 'audio' } });
+    t.same(tooLong.json.fields, { external_id: ['must be at most 1024 bytes in UTF-8'] }, '1026 bytes in 513 characters');
     const unknownUser = await d.request('POST', '/v1/requests', { token: carol, json: { bag_id: randomUUID(), external_id: 'u', content_type: 'audio', user: 'nobody' } });
     t.equal(unknownUser.status, 422);
     t.same(Object.keys(unknownUser.json.fields), ['user']);

@@ -2,6 +2,8 @@
  * Requests and packages: create, list, show (also under the deprecated /v1/bags), and complete.
  */
 import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import { Nullable } from '../../json-schema.js';
 import { isUuid } from '../../catalog/keys.js';
 import { newCapability } from '../../ingest/capability.js';
 import { access, caller } from '../auth.js';
@@ -20,59 +22,34 @@ interface ListQuery {
   stored?: string;
 }
 
-const createBody = {
-  type: 'object',
-  required: ['bag_id', 'content_type', 'external_id'],
-  properties: {
-    bag_id: { type: 'string', format: 'uuid' },
-    content_type: { type: 'string' },
-    external_id: { type: 'string', minLength: 1, maxLength: 1024 },
-    user: { type: 'string', description: 'Admins only: the owner of the new request. Ignored for regular users.' },
-  },
-} as const;
+/**
+ * A create body (JSON or a form). Checked by fastify's ajv, every problem at once, answered as
+ * 422 with `fields` (server.ts, errors.ts); `problem` says what a failed pattern means.
+ */
+const CreateBody = Type.Object({
+  bag_id: Type.String({ format: 'uuid', pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$', problem: 'must be a UUID' }),
+  content_type: Type.String({ pattern: '\\S', problem: 'must not be empty' }),
+  external_id: Type.String({
+    description: 'At most 1024 bytes in UTF-8 (it is a catalog key).',
+    allOf: [
+      { pattern: '\\S', problem: 'must not be empty' },
+      // It appears in paths and file names: keep it printable.
+      { pattern: '^[^\\u0000-\\u001f\\u007f/\\\\]*$', problem: 'must not contain control characters or slashes' },
+      // A validator gets it as an argument, where a leading "-" would make it an option.
+      { pattern: '^(?!-)', problem: 'must not begin with "-"' },
+    ],
+  }),
+  user: Type.Optional(Nullable(Type.String(), { description: 'Admins only: the owner of the new request. Ignored for regular users.' })),
+});
+type CreateBody = Static<typeof CreateBody>;
 
-interface CreateFields {
-  bagId: string;
-  contentType: string;
-  externalId: string;
-  user?: string | undefined;
-}
-
-/** Checks a create body field by field; every problem is reported at once (422). */
-function checkCreateBody(body: unknown, contentTypes: string[]): CreateFields {
+/** What the schema cannot check of a create body: the external_id's length in bytes, and the configured content types. */
+function checkCreateBody(body: CreateBody, contentTypes: string[]): void {
   const fields: Record<string, string[]> = {};
-  const add = (f: string, problem: string) => (fields[f] ??= []).push(problem);
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw unprocessable({ body: ['must be an object with bag_id, content_type and external_id'] });
-  const b = body as Record<string, unknown>;
-  const text = (name: string): string | undefined => {
-    const v = b[name];
-    if (v === undefined || v === null) add(name, 'is required');
-    else if (typeof v !== 'string') add(name, 'must be a string');
-    else if (v.trim() === '') add(name, 'must not be empty');
-    else return v;
-    return undefined;
-  };
-  const bagId = text('bag_id');
-  if (bagId !== undefined && !isUuid(bagId)) add('bag_id', 'must be a UUID');
-  const contentType = text('content_type');
-  if (contentType !== undefined && !contentTypes.includes(contentType)) add('content_type', `must be one of ${contentTypes.join(', ')}`);
-  const externalId = text('external_id');
-  if (externalId !== undefined) {
-    // Bytes, not characters: it is a catalog key (LMDB keys are at most ~1,978 bytes).
-    if (Buffer.byteLength(externalId) > 1024) add('external_id', 'must be at most 1024 bytes in UTF-8');
-    // It appears in paths and file names: keep it printable.
-    // eslint-disable-next-line no-control-regex -- control characters are what it refuses
-    if (/[\u0000-\u001f\u007f/\\]/.test(externalId)) add('external_id', 'must not contain control characters or slashes');
-    // A validator gets it as an argument, where a leading "-" would make it an option.
-    if (externalId.startsWith('-')) add('external_id', 'must not begin with "-"');
-  }
-  let user: string | undefined;
-  if (b.user !== undefined && b.user !== null && b.user !== '') {
-    if (typeof b.user !== 'string') add('user', 'must be a string');
-    else user = b.user;
-  }
+  if (!contentTypes.includes(body.content_type)) fields.content_type = [`must be one of ${contentTypes.join(', ')}`];
+  // Bytes, not characters: it is a catalog key (LMDB keys are at most ~1,978 bytes).
+  if (Buffer.byteLength(body.external_id) > 1024) fields.external_id = ['must be at most 1024 bytes in UTF-8'];
   if (Object.keys(fields).length > 0) throw unprocessable(fields);
-  return { bagId: bagId!.toLowerCase(), contentType: contentType!, externalId: externalId!, user };
 }
 
 /** At most this much of shown packages, rendered, is held in memory (kept-shows.ts). */
@@ -117,16 +94,15 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
     );
   }
 
-  app.post<{ Body: unknown }>(
+  app.post<{ Body: CreateBody }>(
     '/v1/requests',
     {
-      attachValidation: true, // the handler reports every bad field as 422 itself
       schema: {
         tags: ['requests'],
         summary: 'Declare a bag to upload',
         // chipmunk-client posts forms; both are parsed to the same fields.
         consumes: ['application/json', 'application/x-www-form-urlencoded'],
-        body: createBody,
+        body: CreateBody,
         response: {
           201: created('Package', 'The new request, with its upload_link.', '/v1/requests/{bag_id}'),
           303: seeOther('A package with this bag_id or external_id exists and the caller may see it; nothing was created.', '/v1/requests/{bag_id} of that package'),
@@ -137,7 +113,13 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
     async (request, reply) => {
       const user = caller(request);
       const rights = access(request);
-      const fields = checkCreateBody(request.body, Object.keys(ctx.config.contentTypes));
+      checkCreateBody(request.body, Object.keys(ctx.config.contentTypes));
+      const fields = {
+        bagId: request.body.bag_id.toLowerCase(),
+        contentType: request.body.content_type,
+        externalId: request.body.external_id,
+        user: request.body.user === '' || request.body.user === null ? undefined : request.body.user,
+      };
       if (!rights.canCreate(fields.contentType))
         throw forbidden(`you may not deposit ${fields.contentType}: ask for the role content_manager on it (preservd grant)`);
       let owner = user.name;
