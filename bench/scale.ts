@@ -42,6 +42,7 @@ import { encodeCursor } from '../src/catalog/scan.js';
 import { SEARCH_BUDGET } from '../src/http/pages/search.js';
 import type { FileRecord } from '../src/catalog/types.js';
 import { newCapability } from '../src/ingest/capability.js';
+import { DataLayout } from '../src/storage/layout.js';
 import { Storage } from '../src/storage/storage.js';
 import { TestDaemon } from '../test/helpers/daemon.js';
 import { Jar, logIn } from '../test/helpers/session.js';
@@ -168,7 +169,7 @@ function syntheticFiles(count: number): FileRecord[] {
 
 async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; seconds: number }> {
   const catalog = Catalog.open(dataDir);
-  const storage = new Storage(dataDir);
+  const storage = new Storage(new DataLayout(dataDir));
   const started = Date.now();
   const twenty = syntheticFiles(20);
   const synthetic = PACKAGES - REAL - 1;

@@ -36,10 +36,9 @@ function daemonBaseUrl(config: Pick<Config, 'http'>): string {
 }
 
 /** The admin token, or a DaemonError saying where it was looked for. */
-function adminToken(config: Pick<Config, 'dataDir'>, env: NodeJS.ProcessEnv): string {
+function adminToken(file: string, env: NodeJS.ProcessEnv): string {
   const fromEnv = env.PRESERVD_TOKEN?.trim();
   if (fromEnv) return fromEnv;
-  const file = new DataLayout(config.dataDir).adminToken;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -62,8 +61,9 @@ export class DaemonClient {
   ) {}
 
   static fromConfig(config: Pick<Config, 'http' | 'dataDir'>, env: NodeJS.ProcessEnv): DaemonClient {
-    const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : new DataLayout(config.dataDir).adminToken;
-    return new DaemonClient(daemonBaseUrl(config), adminToken(config, env), source);
+    const file = new DataLayout(config.dataDir).adminToken;
+    const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : file;
+    return new DaemonClient(daemonBaseUrl(config), adminToken(file, env), source);
   }
 
   get(path: string): Promise<DaemonResponse> {

@@ -9,6 +9,7 @@ import type { Config } from '../config/config.js';
 import { LandingZone } from '../ingest/landing.js';
 import { retireLinks, revokeAndRotate } from '../ingest/rotation.js';
 import { silentLogger } from '../logger.js';
+import { DataLayout } from '../storage/layout.js';
 import { usage, withCatalog, type CommandIO } from './users.js';
 
 const SCOPES = 'a content type or all';
@@ -31,7 +32,7 @@ export async function runRevoke(argv: string[], io: CommandIO, config: Config): 
     io.stdout.write(`revoked ${role} on ${scope} from ${user}\n`);
     if (outcome.rotated.length + outcome.closed.length === 0) return;
     io.stdout.write(`upload links replaced: ${outcome.rotated.length}; closed while their ingest runs: ${outcome.closed.length}\n`);
-    await retireLinks(catalog, new LandingZone(config.dataDir), silentLogger, outcome).catch((err: unknown) => {
+    await retireLinks(catalog, new LandingZone(new DataLayout(config.dataDir)), silentLogger, outcome).catch((err: unknown) => {
       // The revoke and the new links are in the catalog; the running daemon retires the old ones.
       io.stderr.write(`preservd: the old upload links are not all retired yet (${(err as Error).message}); the daemon finishes that\n`);
     });

@@ -12,6 +12,7 @@ import { Catalog } from '../catalog/catalog.js';
 import { defaults, type Config } from '../config/config.js';
 import { Metrics } from '../metrics.js';
 import { uploadLink } from '../ingest/upload-link.js';
+import { DataLayout } from '../storage/layout.js';
 import { Storage } from '../storage/storage.js';
 import type { HttpContext } from './context.js';
 import { buildServer } from './server.js';
@@ -35,7 +36,7 @@ export async function offlineServer(config: Partial<Config> = {}, overrides: Par
   const ctx: HttpContext = {
     config: full,
     catalog,
-    storage: new Storage(dataDir),
+    storage: new Storage(new DataLayout(dataDir)),
     uploadLink: (pkg) => uploadLink(full.upload, pkg),
     openLanding: async () => offline('an upload'),
     uploadProgress: async () => undefined,

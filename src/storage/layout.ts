@@ -5,17 +5,25 @@
  *
  *   catalog/     LMDB environment                                   0700
  *   landing/     one folder per open request; names are secrets      0700
+ *     <capability>/  made per request by `LandingZone.open`         0700
  *   rsyncd/      rsync's configuration, hooks, log, and below:       0700
  *     closed/ active/ transfers/   the gate's and recorder's files  0700
  *   staging/     uploads being validated                            0750
  *   storage/     stored bags, ab/cd/ef/<bag_id>/                    0750
+ *     ab/cd/ef/ and a package's own folders, by `ensureStored`      0750
  *   admin.token  the first admin's token                            0600 (a file)
+ *
+ * One `DataLayout` is built where the data directory is named (`Daemon.start`, a CLI command) and
+ * handed to every part that uses a folder of it; nothing else makes a folder there with a mode
+ * of its own but `LandingZone.open` (with `uploadFolderMode`, below).
  *
  * What lives in each folder and who may change it is for its owner module to say (`Storage`,
  * `LandingZone`, `RsyncDaemon`, `Catalog`); this module only names and creates them.
  */
 import { chmod, mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
+
+const STORED_FOLDER_MODE = 0o750;
 
 export class DataLayout {
   readonly dataDir: string;
@@ -28,6 +36,8 @@ export class DataLayout {
   readonly staging: string;
   readonly storage: string;
   readonly adminToken: string;
+  /** The mode of `landing/<capability>/`: the folder's name is the upload's secret. */
+  readonly uploadFolderMode = 0o700;
 
   constructor(dataDir: string) {
     this.dataDir = resolve(dataDir);
@@ -53,7 +63,7 @@ export class DataLayout {
       [this.active, 0o700],
       [this.transfers, 0o700],
       [this.staging, 0o750],
-      [this.storage, 0o750],
+      [this.storage, STORED_FOLDER_MODE],
     ];
   }
 
@@ -63,5 +73,14 @@ export class DataLayout {
       await mkdir(path, { recursive: true, mode });
       await chmod(path, mode);
     }
+  }
+
+  /**
+   * Creates a folder below `storage/` (a package's `ab/cd/ef/` parents, or a folder inside a
+   * stored package) with the mode of `storage/` itself.
+   */
+  async ensureStored(folder: string): Promise<void> {
+    if (!resolve(folder).startsWith(this.storage + sep)) throw new Error(`${folder} is not below ${this.storage}`);
+    await mkdir(folder, { recursive: true, mode: STORED_FOLDER_MODE });
   }
 }

@@ -9,13 +9,14 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { Catalog } from '../../src/catalog/catalog.js';
 import type { FileRecord } from '../../src/catalog/types.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 
 /** Writes `count` payload files and bagit.txt as a stored package under `dataDir`; returns its bag_id. */
 export async function writeManyFilePackage(dataDir: string, count: number): Promise<string> {
   const bagId = randomUUID();
   const storagePath = Storage.storagePath(bagId);
-  const dir = new Storage(dataDir).packageDir(storagePath);
+  const dir = new Storage(new DataLayout(dataDir)).packageDir(storagePath);
   const files: FileRecord[] = [];
   const add = (path: string, content: string): void => {
     if (path.endsWith('/f0.txt') || !path.includes('/')) mkdirSync(join(dir, path, '..'), { recursive: true });

@@ -18,7 +18,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { EventEmitter } from 'node:events';
-import { chmod, mkdir, readFile, rm, stat } from 'node:fs/promises';
+import { chmod, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { commandLine, groupExists, groupRunning, signalGroup } from '../../process/groups.js';
@@ -26,7 +26,7 @@ import { childEnv, spawnIsolated } from '../../process/spawn.js';
 import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
-import { LandingZone, landingLayout, type LandingLayout } from '../landing.js';
+import type { LandingLayout } from '../landing.js';
 import { installHooks, rsyncdConfig } from './config.js';
 import { rsyncLink } from '../upload-link.js';
 import { fileSize, freeLoopbackPort, logTail, rsyncGreeting } from './probe.js';
@@ -73,7 +73,7 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
     this.module = options.module ?? 'preservd';
     this.binary = options.binary ?? 'rsync';
     this.logger = options.logger ?? silentLogger;
-    this.layout = landingLayout(options.dataDir);
+    this.layout = options.landing.layout;
     this.transfers = new TransferLog(this.layout.transfers, {
       pollMs: options.transferPollMs,
       logger: this.logger,
@@ -134,12 +134,8 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
    */
   async start(): Promise<void> {
     if (this.running) return;
-    const l = this.layout;
-    for (const dir of [l.landing, l.rsyncd, l.closed, l.active, l.transfers]) {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-    }
     await this.endLeftoverDaemon();
-    const live = await new LandingZone(this.options.dataDir).liveTransfers(); // removes the stale records
+    const live = await this.options.landing.liveTransfers(); // removes the stale records
     this.logger.debug({ liveTransfers: live.length }, 'rsync: stale active-transfer records removed');
     this.running = true;
     this.consecutiveFailures = 0;
@@ -367,8 +363,6 @@ export class RsyncDaemon extends EventEmitter<RsyncDaemonEvents> {
   }
 
   private async writeFiles(): Promise<void> {
-    const dir = this.layout.rsyncd;
-    await mkdir(dir, { recursive: true, mode: 0o700 });
     await installHooks(this.layout, this.module);
     await chmod(this.logFile, 0o600).catch(() => undefined); // earlier versions made it 0644
     await writeAtomically(

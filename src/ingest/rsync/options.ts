@@ -1,8 +1,10 @@
 /** How the rsync daemon is set up, and what it tells its listeners. */
 import type { Logger } from '../../logger.js';
+import type { LandingZone } from '../landing.js';
 
 export interface RsyncDaemonOptions {
-  dataDir: string;
+  /** The landing zone rsync writes into; its layout names rsync's own folders too. */
+  landing: LandingZone;
   /** Address rsync listens on. Default `127.0.0.1`. */
   host?: string;
   /** Default 8873. */
