@@ -255,7 +255,7 @@ async function main(): Promise<void> {
   let catalog: Catalog | undefined;
   let pool: FixityPool | undefined;
   try {
-    catalog = Catalog.open(dataDir);
+    catalog = Catalog.open(new DataLayout(dataDir));
     const packages = buildRepository(dataDir, catalog, o);
     const bytes = packages.reduce((n, p) => n + p.files.reduce((m, f) => m + f.size, 0), 0);
     const files = packages.reduce((n, p) => n + p.files.length, 0);

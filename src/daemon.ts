@@ -76,7 +76,7 @@ export class Daemon {
     started.push(async () => targets.forEach((t) => t.close()));
     await checkTargets(targets);
     const storage = new Storage(layout);
-    const catalog = Catalog.open(config.dataDir);
+    const catalog = Catalog.open(layout);
     started.push(() => catalog.close());
     await ensureFirstAdmin(catalog, layout.adminToken, logger);
 

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/config.js';
-import { DataLayout } from '../storage/layout.js';
+import type { DataLayout } from '../storage/layout.js';
 
 /** Why a command could not talk to the daemon; `message` is meant for the operator. */
 export class DaemonError extends Error {
@@ -60,8 +60,8 @@ export class DaemonClient {
     private readonly tokenSource: string,
   ) {}
 
-  static fromConfig(config: Pick<Config, 'http' | 'dataDir'>, env: NodeJS.ProcessEnv): DaemonClient {
-    const file = new DataLayout(config.dataDir).adminToken;
+  static fromConfig(config: Pick<Config, 'http'>, layout: Pick<DataLayout, 'adminToken'>, env: NodeJS.ProcessEnv): DaemonClient {
+    const file = layout.adminToken;
     const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : file;
     return new DaemonClient(daemonBaseUrl(config), adminToken(file, env), source);
   }

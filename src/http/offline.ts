@@ -31,12 +31,13 @@ function offline(what: string): never {
 export async function offlineServer(config: Partial<Config> = {}, overrides: Partial<HttpContext> = {}): Promise<OfflineServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-offline-'));
   const full: Config = { ...defaults(), ...config, dataDir };
-  const catalog = Catalog.open(dataDir);
+  const layout = new DataLayout(dataDir);
+  const catalog = Catalog.open(layout);
   const metrics = new Metrics(catalog);
   const ctx: HttpContext = {
     config: full,
     catalog,
-    storage: new Storage(new DataLayout(dataDir)),
+    storage: new Storage(layout),
     uploadLink: (pkg) => uploadLink(full.upload, pkg),
     openLanding: async () => offline('an upload'),
     uploadProgress: async () => undefined,

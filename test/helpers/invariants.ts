@@ -67,7 +67,7 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
   const violations: Violation[] = [];
   const layout = new DataLayout(dataDir);
   const storage = new Storage(layout);
-  const catalog = Catalog.open(dataDir, { readOnly: true });
+  const catalog = Catalog.open(layout, { readOnly: true });
   try {
     const expectedInStorage = new Set<string>();
     const capabilities = new Set<string>();

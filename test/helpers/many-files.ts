@@ -26,7 +26,7 @@ export async function writeManyFilePackage(dataDir: string, count: number): Prom
   };
   add('bagit.txt', 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
   for (let i = 0; i < count; i++) add(`data/d${Math.floor(i / 1000)}/f${i % 1000}.txt`, `${i}\n`);
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   catalog.packages.create({ bagId, externalId: `many-${count}`, contentType: 'digital', user: 'alice', capability: randomUUID() });
   catalog.packages.putFiles(bagId, files);
   catalog.packages.markStored(bagId, storagePath);
