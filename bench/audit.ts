@@ -35,6 +35,7 @@ import { Catalog } from '../src/catalog/catalog.js';
 import type { FileRecord } from '../src/catalog/types.js';
 import { defaults } from '../src/config/config.js';
 import { FixityPool } from '../src/fixity/index.js';
+import { DataLayout } from '../src/storage/layout.js';
 import { Storage } from '../src/storage/storage.js';
 import { median, range } from './stats.js';
 import { silentLogger } from '../src/logger.js';
@@ -95,7 +96,7 @@ function record(path: string, bytes: Uint8Array): FileRecord {
 
 /** Writes the bags and records them as stored packages, as ingest would leave them. */
 function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPackage[] {
-  const storage = new Storage(dataDir);
+  const storage = new Storage(new DataLayout(dataDir));
   // Content: slices of one random pool at varying offsets (hashing speed does not care).
   const pool = randomFillSync(Buffer.allocUnsafe(64 * MiB));
   let cursor = 0;
@@ -254,7 +255,7 @@ async function main(): Promise<void> {
   let catalog: Catalog | undefined;
   let pool: FixityPool | undefined;
   try {
-    catalog = Catalog.open(dataDir);
+    catalog = Catalog.open(new DataLayout(dataDir));
     const packages = buildRepository(dataDir, catalog, o);
     const bytes = packages.reduce((n, p) => n + p.files.reduce((m, f) => m + f.size, 0), 0);
     const files = packages.reduce((n, p) => n + p.files.length, 0);
@@ -270,7 +271,7 @@ async function main(): Promise<void> {
     const config = defaults();
     config.dataDir = dataDir;
     pool = new FixityPool({ workers: config.fixity.workers, readSize: config.fixity.readSize, maxOpenFiles: config.fixity.maxOpenFiles });
-    const runner = new AuditRunner({ catalog, storage: new Storage(dataDir), hasher: pool, config, logger: silentLogger });
+    const runner = new AuditRunner({ catalog, storage: new Storage(new DataLayout(dataDir)), hasher: pool, config, logger: silentLogger });
     runner.start();
 
     warm(packages);

@@ -42,6 +42,7 @@ import { encodeCursor } from '../src/catalog/scan.js';
 import { SEARCH_BUDGET } from '../src/http/pages/search.js';
 import type { FileRecord } from '../src/catalog/types.js';
 import { newCapability } from '../src/ingest/capability.js';
+import { DataLayout } from '../src/storage/layout.js';
 import { Storage } from '../src/storage/storage.js';
 import { TestDaemon } from '../test/helpers/daemon.js';
 import { Jar, logIn } from '../test/helpers/session.js';
@@ -167,8 +168,8 @@ function syntheticFiles(count: number): FileRecord[] {
 }
 
 async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; seconds: number }> {
-  const catalog = Catalog.open(dataDir);
-  const storage = new Storage(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
+  const storage = new Storage(new DataLayout(dataDir));
   const started = Date.now();
   const twenty = syntheticFiles(20);
   const synthetic = PACKAGES - REAL - 1;
@@ -196,7 +197,7 @@ async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; second
 
 /** The 2,040-file package of a catalog `buildCatalog` left in `dataDir` (`--catalog-dir`), which must hold PACKAGES. */
 async function keptCatalog(dataDir: string): Promise<{ bigBagId: string }> {
-  const catalog = Catalog.open(dataDir, { readOnly: true });
+  const catalog = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   try {
     const big = catalog.packages.find('big');
     const count = catalog.packages.count();
@@ -416,7 +417,7 @@ async function lists(d: TestDaemon): Promise<void> {
 async function withOpenRequests(open: number): Promise<string> {
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-scale-open-'));
   teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   mkdirSync(join(dataDir, 'landing'), { recursive: true, mode: 0o700 });
   for (let from = 0; from < open; from += 5_000) {
     const caps: string[] = [];

@@ -63,8 +63,8 @@ export class Daemon {
     const targets = targetsFor(config.replicas);
     lifecycle.onStop('replica targets', () => targets.forEach((t) => t.close()));
     await checkTargets(targets);
-    const storage = new Storage(config.dataDir);
-    const catalog = Catalog.open(config.dataDir);
+    const storage = new Storage(layout);
+    const catalog = Catalog.open(layout);
     lifecycle.onStop('catalog', () => catalog.close());
     await ensureFirstAdmin(catalog, layout.adminToken, logger);
 
@@ -77,19 +77,19 @@ export class Daemon {
     });
     lifecycle.onStop('fixity pool', () => pool.close());
     metrics.watchPool(pool);
-    const landing = new LandingZone(config.dataDir);
+    const landing = new LandingZone(layout);
     // Before rsync listens: an old link a crash left unretired is refused from the first connection.
     await finishRotations(catalog, landing, logger);
     let rsync: RsyncDaemon | undefined;
     if (config.upload.rsync.enabled) {
       const r = config.upload.rsync;
-      rsync = new RsyncDaemon({ dataDir: config.dataDir, host: r.host, port: r.port, module: r.module, binary: r.binary, maxConnections: r.maxConnections, logger });
+      rsync = new RsyncDaemon({ landing, host: r.host, port: r.port, module: r.module, binary: r.binary, maxConnections: r.maxConnections, logger });
       rsync.onTransfer((t) => recordTransfer(catalog, t));
       await lifecycle.start('rsync daemon', rsync);
       metrics.watchRsync(rsync);
     }
     // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
-    const watcher = new LandingWatcher(storage.landingRoot, {
+    const watcher = new LandingWatcher(layout, {
       logger,
       ...(rsync === undefined ? {} : { transfers: { dir: landing.layout.active, live: async () => (await landing.liveTransfers()).map((t) => t.capability) } }),
     });

@@ -16,6 +16,7 @@ import { GrantStore } from './grants.js';
 import { FixityStore } from './fixity.js';
 import { PackageStore } from './packages.js';
 import { SpaceClaim } from './space.js';
+import type { DataLayout } from '../storage/layout.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
 import { RotationStore } from './rotations.js';
@@ -82,8 +83,8 @@ export class Catalog implements Transactor {
    * Opens (creating if needed) the catalog of a data directory. `readOnly` opens an existing
    * catalog for inspection (checks, tests) without writing anything, not even a migration.
    */
-  static open(dataDir: string, options: { readOnly?: boolean } = {}): Catalog {
-    const path = join(dataDir, 'catalog');
+  static open(layout: Pick<DataLayout, 'catalog'>, options: { readOnly?: boolean } = {}): Catalog {
+    const path = layout.catalog;
     const readOnly = options.readOnly === true;
     if (!readOnly) mkdirSync(path, { recursive: true });
     // No dot in the last path component: lmdb-js would take it for a single-file database.
@@ -236,10 +237,10 @@ export class Catalog implements Transactor {
 
   /**
    * A consistent, compacted copy of the whole catalog as of one read transaction, written to
-   * `<dataDir>/catalog/` of another (new) data directory while this one goes on writing.
+   * the catalog folder of another (new) data directory while this one goes on writing.
    */
-  async backup(dataDir: string): Promise<void> {
-    const path = join(dataDir, 'catalog');
+  async backup(layout: Pick<DataLayout, 'catalog'>): Promise<void> {
+    const path = layout.catalog;
     mkdirSync(path, { recursive: true });
     await this.root.backup(path, true);
   }

@@ -9,6 +9,7 @@
  */
 import { formatBytes } from '../audit/runner.js';
 import type { Config } from '../config/config.js';
+import { DataLayout } from '../storage/layout.js';
 import { DaemonClient, DaemonError } from './daemon-client.js';
 import type { CommandIO } from './users.js';
 
@@ -56,7 +57,7 @@ export async function runAudit(argv: string[], io: AuditCommandIO, config: Confi
   }
   const wait = argv.includes('--wait');
   try {
-    const client = DaemonClient.fromConfig(config, io.env ?? process.env);
+    const client = DaemonClient.fromConfig(config, new DataLayout(config.dataDir), io.env ?? process.env);
     const { audit, created } = await requestAudit(client);
     io.stdout.write(
       created

@@ -10,6 +10,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
+import { DataLayout } from '../storage/layout.js';
 import type { CommandIO } from './users.js';
 
 export async function runBackup(argv: string[], io: CommandIO, config: Config): Promise<number> {
@@ -32,14 +33,15 @@ export async function runBackup(argv: string[], io: CommandIO, config: Config): 
   try {
     mkdirSync(dest, { recursive: true, mode: 0o700 });
     chmodSync(dest, 0o700); // an empty folder made beforehand keeps its own mode otherwise
-    source = Catalog.open(config.dataDir, { readOnly: true });
-    await source.backup(dest);
-    copy = Catalog.open(dest, { readOnly: true });
+    source = Catalog.open(new DataLayout(config.dataDir), { readOnly: true });
+    const copied = new DataLayout(dest);
+    await source.backup(copied);
+    copy = Catalog.open(copied, { readOnly: true });
     const stored = copy.packages.count({ stored: true });
     const all = copy.packages.count();
     const users = copy.users.list().length;
     io.stdout.write(
-      `catalog copied to ${join(dest, 'catalog', 'data.mdb')}: schema ${copy.schemaVersion}, ${all} packages (${stored} stored), ${users} users\n`,
+      `catalog copied to ${join(copied.catalog, 'data.mdb')}: schema ${copy.schemaVersion}, ${all} packages (${stored} stored), ${users} users\n`,
     );
     return 0;
   } catch (err) {

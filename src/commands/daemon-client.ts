@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/config.js';
-import { DataLayout } from '../storage/layout.js';
+import type { DataLayout } from '../storage/layout.js';
 
 /** Why a command could not talk to the daemon; `message` is meant for the operator. */
 export class DaemonError extends Error {
@@ -36,10 +36,9 @@ function daemonBaseUrl(config: Pick<Config, 'http'>): string {
 }
 
 /** The admin token, or a DaemonError saying where it was looked for. */
-function adminToken(config: Pick<Config, 'dataDir'>, env: NodeJS.ProcessEnv): string {
+function adminToken(file: string, env: NodeJS.ProcessEnv): string {
   const fromEnv = env.PRESERVD_TOKEN?.trim();
   if (fromEnv) return fromEnv;
-  const file = new DataLayout(config.dataDir).adminToken;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
@@ -61,9 +60,10 @@ export class DaemonClient {
     private readonly tokenSource: string,
   ) {}
 
-  static fromConfig(config: Pick<Config, 'http' | 'dataDir'>, env: NodeJS.ProcessEnv): DaemonClient {
-    const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : new DataLayout(config.dataDir).adminToken;
-    return new DaemonClient(daemonBaseUrl(config), adminToken(config, env), source);
+  static fromConfig(config: Pick<Config, 'http'>, layout: Pick<DataLayout, 'adminToken'>, env: NodeJS.ProcessEnv): DaemonClient {
+    const file = layout.adminToken;
+    const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : file;
+    return new DaemonClient(daemonBaseUrl(config), adminToken(file, env), source);
   }
 
   get(path: string): Promise<DaemonResponse> {

@@ -11,6 +11,7 @@
 import { formatBytes } from '../audit/runner.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
+import { DataLayout } from '../storage/layout.js';
 import { summarizeReplicas } from '../replicas/index.js';
 import { formatDuration, type AuditCommandIO } from './audit.js';
 
@@ -27,7 +28,7 @@ export async function runReplicas(argv: string[], io: AuditCommandIO, config: Co
   }
   let catalog: Catalog;
   try {
-    catalog = Catalog.open(config.dataDir, { readOnly: true });
+    catalog = Catalog.open(new DataLayout(config.dataDir), { readOnly: true });
   } catch (err) {
     io.stderr.write(`preservd replicas: cannot read the catalog in ${config.dataDir}: ${(err as Error).message}\n`);
     return 2;

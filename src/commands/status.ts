@@ -8,6 +8,7 @@
 import { formatBytes } from '../audit/runner.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
+import { DataLayout } from '../storage/layout.js';
 import { formatClock, formatDuration, isComplete, type AuditCommandIO, type AuditSummary } from './audit.js';
 import { DaemonClient, DaemonError } from './daemon-client.js';
 import { replicaLines } from './replicas.js';
@@ -17,8 +18,9 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
     io.stderr.write(`preservd status: unknown argument ${argv[0]}\nusage: preservd status\n`);
     return 2;
   }
+  const layout = new DataLayout(config.dataDir);
   try {
-    const client = DaemonClient.fromConfig(config, io.env ?? process.env);
+    const client = DaemonClient.fromConfig(config, layout, io.env ?? process.env);
     const [queue, audits] = await Promise.all([client.get('/v1/queue'), client.get('/v1/audits')]);
     const counts = { PENDING: 0, DONE: 0, FAILED: 0 };
     for (const item of Array.isArray(queue.body) ? queue.body : []) {
@@ -30,9 +32,9 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
     const list = Array.isArray(audits.body) ? (audits.body as AuditSummary[]) : [];
     const latest = list.at(-1);
     io.stdout.write(`${latest === undefined ? 'audits: none yet' : describeAudit(latest, Date.now())}\n`);
-    if (config.audit.everyDays !== undefined) io.stdout.write(`${await describeContinuous(config, config.audit.everyDays)}\n`);
+    if (config.audit.everyDays !== undefined) io.stdout.write(`${await describeContinuous(layout, config.audit.everyDays)}\n`);
     if (config.replicas.length > 0) {
-      const catalog = Catalog.open(config.dataDir, { readOnly: true });
+      const catalog = Catalog.open(layout, { readOnly: true });
       try {
         io.stdout.write(replicaLines(catalog, config, Date.now()).lines.join('\n') + '\n');
       } finally {
@@ -53,12 +55,12 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
  * One line about continuous audits, from the catalog itself (read-only, safe while the daemon
  * writes): how many stored packages are overdue, counted in the verification order's index.
  */
-async function describeContinuous(config: Config, everyDays: number): Promise<string> {
+async function describeContinuous(layout: DataLayout, everyDays: number): Promise<string> {
   let catalog: Catalog | undefined;
   try {
     // Loaded here: the command pays for LMDB only when it needs it.
     const { Catalog } = await import('../catalog/catalog.js');
-    catalog = Catalog.open(config.dataDir, { readOnly: true });
+    catalog = Catalog.open(layout, { readOnly: true });
     const overdue = catalog.fixity.countVerifiedBefore(Date.now() - everyDays * 86_400_000);
     const stalest = catalog.fixity.stalest(1)[0];
     const since = stalest === undefined ? '' : `, least recently verified ${new Date(stalest.verifiedAt).toISOString()}`;

@@ -1,6 +1,7 @@
 /** `preservd user add|list` and `preservd token issue|revoke`: straight to the catalog (LMDB is safe across processes). */
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
+import { DataLayout } from '../storage/layout.js';
 
 export interface CommandIO {
   stdout: NodeJS.WritableStream;
@@ -45,11 +46,12 @@ export async function runToken(argv: string[], io: CommandIO, config: Config): P
   return usage(io, 'preservd token issue NAME | preservd token revoke TOKEN_ID');
 }
 
-export async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog) => void | Promise<void>): Promise<number> {
+export async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog, layout: DataLayout) => void | Promise<void>): Promise<number> {
   let catalog: Catalog | undefined;
   try {
-    catalog = Catalog.open(config.dataDir);
-    await fn(catalog);
+    const layout = new DataLayout(config.dataDir);
+    catalog = Catalog.open(layout);
+    await fn(catalog, layout);
     return 0;
   } catch (err) {
     io.stderr.write(`preservd: ${(err as Error).message}\n`);

@@ -12,6 +12,7 @@ import { Catalog } from '../catalog/catalog.js';
 import { defaults, type Config } from '../config/config.js';
 import { Metrics } from '../metrics.js';
 import { uploadLink } from '../ingest/upload-link.js';
+import { DataLayout } from '../storage/layout.js';
 import { Storage } from '../storage/storage.js';
 import type { HttpContext } from './context.js';
 import { buildServer } from './server.js';
@@ -30,12 +31,13 @@ function offline(what: string): never {
 export async function offlineServer(config: Partial<Config> = {}, overrides: Partial<HttpContext> = {}): Promise<OfflineServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-offline-'));
   const full: Config = { ...defaults(), ...config, dataDir };
-  const catalog = Catalog.open(dataDir);
+  const layout = new DataLayout(dataDir);
+  const catalog = Catalog.open(layout);
   const metrics = new Metrics(catalog);
   const ctx: HttpContext = {
     config: full,
     catalog,
-    storage: new Storage(dataDir),
+    storage: new Storage(layout),
     uploadLink: (pkg) => uploadLink(full.upload, pkg),
     openLanding: async () => offline('an upload'),
     uploadProgress: async () => undefined,

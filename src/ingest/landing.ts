@@ -18,15 +18,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { writeAtomically } from '../fs/atomic.js';
 import { isErrno } from '../fs/errors.js';
 import { descendantsOf, processExists, processState, procfsAvailable } from '../process/groups.js';
-import { DataLayout } from '../storage/layout.js';
+import type { DataLayout } from '../storage/layout.js';
 import { assertCapability, isCapability } from './capability.js';
 
 /** The landing zone's and the rsync daemon's folders (see `DataLayout`). */
-export type LandingLayout = Pick<DataLayout, 'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers'>;
-
-export function landingLayout(dataDir: string): LandingLayout {
-  return new DataLayout(dataDir);
-}
+export type LandingLayout = Pick<DataLayout, 'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers' | 'uploadFolderMode'>;
 
 /** A transfer the pre-xfer gate admitted whose rsync process is still running. */
 export interface ActiveTransfer {
@@ -35,11 +31,8 @@ export interface ActiveTransfer {
 }
 
 export class LandingZone {
-  readonly layout: LandingLayout;
-
-  constructor(dataDir: string) {
-    this.layout = landingLayout(dataDir);
-  }
+  /** Its folders, made by `DataLayout.ensure()` before the zone is used. */
+  constructor(readonly layout: LandingLayout) {}
 
   /** The landing folder of a capability. Throws for anything that is not a capability. */
   path(capability: string): string {
@@ -49,9 +42,11 @@ export class LandingZone {
 
   /** Creates the landing folder, so the gate accepts uploads to it. Safe to call again. */
   async open(capability: string): Promise<void> {
-    const dir = this.path(capability);
-    await mkdir(this.layout.landing, { recursive: true, mode: 0o700 });
-    await mkdir(dir, { recursive: true, mode: 0o700 });
+    try {
+      await mkdir(this.path(capability), { mode: this.layout.uploadFolderMode });
+    } catch (err) {
+      if (!isErrno(err, 'EEXIST')) throw err;
+    }
   }
 
   /**
@@ -60,7 +55,6 @@ export class LandingZone {
    */
   async close(capability: string): Promise<void> {
     assertCapability(capability);
-    await mkdir(this.layout.closed, { recursive: true, mode: 0o700 });
     await writeAtomically(join(this.layout.closed, capability), `closed_at=${Date.now()}\n`);
   }
 

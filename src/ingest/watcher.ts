@@ -17,13 +17,14 @@
  * so only ctime says when our disk last changed.
  */
 import { watch, type Dirent, type FSWatcher } from 'node:fs';
-import { lstat, mkdir, readdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertCapability } from './capability.js';
 import { isErrno } from '../fs/errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { ScanCache } from './scan-cache.js';
+import type { DataLayout } from '../storage/layout.js';
 
 /** rsync's temp file for `name` while it is being received: `.name.XXXXXX`. */
 const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;
@@ -182,9 +183,9 @@ export class LandingWatcher {
   private pollAgain = false;
   private started = false;
 
-  /** `landingRoot` is `<dataDir>/landing` (`landingLayout(dataDir).landing`). */
-  constructor(landingRoot: string, options: LandingWatcherOptions = {}) {
-    this.landing = resolve(landingRoot);
+  /** Follows `layout.landing`, made by `DataLayout.ensure()`. */
+  constructor(layout: Pick<DataLayout, 'landing'>, options: LandingWatcherOptions = {}) {
+    this.landing = layout.landing;
     this.logger = options.logger ?? silentLogger;
     this.minScanIntervalMs = options.minScanIntervalMs ?? 1_000;
     this.transfers = options.transfers;
@@ -214,7 +215,6 @@ export class LandingWatcher {
   async start(): Promise<void> {
     if (this.started) return;
     this.started = true;
-    await mkdir(this.landing, { recursive: true, mode: 0o700 });
     const transfers = this.transfers;
     if (transfers === undefined) return;
     try {

@@ -11,13 +11,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { mkdir, open, rename, unlink } from 'node:fs/promises';
+import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
+import type { DataLayout } from '../storage/layout.js';
 import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
 import { objectKey } from './keys.js';
@@ -118,7 +119,7 @@ export class Repairer implements Service {
           continue;
         }
         const source = await this.openSource(from, dir, bagId, file, signal);
-        if (place === PRIMARY) await restorePrimary(dir, file.path, source, expected, signal);
+        if (place === PRIMARY) await restorePrimary(storage.layout, dir, file.path, source, expected, signal);
         else {
           const target = this.opts.targets.find((t) => t.name === place)!;
           await target.write(objectKey(bagId, file.path), source, expected, { replace: true, signal });
@@ -177,10 +178,10 @@ async function primaryMatches(dir: string, file: FileRecord, signal: AbortSignal
 }
 
 /** Writes a primary file from a good copy: temporary name, checked on the way, fsync, rename, folder fsync. */
-async function restorePrimary(dir: string, path: string, source: Readable, expected: ExpectedFile, signal: AbortSignal): Promise<void> {
+async function restorePrimary(layout: DataLayout, dir: string, path: string, source: Readable, expected: ExpectedFile, signal: AbortSignal): Promise<void> {
   const target = Storage.resolveInside(dir, path);
   const folder = dirname(target);
-  await mkdir(folder, { recursive: true, mode: 0o750 });
+  await layout.ensureStored(folder);
   const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
   const handle = await open(temporary, 'wx', 0o640);
   try {

@@ -3,19 +3,26 @@
  * each must have. `ensure()` creates what is missing and corrects the mode of what exists, so an
  * upgrade from a version that made a folder more open than documented closes it again.
  *
- *   catalog/     LMDB environment                                   0700
- *   landing/     one folder per open request; names are secrets      0700
- *   rsyncd/      rsync's configuration, hooks, log, and below:       0700
- *     closed/ active/ transfers/   the gate's and recorder's files  0700
- *   staging/     uploads being validated                            0750
- *   storage/     stored bags, ab/cd/ef/<bag_id>/                    0750
- *   admin.token  the first admin's token                            0600 (a file)
+ *   catalog/           LMDB environment                                    0700
+ *   landing/           one folder per open request; names are secrets      0700
+ *     <capability>/    made per request by `LandingZone.open`              0700
+ *   rsyncd/            rsync's configuration, hooks, log, and below:       0700
+ *     closed/ active/ transfers/   the gate's and recorder's files         0700
+ *   staging/           uploads being validated                             0750
+ *   storage/           stored bags, ab/cd/ef/<bag_id>/                     0750
+ *     ab/cd/ef/        made by `ensureStored` as packages arrive           0750
+ *       <bag_id>/      the upload folder, moved in as it was               0700
+ *   admin.token        the first admin's token                             0600 (a file)
+ *
+ * One `DataLayout` is built where the data directory is named (`Daemon.start`, a CLI command) and
+ * handed to every part that uses a folder of it; nothing else makes a folder there with a mode
+ * of its own but `LandingZone.open` (with `uploadFolderMode`, below).
  *
  * What lives in each folder and who may change it is for its owner module to say (`Storage`,
  * `LandingZone`, `RsyncDaemon`, `Catalog`); this module only names and creates them.
  */
 import { chmod, mkdir } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { join, resolve, sep } from 'node:path';
 
 export class DataLayout {
   readonly dataDir: string;
@@ -28,6 +35,10 @@ export class DataLayout {
   readonly staging: string;
   readonly storage: string;
   readonly adminToken: string;
+  /** The mode of `landing/<capability>/`: the folder's name is the upload's secret. */
+  readonly uploadFolderMode = 0o700;
+  /** The mode of the folders made below `storage/` (`ensureStored`), as of `storage/` itself. */
+  readonly storedFolderMode = 0o750;
 
   constructor(dataDir: string) {
     this.dataDir = resolve(dataDir);
@@ -53,7 +64,7 @@ export class DataLayout {
       [this.active, 0o700],
       [this.transfers, 0o700],
       [this.staging, 0o750],
-      [this.storage, 0o750],
+      [this.storage, this.storedFolderMode],
     ];
   }
 
@@ -63,5 +74,11 @@ export class DataLayout {
       await mkdir(path, { recursive: true, mode });
       await chmod(path, mode);
     }
+  }
+
+  /** Creates a folder below `storage/`: a package's `ab/cd/ef/` parents, or one a repair restores. */
+  async ensureStored(folder: string): Promise<void> {
+    if (!resolve(folder).startsWith(this.storage + sep)) throw new Error(`${folder} is not below ${this.storage}`);
+    await mkdir(folder, { recursive: true, mode: this.storedFolderMode });
   }
 }

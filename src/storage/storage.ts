@@ -4,10 +4,10 @@
  * pass a `FileRecord` path that came from the catalog, and it is checked once more.
  */
 import { statfsSync } from 'node:fs';
-import { mkdir, rename } from 'node:fs/promises';
+import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unsafePathReason } from '../bagit/index.js';
-import { DataLayout } from './layout.js';
+import type { DataLayout } from './layout.js';
 
 /** Free space below which an EIO is taken for a full disk (see `isOutOfSpace`). */
 const NEARLY_FULL_BYTES = 1024 * 1024;
@@ -15,13 +15,10 @@ const NEARLY_FULL_BYTES = 1024 * 1024;
 export class Storage {
   readonly storageRoot: string;
   readonly stagingRoot: string;
-  readonly landingRoot: string;
 
-  constructor(readonly dataDir: string) {
-    const layout = new DataLayout(dataDir);
+  constructor(readonly layout: DataLayout) {
     this.storageRoot = layout.storage;
     this.stagingRoot = layout.staging;
-    this.landingRoot = layout.landing;
   }
 
   /** `ab/cd/ef/<bag_id>`: the first three pairs of the uuid, as chipmunk lays bags out. */
@@ -56,7 +53,7 @@ export class Storage {
    */
   async moveIntoStorage(stagedDir: string, storagePath: string): Promise<string> {
     const target = this.packageDir(storagePath);
-    await mkdir(join(target, '..'), { recursive: true, mode: 0o750 });
+    await this.layout.ensureStored(join(target, '..'));
     await rename(stagedDir, target);
     return target;
   }
@@ -72,7 +69,7 @@ export class Storage {
     if (code === 'ENOSPC' || code === 'EDQUOT' || code === 28 || code === 122) return true;
     if (code !== 'EIO' && code !== 5) return false;
     try {
-      const fs = statfsSync(this.dataDir);
+      const fs = statfsSync(this.layout.dataDir);
       return fs.bavail * fs.bsize < NEARLY_FULL_BYTES;
     } catch {
       return false;

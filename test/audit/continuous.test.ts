@@ -7,6 +7,7 @@
 import t from 'tap';
 import { ContinuousAudit, CONTINUOUS_EXECUTOR } from '../../src/audit/continuous.js';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { auditAll, makeWorld } from './fixtures/world.js';
 
 const DAY = 86_400_000;
@@ -45,7 +46,7 @@ t.test('every package verified within each period, stalest first, a flat share a
   for (let h = 0; h < 15 * 24; h++, now += HOUR) await round();
   await continuous.stop();
   await catalog.close();
-  catalog = Catalog.open(w.dataDir);
+  catalog = Catalog.open(new DataLayout(w.dataDir));
   t.teardown(() => catalog.close());
   continuous = new ContinuousAudit({ catalog, storage: w.storage, hasher: w.pool, config: w.config, logger: w.logger, now: clock });
   for (let h = 0; h < 15 * 24; h++, now += HOUR) await round();
@@ -103,7 +104,7 @@ t.test('the daemon runs them: the overdue package is checked at start, counted b
   const { randomBytes, randomUUID } = await import('node:crypto');
   const { TestDaemon } = await import('../helpers/daemon.js');
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-continuous-'));
-  const seeded = Catalog.open(dataDir);
+  const seeded = Catalog.open(new DataLayout(dataDir));
   const bagId = randomUUID();
   seeded.packages.create({ bagId, externalId: 'old', contentType: 'audio', user: 'admin', capability: randomBytes(16).toString('hex') });
   seeded.packages.putFiles(bagId, [{ path: 'data/a.txt', size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } }]);

@@ -5,11 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Catalog, SCHEMA_VERSION } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { tokenDigest } from '../../src/catalog/users.js';
 
 function openCatalog(t: { teardown(fn: () => unknown): void }): { catalog: Catalog; dir: string } {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-catalog-'));
-  const catalog = Catalog.open(dir);
+  const catalog = Catalog.open(new DataLayout(dir));
   t.teardown(async () => {
     await catalog.close();
     rmSync(dir, { recursive: true, force: true });
@@ -68,7 +69,7 @@ t.test('the auth generation changes with every write to users, tokens and grants
   catalog.packages.create(newPackage());
   t.equal(catalog.authGeneration(), seen.at(-1), 'other writes leave it');
   // Another process (the CLI beside the daemon) sees the same number.
-  const other = Catalog.open(dir, { readOnly: true });
+  const other = Catalog.open(new DataLayout(dir), { readOnly: true });
   t.equal(other.authGeneration(), seen.at(-1));
   await other.close();
 });
@@ -216,7 +217,7 @@ t.test('the schema version is recorded, and a newer catalog is refused', async (
   const meta = raw.openDB({ name: 'meta' });
   await meta.put('schemaVersion', SCHEMA_VERSION + 1);
   await raw.close();
-  t.throws(() => Catalog.open(dir), /newer preservd/);
+  t.throws(() => Catalog.open(new DataLayout(dir)), /newer preservd/);
 });
 
 t.test("a stored package's payload list is kept as the JSON the API sends", async (t) => {

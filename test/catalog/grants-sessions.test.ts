@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { open, type RootDatabase } from 'lmdb';
 import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { SessionStore, SWEEP_BATCH } from '../../src/catalog/sessions.js';
 import { tokenDigest } from '../../src/catalog/users.js';
 
@@ -17,7 +18,7 @@ const TYPES = ['audio', 'video'];
 
 function openCatalog(t: { teardown(fn: () => unknown): void }): Catalog {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-grants-'));
-  const catalog = Catalog.open(dir);
+  const catalog = Catalog.open(new DataLayout(dir));
   t.teardown(async () => {
     await catalog.close();
     rmSync(dir, { recursive: true, force: true });
@@ -199,7 +200,7 @@ t.test('sessions: expired ones are refused and removed; idle ones refused; a log
 t.test('sessions from before the indexes are indexed when the catalog opens', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-sessions-old-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const first = Catalog.open(dir);
+  const first = Catalog.open(new DataLayout(dir));
   first.users.add('alice', false);
   const token = first.users.issueToken('alice');
   const kept = first.sessions.open('alice', token.secret, 60_000);
@@ -210,7 +211,7 @@ t.test('sessions from before the indexes are indexed when the catalog opens', as
   for (const name of ['sessionsByExpiry', 'sessionsByUser']) await raw.openDB({ name }).clearAsync();
   await raw.close();
 
-  const catalog = Catalog.open(dir);
+  const catalog = Catalog.open(new DataLayout(dir));
   t.teardown(() => catalog.close());
   t.equal(catalog.sessions.find(kept.secret)?.userName, 'alice', 'an older session still works');
   t.equal(catalog.sessions.sweep(Date.now(), 100), 1, 'and the expired one is found by the index');

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import t, { type Test } from 'tap';
 import { Catalog, SCHEMA_VERSION } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import type { FileRecord, Package, PreservationEvent, QueueItem } from '../../src/catalog/types.js';
 
 /** Writes a schema-1 catalog as preservd 0.1 did: `n` packages, every other one stored. */
@@ -72,7 +73,7 @@ t.test('a schema-1 catalog gets its indexes, payload lists and verification stat
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   // More than one migration batch (5,000 records).
   const old = await writeOldCatalog(dir, 12_000);
-  const catalog = Catalog.open(dir);
+  const catalog = Catalog.open(new DataLayout(dir));
   t.teardown(() => catalog.close());
   t.equal(catalog.schemaVersion, SCHEMA_VERSION);
   t.equal(SCHEMA_VERSION, 4);
@@ -128,7 +129,7 @@ t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const old = await writeOldCatalog(dir, 6_000);
-  await Catalog.open(dir).close(); // 1 → 4
+  await Catalog.open(new DataLayout(dir)).close(); // 1 → 4
   // Back to what schema 2 had: no FAILED index.
   const root = open({ path: join(dir, 'catalog'), maxDbs: 64, compression: false });
   const failedIndex = root.openDB({ name: 'queueFailed' });
@@ -138,7 +139,7 @@ t.test('a schema-2 catalog gets the index of FAILED queue items', async (t) => {
     meta.putSync('schemaVersion', 2);
   });
   await root.close();
-  const catalog = Catalog.open(dir);
+  const catalog = Catalog.open(new DataLayout(dir));
   t.teardown(() => catalog.close());
   t.equal(catalog.schemaVersion, 4);
   assertQueueCounts(t, catalog, old.queue);
@@ -148,7 +149,7 @@ t.test('a schema-3 catalog gets the owner index of open requests', async (t) => 
   const dir = mkdtempSync(join(tmpdir(), 'preservd-migrate-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const old = await writeOldCatalog(dir, 12_000);
-  await Catalog.open(dir).close(); // 1 → 4
+  await Catalog.open(new DataLayout(dir)).close(); // 1 → 4
   // Back to what schema 3 had: no owner index of open requests.
   const root = open({ path: join(dir, 'catalog'), maxDbs: 64, compression: false });
   const openIndex = root.openDB({ name: 'openPackagesByOwner' });
@@ -158,7 +159,7 @@ t.test('a schema-3 catalog gets the owner index of open requests', async (t) => 
     meta.putSync('schemaVersion', 3);
   });
   await root.close();
-  const catalog = Catalog.open(dir);
+  const catalog = Catalog.open(new DataLayout(dir));
   t.teardown(() => catalog.close());
   t.equal(catalog.schemaVersion, 4);
   const bobs = old.packages.filter((p) => p.user === 'bob' && !p.stored).length;

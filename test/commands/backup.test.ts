@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 
@@ -28,7 +29,7 @@ t.test('a hot backup of the catalog restores a working repository', async (t) =>
   const later = await d.createRequest(alice, { bag_id: '0d7e4c1a-5b1f-4a7e-9c3b-2f6a8e1d4c9b', external_id: 'later' });
   t.equal(later.bag_id, '0d7e4c1a-5b1f-4a7e-9c3b-2f6a8e1d4c9b');
 
-  const copy = Catalog.open(dest, { readOnly: true });
+  const copy = Catalog.open(new DataLayout(dest), { readOnly: true });
   t.ok(copy.packages.get(bagId)?.stored, 'the stored package is in the copy');
   t.same(JSON.parse(copy.packages.payloadListJson(bagId).toString('utf8')).sort(), ['data/a.txt', 'data/b/c.bin'], 'with its files');
   t.equal(copy.packages.get('0d7e4c1a-5b1f-4a7e-9c3b-2f6a8e1d4c9b'), undefined, 'a request made after the copy is not in it');

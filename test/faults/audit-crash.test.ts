@@ -11,6 +11,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { assertInvariants } from '../helpers/invariants.js';
@@ -21,7 +22,7 @@ const config = { audit: { rateLimitMBps: 2, concurrency: 2 } };
 
 /** What the killed daemon left: the audit not finished, counts and events agreeing. */
 async function assertLeftMidway(t: Test, dataDir: string, auditId: number): Promise<void> {
-  const catalog = Catalog.open(dataDir, { readOnly: true });
+  const catalog = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   try {
     const audit = catalog.audits.get(auditId)!;
     const done = audit.successes + audit.failures;

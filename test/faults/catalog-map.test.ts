@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { open } from 'lmdb';
 import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
@@ -28,7 +29,7 @@ function catalogSize(metrics: string): number {
 t.test('one transaction much larger than the map grows it, and every record reads back', async (t) => {
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-map-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   // Same environment in this process: its stats show the map the catalog runs with.
   const env = open({ path: join(dataDir, 'catalog'), readOnly: true });
   const mapSize = () => (env.getStats() as { mapSize: number }).mapSize;
@@ -46,7 +47,7 @@ t.test('one transaction much larger than the map grows it, and every record read
   await catalog.close();
   await env.close();
 
-  const again = Catalog.open(dataDir, { readOnly: true });
+  const again = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   t.teardown(() => again.close());
   const read = again.packages.listFiles(bagId);
   t.equal(read.length, 100_000, 'reopened, every record is there');
@@ -60,7 +61,7 @@ t.test('the daemon grows the map during an ingest while another process has the 
   const before = catalogSize((await d.request('GET', '/metrics', { token: null })).text);
   t.ok(before < INITIAL_MAP, `the catalog starts inside its first map (${before} bytes)`);
   // A reader holding the environment open across the growth (as a CLI process might).
-  const reader = Catalog.open(d.dataDir, { readOnly: true });
+  const reader = Catalog.open(new DataLayout(d.dataDir), { readOnly: true });
   t.teardown(() => reader.close());
   t.equal(reader.packages.count(), 0);
 

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { mountSmallFilesystem, type SmallFilesystem } from '../helpers/small-fs.js';
 
 const mounted = mountSmallFilesystem(16);
@@ -22,7 +23,7 @@ t.test('a catalog on a disk that keeps filling refuses writes cleanly and loses 
   t.teardown(() => fs.unmount());
   const dataDir = join(fs.dir, 'data');
   mkdirSync(dataDir);
-  await Catalog.open(dataDir).close(); // created while there is room
+  await Catalog.open(new DataLayout(dataDir)).close(); // created while there is room
 
   const child = spawnSync(process.execPath, [writer, dataDir, fs.dir, '25', '20261125'], { encoding: 'utf8', timeout: 300_000 });
   t.equal(child.signal, null, `the writer was not killed by a signal (${child.signal}); its stderr ends: ${child.stderr.slice(-2000)}`);
@@ -32,7 +33,7 @@ t.test('a catalog on a disk that keeps filling refuses writes cleanly and loses 
   t.ok(report.refusals['CatalogSpaceError ENOSPC']! > 100, `many writes were refused (${report.refusals['CatalogSpaceError ENOSPC']})`);
   t.ok(report.created > 100, `and many went through (${report.created} packages)`);
 
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   t.teardown(() => catalog.close());
   t.equal(catalog.packages.count(), report.created, 'every package the writer was told it created is there, and no other');
   t.equal(catalog.audits.inProgress(), undefined, 'every audit started was finished');

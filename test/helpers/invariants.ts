@@ -21,7 +21,7 @@ import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
-import { landingLayout } from '../../src/ingest/landing.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 import { filesUnder } from './walk.js';
 
@@ -65,9 +65,9 @@ const listOrEmpty = (dir: string): Promise<string[]> => readdir(dir).catch(() =>
 /** Every broken invariant of the stopped daemon's data directory; [] when all hold. */
 async function findViolations(dataDir: string): Promise<Violation[]> {
   const violations: Violation[] = [];
-  const storage = new Storage(dataDir);
-  const layout = landingLayout(dataDir);
-  const catalog = Catalog.open(dataDir, { readOnly: true });
+  const layout = new DataLayout(dataDir);
+  const storage = new Storage(layout);
+  const catalog = Catalog.open(layout, { readOnly: true });
   try {
     const expectedInStorage = new Set<string>();
     const capabilities = new Set<string>();

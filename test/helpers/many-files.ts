@@ -9,13 +9,14 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { Catalog } from '../../src/catalog/catalog.js';
 import type { FileRecord } from '../../src/catalog/types.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 
 /** Writes `count` payload files and bagit.txt as a stored package under `dataDir`; returns its bag_id. */
 export async function writeManyFilePackage(dataDir: string, count: number): Promise<string> {
   const bagId = randomUUID();
   const storagePath = Storage.storagePath(bagId);
-  const dir = new Storage(dataDir).packageDir(storagePath);
+  const dir = new Storage(new DataLayout(dataDir)).packageDir(storagePath);
   const files: FileRecord[] = [];
   const add = (path: string, content: string): void => {
     if (path.endsWith('/f0.txt') || !path.includes('/')) mkdirSync(join(dir, path, '..'), { recursive: true });
@@ -25,7 +26,7 @@ export async function writeManyFilePackage(dataDir: string, count: number): Prom
   };
   add('bagit.txt', 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
   for (let i = 0; i < count; i++) add(`data/d${Math.floor(i / 1000)}/f${i % 1000}.txt`, `${i}\n`);
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   catalog.packages.create({ bagId, externalId: `many-${count}`, contentType: 'digital', user: 'alice', capability: randomUUID() });
   catalog.packages.putFiles(bagId, files);
   catalog.packages.markStored(bagId, storagePath);

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 import { TestDaemon, type HttpResult } from '../helpers/daemon.js';
 
@@ -28,7 +29,7 @@ interface Seeded {
 
 /** `n` packages, owners and types in turn, every third one stored; oldest first. */
 async function seed(dataDir: string, n: number): Promise<Seeded[]> {
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   const out: Seeded[] = [];
   try {
     for (let start = 0; start < n; start += 2_000) {
@@ -133,7 +134,7 @@ t.test('paging, filters and scopes', async (t) => {
 
   await t.test('events and queue page the same way, within scope', async (t) => {
     // One event per stored package, and one per stored package of alice's more.
-    const catalog = Catalog.open(dataDir);
+    const catalog = Catalog.open(new DataLayout(dataDir));
     const events: Array<{ bagId: string; user: string }> = [];
     catalog.transaction(() => {
       for (const s of seeded.filter((s) => s.stored)) {

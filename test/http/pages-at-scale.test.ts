@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { SEARCH_BUDGET } from '../../src/http/pages/search.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { getPage, Jar, logIn } from '../helpers/session.js';
@@ -32,7 +33,7 @@ interface Seeded {
 
 /** `N` packages, oldest first: one old one named `Needle-Old`, every 250th `batch-<i>`; every 10th deposited (a third of those failed). */
 async function seed(dataDir: string): Promise<Seeded[]> {
-  const catalog = Catalog.open(dataDir);
+  const catalog = Catalog.open(new DataLayout(dataDir));
   const out: Seeded[] = [];
   try {
     for (let start = 0; start < N; start += 4_000) {

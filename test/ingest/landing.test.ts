@@ -11,12 +11,20 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import { exists } from '../../src/fs/exists.js';
 import { assertCapability, isCapability, newCapability } from '../../src/ingest/capability.js';
-import { isRsyncProcess, LandingZone, landingLayout } from '../../src/ingest/landing.js';
+import { isRsyncProcess, LandingZone } from '../../src/ingest/landing.js';
+import { DataLayout } from '../../src/storage/layout.js';
 
 async function tempDataDir(t: { teardown(fn: () => unknown): void }): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'preservd-landing-'));
   t.teardown(() => rm(dir, { recursive: true, force: true }));
   return dir;
+}
+
+/** A landing zone over a data directory made as the daemon makes it (`DataLayout.ensure`). */
+async function zoneIn(dataDir: string): Promise<LandingZone> {
+  const layout = new DataLayout(dataDir);
+  await layout.ensure();
+  return new LandingZone(layout);
 }
 
 t.test('capabilities are 128 random bits as 32 lower-case hex characters', async (t) => {
@@ -32,7 +40,7 @@ t.test('capabilities are 128 random bits as 32 lower-case hex characters', async
 
 t.test('open creates a private landing folder, and is safe to repeat', async (t) => {
   const dataDir = await tempDataDir(t);
-  const zone = new LandingZone(dataDir);
+  const zone = await zoneIn(dataDir);
   const cap = newCapability();
   t.equal(zone.path(cap), join(dataDir, 'landing', cap));
   await zone.open(cap);
@@ -48,15 +56,15 @@ t.test('open creates a private landing folder, and is safe to repeat', async (t)
 
 t.test('close marks the capability closed; reopen clears the mark', async (t) => {
   const dataDir = await tempDataDir(t);
-  const zone = new LandingZone(dataDir);
+  const zone = await zoneIn(dataDir);
   const cap = newCapability();
   // The marker the rsync gate (pre-xfer.sh) looks for.
-  const isClosed = () => exists(join(landingLayout(dataDir).closed, cap));
+  const isClosed = () => exists(join(zone.layout.closed, cap));
   await zone.open(cap);
   t.equal(await isClosed(), false);
   await zone.close(cap);
   t.equal(await isClosed(), true);
-  t.same(await readdir(landingLayout(dataDir).closed), [cap], 'one marker, no temp file left');
+  t.same(await readdir(zone.layout.closed), [cap], 'one marker, no temp file left');
   await zone.close(cap);
   t.equal(await isClosed(), true, 'closing twice is fine');
   await zone.reopen(cap);
@@ -85,7 +93,7 @@ async function runningRsync(t: { teardown(fn: () => unknown): void }, dir: strin
 
 t.test('activeTransfers counts live rsync transfers and cleans up stale records', async (t) => {
   const dataDir = await tempDataDir(t);
-  const zone = new LandingZone(dataDir);
+  const zone = await zoneIn(dataDir);
   const { active } = zone.layout;
   await mkdir(active, { recursive: true });
   const cap = newCapability();
@@ -119,5 +127,5 @@ t.test('activeTransfers counts live rsync transfers and cleans up stale records'
 
 t.test('activeTransfers is 0 when nothing was ever recorded', async (t) => {
   const dataDir = await tempDataDir(t);
-  t.equal(await new LandingZone(dataDir).activeTransfers(newCapability()), 0);
+  t.equal(await new LandingZone(new DataLayout(dataDir)).activeTransfers(newCapability()), 0);
 });

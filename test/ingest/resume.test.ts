@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import t, { type Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { assertInvariants } from '../helpers/invariants.js';
@@ -75,15 +76,15 @@ async function crashMidFile(t: Test) {
   t.ok(await first.exitsWithin(60_000), 'the daemon died after the second checkpoint');
   await first.kill9(); // its rsync child too
 
-  const catalog = Catalog.open(dataDir, { readOnly: true });
+  const catalog = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   t.same([...catalog.checkpoints.list()].map((c) => [c.bagId, c.path]), [[bagId, 'data/big.bin']], 'the checkpoint is in the catalog');
   await catalog.close();
-  return { dataDir, token, bagId, bagDir, queueId: complete.json.id as number, stagedBig: join(new Storage(dataDir).stagingDir(bagId), 'data/big.bin') };
+  return { dataDir, token, bagId, bagDir, queueId: complete.json.id as number, stagedBig: join(new Storage(new DataLayout(dataDir)).stagingDir(bagId), 'data/big.bin') };
 }
 
 /** Every file's size, CRC-32, md5 and sha256 as recorded, against node:crypto over the bag. */
 async function assertRecordedDigests(t: Test, dataDir: string, bagId: string, bagDir: string): Promise<void> {
-  const catalog = Catalog.open(dataDir, { readOnly: true });
+  const catalog = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   try {
     const recorded = new Map(catalog.packages.listFiles(bagId).map((f) => [f.path, f]));
     t.same([...recorded.keys()].sort(), filesUnder(bagDir, { regularOnly: true }), 'every file recorded');

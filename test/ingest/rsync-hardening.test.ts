@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { newCapability } from '../../src/ingest/capability.js';
-import { LandingZone, landingLayout } from '../../src/ingest/landing.js';
+import { LandingZone } from '../../src/ingest/landing.js';
+import { DataLayout } from '../../src/storage/layout.js';
 import { HOOK_SOURCES, hookCommands, RsyncDaemon } from '../../src/ingest/rsync/index.js';
 
 async function freePort(): Promise<number> {
@@ -39,13 +40,15 @@ const asRoot = process.getuid?.() === 0;
 
 t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign owner', { skip: !asRoot && 'needs root' }, async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-harden-'));
-  const daemon = new RsyncDaemon({ dataDir: join(root, 'var'), port: await freePort(), stopTimeoutMs: 100 });
+  const layout = new DataLayout(join(root, 'var'));
+  await layout.ensure();
+  const landing = new LandingZone(layout);
+  const daemon = new RsyncDaemon({ landing, port: await freePort(), stopTimeoutMs: 100 });
   t.teardown(async () => {
     await daemon.stop();
     await rm(root, { recursive: true, force: true });
   });
   await daemon.start();
-  const landing = new LandingZone(join(root, 'var'));
 
   const src = join(root, 'src');
   await mkdir(join(src, 'data'), { recursive: true });
@@ -81,13 +84,15 @@ t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign o
 
 t.test('--mkpath folders are private, and the log keeps no capability and is 0600', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-harden-'));
-  const daemon = new RsyncDaemon({ dataDir: join(root, 'var'), port: await freePort(), stopTimeoutMs: 100 });
+  const layout = new DataLayout(join(root, 'var'));
+  await layout.ensure();
+  const landing = new LandingZone(layout);
+  const daemon = new RsyncDaemon({ landing, port: await freePort(), stopTimeoutMs: 100 });
   t.teardown(async () => {
     await daemon.stop();
     await rm(root, { recursive: true, force: true });
   });
   await daemon.start();
-  const landing = new LandingZone(join(root, 'var'));
   const cap = newCapability();
   await landing.open(cap);
   const file = join(root, 'one.txt');
@@ -109,7 +114,7 @@ t.test('the gate takes an upload slot after the capability check, and says when 
     for (const s of sleepers) s.kill('SIGKILL');
     await rm(root, { recursive: true, force: true });
   });
-  const layout = landingLayout(join(root, 'data'));
+  const layout = new DataLayout(join(root, 'data'));
   for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers]) await mkdir(dir, { recursive: true });
   const cap = newCapability();
   await mkdir(join(layout.landing, cap));

@@ -22,10 +22,17 @@ import {
   shellQuote,
   type Transfer,
 } from '../../src/ingest/rsync/index.js';
-import { landingLayout } from '../../src/ingest/landing.js';
+import { DataLayout } from '../../src/storage/layout.js';
 
 /** The chipmunk client's exact upload command line (minus source and link). */
 const CHIPMUNK_FLAGS = ['-rtvzP', '--delete', '--no-group', '--no-perms', '--chmod=ugo=rwX'];
+
+/** The landing zone of a data directory made as the daemon makes it (`DataLayout.ensure`). */
+async function landingIn(dataDir: string): Promise<LandingZone> {
+  const layout = new DataLayout(dataDir);
+  await layout.ensure();
+  return new LandingZone(layout);
+}
 
 async function freePort(): Promise<number> {
   const server = net.createServer();
@@ -108,8 +115,9 @@ async function startFixture(t: Test, options: { transferPollMs?: number; stopTim
   const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
   const dataDir = join(root, 'var');
   const port = await freePort();
+  const landing = await landingIn(dataDir);
   const daemon = new RsyncDaemon({
-    dataDir,
+    landing,
     port,
     transferPollMs: options.transferPollMs ?? 200,
     stopTimeoutMs: options.stopTimeoutMs ?? 100,
@@ -123,7 +131,7 @@ async function startFixture(t: Test, options: { transferPollMs?: number; stopTim
   daemon.onTransfer((tr) => {
     transfers.push(tr);
   });
-  return { root, dataDir, daemon, landing: new LandingZone(dataDir), port, source: await makeSource(root), transfers };
+  return { root, dataDir, daemon, landing, port, source: await makeSource(root), transfers };
 }
 
 t.test('the chipmunk client uploads a bag into its landing folder, and a transfer record arrives', async (t) => {
@@ -288,21 +296,21 @@ t.test('stop() ends rsync and the transfers it serves', async (t) => {
 t.test('start() explains how to install a missing rsync', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
   t.teardown(() => rm(root, { recursive: true, force: true }));
-  const daemon = new RsyncDaemon({ dataDir: root, port: await freePort(), binary: join(root, 'no-such-rsync') });
+  const daemon = new RsyncDaemon({ landing: await landingIn(root), port: await freePort(), binary: join(root, 'no-such-rsync') });
   await t.rejects(daemon.start(), /apt-get install rsync/);
   await daemon.stop();
 });
 
 t.test('start() fails when the port is taken', async (t) => {
   const f = await startFixture(t);
-  const other = new RsyncDaemon({ dataDir: join(f.root, 'other'), port: f.port });
+  const other = new RsyncDaemon({ landing: await landingIn(join(f.root, 'other')), port: f.port });
   t.teardown(() => other.stop());
   // The listener on the port fails (rsync itself listens on a free loopback port).
   await t.rejects(other.start(), /rsync port 127\.0\.0\.1:\d+ is already in use/);
 });
 
 t.test('configuration and record formats', async (t) => {
-  const layout = landingLayout('/srv/preservd');
+  const layout = new DataLayout('/srv/preservd');
   const conf = rsyncdConfig({ layout, module: 'preservd', maxConnections: 20, timeoutSeconds: 600 });
   for (const line of [
     'path = /srv/preservd/landing',
@@ -334,11 +342,11 @@ t.test('configuration and record formats', async (t) => {
   t.equal(parseTransferRecord('capability=nope\nexit_status=0\nended_at=1\n'), undefined);
   t.equal(parseTransferRecord(`capability=${cap}\nexit_status=\nended_at=1\n`), undefined);
 
-  const daemon = new RsyncDaemon({ dataDir: '/srv/preservd', port: 8873 });
+  const daemon = new RsyncDaemon({ landing: new LandingZone(layout), port: 8873 });
   t.equal(daemon.uploadLink(cap, 'uploads.example.org'), `rsync://uploads.example.org:8873/preservd/${cap}/`);
   t.equal(daemon.uploadLink(cap, '::1'), `rsync://[::1]:8873/preservd/${cap}/`);
   t.throws(() => daemon.uploadLink('../etc'), /not an upload capability/);
-  t.throws(() => new RsyncDaemon({ dataDir: '/srv/100%', port: 8873 }), /must not contain/);
+  t.throws(() => new RsyncDaemon({ landing: new LandingZone(new DataLayout('/srv/100%')), port: 8873 }), /must not contain/);
 });
 
 t.test('a listener that fails gets the record again; records survive a restart of preservd', async (t) => {
@@ -360,7 +368,7 @@ t.test('a listener that fails gets the record again; records survive a restart o
   // A new daemon over the same data dir (preservd restarted) delivers it again.
   await f.daemon.stop();
   fail = false;
-  const second = new RsyncDaemon({ dataDir: f.dataDir, port: await freePort(), transferPollMs: 100 });
+  const second = new RsyncDaemon({ landing: f.landing, port: await freePort(), transferPollMs: 100 });
   t.teardown(() => second.stop());
   const delivered: Transfer[] = [];
   second.onTransfer((tr) => {
@@ -375,7 +383,7 @@ t.test('a listener that fails gets the record again; records survive a restart o
 t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-gate-'));
   t.teardown(() => rm(root, { recursive: true, force: true }));
-  const layout = landingLayout(join(root, "it's data")); // a quote in the path must not break them
+  const layout = new DataLayout(join(root, "it's data")); // a quote in the path must not break them
   for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers]) await mkdir(dir, { recursive: true });
   // The scripts as shipped, with the arguments rsyncd.conf gives them.
   const hooks = hookCommands(layout, 'preservd');
@@ -454,7 +462,11 @@ t.test('rsync does not outlive a preservd killed outright, and a leftover one is
   const moduleUrl = new URL('../../src/ingest/rsync/index.js', import.meta.url).href;
   const script = `
     const { RsyncDaemon } = await import(${JSON.stringify(moduleUrl)});
-    const d = new RsyncDaemon({ dataDir: ${JSON.stringify(dataDir)}, port: ${port} });
+    const { LandingZone } = await import(${JSON.stringify(new URL('../../src/ingest/landing.js', import.meta.url).href)});
+    const { DataLayout } = await import(${JSON.stringify(new URL('../../src/storage/layout.js', import.meta.url).href)});
+    const layout = new DataLayout(${JSON.stringify(dataDir)});
+    await layout.ensure();
+    const d = new RsyncDaemon({ landing: new LandingZone(layout), port: ${port} });
     await d.start();
     console.log('started');
     setInterval(() => {}, 1000);`;
@@ -504,7 +516,7 @@ t.test('rsync does not outlive a preservd killed outright, and a leftover one is
   strays.push(bystander.pid!);
   await waitFor('both strays to run', async () => (await isAlive(escaped.pid!)) && (await isAlive(bystander.pid!)));
 
-  const daemon = new RsyncDaemon({ dataDir, port, stopTimeoutMs: 100 });
+  const daemon = new RsyncDaemon({ landing: await landingIn(dataDir), port, stopTimeoutMs: 100 });
   t.teardown(() => daemon.stop());
   await daemon.start();
   t.notOk(await isAlive(escaped.pid!), 'the leftover rsync was ended');

@@ -12,6 +12,7 @@ import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { newCapability } from '../../src/ingest/capability.js';
 import { isRsyncTempFile, LandingWatcher, scanUpload, type UploadProgress } from '../../src/ingest/watcher.js';
+import { DataLayout } from '../../src/storage/layout.js';
 
 const run = promisify(execFile);
 
@@ -21,8 +22,8 @@ async function tempRoot(t: Test): Promise<string> {
   return dir;
 }
 
-async function startWatcher(t: Test, landing: string): Promise<LandingWatcher> {
-  const watcher = new LandingWatcher(landing, { minScanIntervalMs: 200 });
+async function startWatcher(t: Test, layout: DataLayout): Promise<LandingWatcher> {
+  const watcher = new LandingWatcher(layout, { minScanIntervalMs: 200 });
   t.teardown(() => watcher.stop());
   await watcher.start();
   return watcher;
@@ -72,7 +73,8 @@ t.test('scanUpload counts files, bytes, folders and temp files without following
 
 t.test('progress counts a cp -r burst of 300 files exactly', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const cap = newCapability();
   await mkdir(join(landing, cap), { recursive: true });
   const source = join(root, 'source');
@@ -85,7 +87,7 @@ t.test('progress counts a cp -r burst of 300 files exactly', async (t) => {
       await writeFile(join(source, 'data', `dir${d}`, `f${f}.bin`), Buffer.alloc(size, f));
     }
   }
-  const watcher = await startWatcher(t, landing);
+  const watcher = await startWatcher(t, layout);
   t.match(await watcher.progress(cap), { files: 0, bytes: 0, tempFiles: 0 }, 'empty at first');
 
   await run('cp', ['-r', `${source}/.`, join(landing, cap)]);
@@ -98,12 +100,13 @@ t.test('progress counts a cp -r burst of 300 files exactly', async (t) => {
 
 t.test('uploads in the landing zone are counted when asked; no folder, no progress', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const cap = newCapability();
   await mkdir(join(landing, cap, 'data'), { recursive: true });
   await writeFile(join(landing, cap, 'data', 'a'), 'abc');
   await mkdir(join(landing, 'not-a-capability'));
-  const watcher = await startWatcher(t, landing);
+  const watcher = await startWatcher(t, layout);
   t.match(await watcher.progress(cap), { files: 1, bytes: 3, tempFiles: 0 });
   t.equal(await watcher.progress(newCapability()), undefined, 'no folder, no progress');
 
@@ -118,10 +121,11 @@ t.test('uploads in the landing zone are counted when asked; no folder, no progre
 
 t.test('waitForQuiet waits while files keep being written, then resolves', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const cap = newCapability();
   await mkdir(join(landing, cap), { recursive: true });
-  const watcher = await startWatcher(t, landing);
+  const watcher = await startWatcher(t, layout);
 
   // The invariant, whatever the machine's load: it resolves only after quietMs without a write.
   // (On a loaded machine the writer itself may pause longer than quietMs; that is quiet too.)
@@ -150,11 +154,12 @@ t.test('waitForQuiet waits while files keep being written, then resolves', async
 
 t.test('waitForQuiet waits for active transfers and temp files', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const cap = newCapability();
   await mkdir(join(landing, cap, 'data'), { recursive: true });
   await writeFile(join(landing, cap, 'data', '.a.bin.Xy12Zw'), 'partial');
-  const watcher = new LandingWatcher(landing); // not started: waitForQuiet scans on its own
+  const watcher = new LandingWatcher(layout); // not started: waitForQuiet scans on its own
 
   let active = 1;
   const started = Date.now();
@@ -174,11 +179,12 @@ t.test('waitForQuiet waits for active transfers and temp files', async (t) => {
 
 t.test('a temp-looking file that never changes does not block forever', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const cap = newCapability();
   await mkdir(join(landing, cap), { recursive: true });
   await writeFile(join(landing, cap, '.notes.backup'), 'a real file with an unlucky name');
-  const watcher = new LandingWatcher(landing);
+  const watcher = new LandingWatcher(layout);
   const started = Date.now();
   await watcher.waitForQuiet(cap, { quietMs: 50, pollMs: 25, tempFileTimeoutMs: 300, activeTransfers: async () => 0 });
   t.ok(Date.now() - started >= 250, 'it waited for the temp-file timeout');
@@ -186,10 +192,11 @@ t.test('a temp-looking file that never changes does not block forever', async (t
 
 t.test('waitForQuiet stops on abort and returns at once for a missing folder', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const cap = newCapability();
   await mkdir(join(landing, cap), { recursive: true });
-  const watcher = new LandingWatcher(landing);
+  const watcher = new LandingWatcher(layout);
   const controller = new AbortController();
   const waiting = watcher.waitForQuiet(cap, {
     quietMs: 60_000,
@@ -207,14 +214,15 @@ t.test('waitForQuiet stops on abort and returns at once for a missing folder', a
 
 t.test('only uploads the rsync daemon is receiving are followed, and only while it does', async (t) => {
   const root = await tempRoot(t);
-  const landing = join(root, 'landing');
+  const layout = new DataLayout(root);
+  const { landing } = layout;
   const active = join(root, 'active');
   await mkdir(active, { recursive: true });
   // A thousand open requests, one of them receiving data.
   const caps = Array.from({ length: 1000 }, () => newCapability());
   for (const cap of caps) await mkdir(join(landing, cap), { recursive: true });
   let live: string[] = [];
-  const watcher = new LandingWatcher(landing, { minScanIntervalMs: 50, transfers: { dir: active, live: async () => live, pollMs: 50 } });
+  const watcher = new LandingWatcher(layout, { minScanIntervalMs: 50, transfers: { dir: active, live: async () => live, pollMs: 50 } });
   t.teardown(() => watcher.stop());
   await watcher.start();
   t.same(watcher.following(), [], 'no transfer: nothing followed, however many open requests');

@@ -18,7 +18,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import { chmod, readdir, rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -27,7 +27,7 @@ import { childEnv, spawnIsolated } from '../../process/spawn.js';
 import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
-import { LandingZone, landingLayout, type LandingLayout } from '../landing.js';
+import type { LandingLayout } from '../landing.js';
 import { installHooks, rsyncdConfig } from './config.js';
 import { rsyncLink } from '../upload-link.js';
 import { fileSize, logTail, rsyncGreeting } from './probe.js';
@@ -60,7 +60,7 @@ export class RsyncDaemon {
     this.module = options.module ?? 'preservd';
     this.binary = options.binary ?? 'rsync';
     this.logger = options.logger ?? silentLogger;
-    this.layout = landingLayout(options.dataDir);
+    this.layout = options.landing.layout;
     this.transfers = new TransferLog(this.layout.transfers, {
       pollMs: options.transferPollMs,
       logger: this.logger,
@@ -126,12 +126,9 @@ export class RsyncDaemon {
   async start(): Promise<void> {
     if (this.running) return;
     const l = this.layout;
-    for (const dir of [l.landing, l.rsyncd, l.closed, l.active, l.transfers]) {
-      await mkdir(dir, { recursive: true, mode: 0o700 });
-    }
     await this.endLeftoverRsyncs();
     await rm(join(l.rsyncd, 'daemon.pid'), { force: true }); // the long-lived rsync's, before issue 23
-    const live = await new LandingZone(this.options.dataDir).liveTransfers(); // removes the stale records
+    const live = await this.options.landing.liveTransfers(); // removes the stale records
     this.logger.debug({ liveTransfers: live.length }, 'rsync: stale active-transfer records removed');
     await this.writeFiles();
     this.running = true;
@@ -264,8 +261,6 @@ export class RsyncDaemon {
   }
 
   private async writeFiles(): Promise<void> {
-    const dir = this.layout.rsyncd;
-    await mkdir(dir, { recursive: true, mode: 0o700 });
     await installHooks(this.layout, this.module);
     await chmod(this.logFile, 0o600).catch(() => undefined); // earlier versions made it 0644
     await writeAtomically(

@@ -1,8 +1,10 @@
 /** How the rsync side is set up. */
 import type { Logger } from '../../logger.js';
+import type { LandingZone } from '../landing.js';
 
 export interface RsyncDaemonOptions {
-  dataDir: string;
+  /** The landing zone rsync writes into; its layout names rsync's own folders too. */
+  landing: LandingZone;
   /** Address the rsync port listens on. Default `127.0.0.1`. */
   host?: string;
   /** Default 8873. */
