@@ -38,6 +38,34 @@ export function registeredRoutes(app: FastifyInstance): RouteEntry[] {
   return [...(routeTables.get(app) ?? [])];
 }
 
+/** The OpenAPI document's frame; the routes' schemas fill it in. */
+const OPENAPI: Parameters<typeof swagger>[1] = {
+  openapi: {
+    openapi: '3.1.0',
+    info: { title: 'preservd', version: API_VERSION, description: 'A digital-preservation repository: the v1 API.' },
+    components: {
+      securitySchemes: {
+        bearer: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'A token from `preservd user add` or `preservd token issue`. chipmunk-client’s `Token token=<token>` is accepted too.',
+        },
+      },
+    },
+    security: [{ bearer: [] }],
+    tags: [
+      { name: 'requests', description: 'Requests and packages (one object, two names); /v1/bags is the deprecated name.' },
+      { name: 'queue', description: 'Ingest attempts started by complete.' },
+      { name: 'downloads', description: 'Stored packages, file by file or as one zip.' },
+      { name: 'events', description: 'PREMIS events of packages.' },
+      { name: 'audits', description: 'Fixity audits of the whole repository (administrators only).' },
+      { name: 'replicas', description: 'Repair of a package from its copies on replicas (administrators only).' },
+      { name: 'meta', description: 'This document and the metrics.' },
+    ],
+  },
+  refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+};
+
 export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger): Promise<FastifyInstance> {
   const app = Fastify({
     // Request lines name the route template and never carry a credential (request-log.ts).
@@ -82,32 +110,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(formbody, { bodyLimit: ctx.config.http.bodyLimit });
 
   for (const schema of sharedSchemas) app.addSchema(schema);
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: { title: 'preservd', version: API_VERSION, description: 'A digital-preservation repository: the v1 API.' },
-      components: {
-        securitySchemes: {
-          bearer: {
-            type: 'http',
-            scheme: 'bearer',
-            description: 'A token from `preservd user add` or `preservd token issue`. chipmunk-client’s `Token token=<token>` is accepted too.',
-          },
-        },
-      },
-      security: [{ bearer: [] }],
-      tags: [
-        { name: 'requests', description: 'Requests and packages (one object, two names); /v1/bags is the deprecated name.' },
-        { name: 'queue', description: 'Ingest attempts started by complete.' },
-        { name: 'downloads', description: 'Stored packages, file by file or as one zip.' },
-        { name: 'events', description: 'PREMIS events of packages.' },
-        { name: 'audits', description: 'Fixity audits of the whole repository (administrators only).' },
-        { name: 'replicas', description: 'Repair of a package from its copies on replicas (administrators only).' },
-        { name: 'meta', description: 'This document and the metrics.' },
-      ],
-    },
-    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
-  });
+  await app.register(swagger, OPENAPI);
 
   // Cookies (and CSRF, views) before authentication: the session cookie is one of its inputs.
   await registerSite(app, ctx);
@@ -128,77 +131,9 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     });
   }
 
-  app.setErrorHandler((error: FastifyError | HttpError, request, reply) => {
-    if (error instanceof Unauthorized) reply.header('www-authenticate', WWW_AUTHENTICATE);
-    if (error instanceof TooManyFailures) reply.header('retry-after', String(error.retryAfterSeconds));
-    if (ctx.storage.isOutOfSpace(error)) {
-      // A full disk: the catalog (or a landing folder) could not be written; the client may retry.
-      request.log.error({ err: error }, 'request failed: the disk is full');
-      return reply.code(507).send({ error: 'the repository is out of disk space; try again later' });
-    }
-    const status = error.statusCode ?? 500;
-    if (status >= 500) {
-      request.log.error({ err: error }, 'request failed');
-      const message = 'internal error; the operator can find it in the log by request id ' + request.id;
-      if (wantsPage(request)) return renderErrorPage(request, reply, 500, message);
-      return reply.code(500).send({ error: message });
-    }
-    if (wantsPage(request)) {
-      const csrf = (error as FastifyError).code?.startsWith('FST_CSRF_') === true;
-      return renderErrorPage(request, reply, status, csrf ? 'The form had expired or did not come from this site; load the page again and retry.' : error.message);
-    }
-    if ('validation' in error && error.validation !== undefined) {
-      if (error.validationContext === 'body') {
-        const problems = unprocessable(bodyFields(error.validation, request.routeOptions.schema?.body as { properties?: object } | undefined));
-        return reply.code(422).send({ error: problems.message, fields: problems.fields });
-      }
-      return reply.code(400).send({ error: `invalid ${error.validationContext ?? 'request'}: ${error.message}` });
-    }
-    const body: Record<string, unknown> = { error: error.message };
-    if (error instanceof HttpError && error.fields !== undefined) body.fields = error.fields;
-    return reply.code(status).send(body);
-  });
+  app.setErrorHandler(errorHandler(ctx));
 
-  app.get(
-    '/v1/openapi.json',
-    {
-      config: { public: true },
-      schema: {
-        tags: ['meta'],
-        summary: 'This document: the OpenAPI 3.1 description of the v1 API',
-        security: [],
-        response: { 200: { description: 'The OpenAPI document.', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } } },
-      },
-    },
-    async () => app.swagger(),
-  );
-  if (ctx.metrics !== undefined && ctx.config.metrics.access !== 'off') {
-    const metrics = ctx.metrics;
-    const access = ctx.config.metrics.access;
-    const schema: FastifySchema = {
-      tags: ['meta'],
-      summary: 'Prometheus metrics (text exposition format)',
-      description:
-        access === 'loopback'
-          ? 'Served without credentials, to loopback clients only (metrics.access = "loopback").'
-          : 'Administrators only (metrics.access = "admin").',
-      // Loopback mode needs no token; admin mode takes the API's bearer token.
-      ...(access === 'loopback' ? { security: [] } : {}),
-      response: {
-        200: { description: 'Every metric, in the Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } },
-        ...errors(...(access === 'loopback' ? [403] : [401, 403])),
-      },
-    };
-    app.get('/metrics', { config: { public: access === 'loopback' }, schema }, async (request, reply) => {
-      if (access === 'loopback' && !isLoopbackClient(request)) {
-        return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
-      }
-      if (access === 'admin' && request.access?.isAdmin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
-      const m = await metrics();
-      return reply.type(m.contentType).send(m.body);
-    });
-  }
-
+  metaRoutes(app, ctx);
   await app.register(async (scope) => requestRoutes(scope, ctx));
   await app.register(async (scope) => queueRoutes(scope, ctx));
   await app.register(async (scope) => eventRoutes(scope, ctx));
@@ -271,4 +206,81 @@ function isLoopbackClient(request: FastifyRequest): boolean {
   const h = request.headers;
   const forwarded = h.forwarded !== undefined || h['x-forwarded-for'] !== undefined || h['x-real-ip'] !== undefined;
   return !forwarded && isLoopback(request.socket.remoteAddress);
+}
+
+/** Every error as the API's `{error}` (422 with `fields` for a body), or as a page for a browser. */
+function errorHandler(ctx: HttpContext) {
+  return (error: FastifyError | HttpError, request: FastifyRequest, reply: FastifyReply) => {
+    if (error instanceof Unauthorized) reply.header('www-authenticate', WWW_AUTHENTICATE);
+    if (error instanceof TooManyFailures) reply.header('retry-after', String(error.retryAfterSeconds));
+    if (ctx.storage.isOutOfSpace(error)) {
+      // A full disk: the catalog (or a landing folder) could not be written; the client may retry.
+      request.log.error({ err: error }, 'request failed: the disk is full');
+      return reply.code(507).send({ error: 'the repository is out of disk space; try again later' });
+    }
+    const status = error.statusCode ?? 500;
+    if (status >= 500) {
+      request.log.error({ err: error }, 'request failed');
+      const message = 'internal error; the operator can find it in the log by request id ' + request.id;
+      if (wantsPage(request)) return renderErrorPage(request, reply, 500, message);
+      return reply.code(500).send({ error: message });
+    }
+    if (wantsPage(request)) {
+      const csrf = (error as FastifyError).code?.startsWith('FST_CSRF_') === true;
+      return renderErrorPage(request, reply, status, csrf ? 'The form had expired or did not come from this site; load the page again and retry.' : error.message);
+    }
+    if ('validation' in error && error.validation !== undefined) {
+      if (error.validationContext === 'body') {
+        const problems = unprocessable(bodyFields(error.validation, request.routeOptions.schema?.body as { properties?: object } | undefined));
+        return reply.code(422).send({ error: problems.message, fields: problems.fields });
+      }
+      return reply.code(400).send({ error: `invalid ${error.validationContext ?? 'request'}: ${error.message}` });
+    }
+    const body: Record<string, unknown> = { error: error.message };
+    if (error instanceof HttpError && error.fields !== undefined) body.fields = error.fields;
+    return reply.code(status).send(body);
+  };
+}
+
+/** This API's own document, and the metrics. */
+function metaRoutes(app: FastifyInstance, ctx: HttpContext): void {
+  app.get(
+    '/v1/openapi.json',
+    {
+      config: { public: true },
+      schema: {
+        tags: ['meta'],
+        summary: 'This document: the OpenAPI 3.1 description of the v1 API',
+        security: [],
+        response: { 200: { description: 'The OpenAPI document.', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } } },
+      },
+    },
+    async () => app.swagger(),
+  );
+  if (ctx.metrics !== undefined && ctx.config.metrics.access !== 'off') {
+    const metrics = ctx.metrics;
+    const access = ctx.config.metrics.access;
+    const schema: FastifySchema = {
+      tags: ['meta'],
+      summary: 'Prometheus metrics (text exposition format)',
+      description:
+        access === 'loopback'
+          ? 'Served without credentials, to loopback clients only (metrics.access = "loopback").'
+          : 'Administrators only (metrics.access = "admin").',
+      // Loopback mode needs no token; admin mode takes the API's bearer token.
+      ...(access === 'loopback' ? { security: [] } : {}),
+      response: {
+        200: { description: 'Every metric, in the Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        ...errors(...(access === 'loopback' ? [403] : [401, 403])),
+      },
+    };
+    app.get('/metrics', { config: { public: access === 'loopback' }, schema }, async (request, reply) => {
+      if (access === 'loopback' && !isLoopbackClient(request)) {
+        return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
+      }
+      if (access === 'admin' && request.access?.isAdmin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
+      const m = await metrics();
+      return reply.type(m.contentType).send(m.body);
+    });
+  }
 }

@@ -36,6 +36,7 @@ export interface BareGetOptions extends BareConnection {
 }
 
 /** GETs `pathAndQuery` and hashes the answer's body as it arrives. */
+// eslint-disable-next-line max-lines-per-function -- one GET's state machine (head, body, pacing, abort) over one socket's callbacks
 export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promise<BareGet> {
   const { signal } = opts;
   signal?.throwIfAborted();

@@ -26,6 +26,7 @@ const URL_SAFE = /^[A-Za-z0-9._~/-]*$/;
 const fileUrl = (bagId: string, path: string) =>
   `/v1/packages/${bagId}/${URL_SAFE.test(path) ? path : path.split('/').map(encodeURIComponent).join('/')}`;
 
+// eslint-disable-next-line max-lines-per-function -- the pages' route table: one registration per page, each with its checks beside it
 export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get('/', PAGE, async (request, reply) => {
     const rights = access(request);

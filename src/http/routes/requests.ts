@@ -56,6 +56,7 @@ function checkCreateBody(body: CreateBody, contentTypes: string[]): void {
 const KEPT_SHOWS_BYTES = 16 * 1024 * 1024;
 const JSON_TYPE = 'application/json; charset=utf-8';
 
+// eslint-disable-next-line max-lines-per-function -- the route table of requests/packages/bags: one registration per route, its schema beside it
 export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   const list = {
     tags: ['requests'],
