@@ -26,7 +26,7 @@ const INGEST_PROBLEMS = defineProblems<IngestProblemInit>({
   'upload-empty': { describe: (p) => `the upload of ${p.bagId} is empty: rsync the bag's contents to its upload_link` },
   'upload-still-writing': {
     describe: (p) =>
-      `the upload of ${p.bagId} was still being written ${duration(p.waitedMs)} after complete (an rsync still running into it); nothing was ingested and its upload_link is open again: let the upload finish, then complete again`,
+      `the upload of ${p.bagId} was still being written ${duration(p.waitedMs)} after complete (an rsync still running into it); nothing was ingested; the upload is yours again under a new upload_link (the old one is retired and the transfer through it stopped): rsync the bag to the new link, then complete again`,
   },
   'path-too-long': {
     describe: (p) => `${p.path.slice(0, 80)}… is ${p.bytes} bytes long; this repository stores paths of at most ${MAX_PATH_BYTES} bytes (UTF-8): shorten it.`,
