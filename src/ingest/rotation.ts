@@ -12,7 +12,7 @@
  * marker of a retired capability stays: a transfer that passed the gate's folder check just
  * before the rename is still refused by it.
  */
-import { rename } from 'node:fs/promises';
+import { rename, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
@@ -75,6 +75,18 @@ export async function retireLinks(catalog: Catalog, landing: LandingZone, logger
   await finishRotations(catalog, landing, logger);
 }
 
+/** Whether `folder` is free now: absent, or empty and removed (rmdir never removes a file). */
+async function removeIfEmpty(folder: string): Promise<boolean> {
+  try {
+    await rmdir(folder);
+    return true;
+  } catch (err) {
+    if (isErrno(err, 'ENOENT')) return true;
+    if (isErrno(err, 'ENOTEMPTY') || isErrno(err, 'EEXIST')) return false;
+    throw err;
+  }
+}
+
 /** Finishes every rotation recorded and not yet done on disk (steps 2 and 3); safe to run at any time. */
 export async function finishRotations(catalog: Catalog, landing: LandingZone, logger: Logger): Promise<void> {
   for (const rotation of catalog.rotations.pending()) await finish(catalog, landing, rotation, logger);
@@ -88,8 +100,9 @@ async function finish(catalog: Catalog, landing: LandingZone, rotation: Rotation
     if (stopped > 0) logger.warn({ bagId: rotation.bagId, transfers: stopped }, 'stopped transfers through a retired upload link');
     const from = landing.path(old);
     if (!(await exists(from))) continue;
-    // Both folders: the new one came from an earlier retired link; keep this one beside, unused.
-    const to = (await exists(target)) ? join(landing.layout.landing, `${old}.retired-${Date.now()}`) : target;
+    // An empty new folder (opened while this step could not run, e.g. on a full disk) gives way;
+    // one that holds files came from an earlier retired link: keep this one beside, unused.
+    const to = (await removeIfEmpty(target)) ? target : join(landing.layout.landing, `${old}.retired-${Date.now()}`);
     try {
       await rename(from, to);
     } catch (err) {

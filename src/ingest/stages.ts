@@ -58,8 +58,13 @@ export class IngestStages {
       await this.giveBack(item, pkg, ingestProblem({ code: 'upload-still-writing', bagId: pkg.bagId, waitedMs: this.deps.config.upload.quietTimeoutMs }), started);
     } catch (err) {
       if (this.signal.aborted) throw err; // shutting down: it waits again at the next start
-      this.deps.logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
-      await this.giveBack(item, pkg, ingestProblem({ code: 'internal-error' }), started);
+      if (this.deps.storage.isOutOfSpace(err)) {
+        this.deps.logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
+        await this.giveBack(item, pkg, ingestProblem({ code: 'disk-full', bagId: pkg.bagId }), started);
+      } else {
+        this.deps.logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
+        await this.giveBack(item, pkg, ingestProblem({ code: 'internal-error' }), started);
+      }
     }
     return false;
   }

@@ -11,7 +11,7 @@ import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, write
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import t from 'tap';
+import t, { type Test } from 'tap';
 import { newCapability } from '../../src/ingest/capability.js';
 import { LandingZone } from '../../src/ingest/landing.js';
 import { DataLayout } from '../../src/storage/layout.js';
@@ -36,9 +36,8 @@ function rsync(args: string[]): Promise<{ code: number | null; output: string }>
   });
 }
 
-const asRoot = process.getuid?.() === 0;
-
-t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign owner', { skip: !asRoot && 'needs root' }, async (t) => {
+/** Our rsync on a fresh data directory of its own, stopped and removed after the test. */
+async function startRsync(t: Test): Promise<{ root: string; landing: LandingZone; daemon: RsyncDaemon }> {
   const root = await mkdtemp(join(tmpdir(), 'preservd-harden-'));
   const layout = new DataLayout(join(root, 'var'));
   await layout.ensure();
@@ -49,6 +48,13 @@ t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign o
     await rm(root, { recursive: true, force: true });
   });
   await daemon.start();
+  return { root, landing, daemon };
+}
+
+const asRoot = process.getuid?.() === 0;
+
+t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign owner', { skip: !asRoot && 'needs root' }, async (t) => {
+  const { root, landing, daemon } = await startRsync(t);
 
   const src = join(root, 'src');
   await mkdir(join(src, 'data'), { recursive: true });
@@ -83,16 +89,7 @@ t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign o
 });
 
 t.test('--mkpath folders are private, and the log keeps no capability and is 0600', async (t) => {
-  const root = await mkdtemp(join(tmpdir(), 'preservd-harden-'));
-  const layout = new DataLayout(join(root, 'var'));
-  await layout.ensure();
-  const landing = new LandingZone(layout);
-  const daemon = new RsyncDaemon({ landing, port: await freePort(), stopTimeoutMs: 100 });
-  t.teardown(async () => {
-    await daemon.stop();
-    await rm(root, { recursive: true, force: true });
-  });
-  await daemon.start();
+  const { root, landing, daemon } = await startRsync(t);
   const cap = newCapability();
   await landing.open(cap);
   const file = join(root, 'one.txt');
