@@ -74,7 +74,7 @@ export const ConfigSchema = Type.Object({
     quietMs: Type.Integer({ minimum: 0, default: 2000 }),
     /**
      * Longest an ingest waits (holding no slot) for a completed upload to become quiet; then the
-     * item fails with `upload-still-writing` and the link opens again.
+     * item fails with `upload-still-writing` and the upload is handed back under a new link.
      */
     quietTimeoutMs: Type.Integer({ minimum: 1000, default: 600_000 }),
     /** Open (not stored) requests a user may hold at once; 0: no limit. */
