@@ -59,9 +59,13 @@ function parseArgs(argv: string[]): Options {
     else if (arg === '--packages') o.packages = Number(argv[++i]);
     else if (arg === '--package-mib') o.packageMiB = Number(argv[++i]);
     else if (arg === '--rounds') o.rounds = Number(argv[++i]);
-    else throw new Error(`unknown argument ${arg}; usage: audit.js [--packages 200] [--package-mib 5] [--rounds 3] [--json]`);
+    else
+      throw new Error(
+        `unknown argument ${arg}; usage: audit.js [--packages 200] [--package-mib 5] [--rounds 3] [--json]`,
+      );
   }
-  if (!(o.packages >= 1 && o.packageMiB >= 1 && o.rounds >= 1)) throw new Error('--packages, --package-mib and --rounds must be ≥ 1');
+  if (!(o.packages >= 1 && o.packageMiB >= 1 && o.rounds >= 1))
+    throw new Error('--packages, --package-mib and --rounds must be ≥ 1');
   return o;
 }
 
@@ -119,15 +123,33 @@ function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPa
       files.push(record(path, bytes));
     };
     const sizes = payloadSizes(o.packageMiB * MiB, p);
-    sizes.forEach((size, i) => put(i === 0 ? 'data/master.wav' : i <= 4 ? `data/derivatives/part-${i}.mp4` : `data/text/page-${String(i).padStart(4, '0')}.xml`, take(size)));
+    sizes.forEach((size, i) =>
+      put(
+        i === 0
+          ? 'data/master.wav'
+          : i <= 4
+            ? `data/derivatives/part-${i}.mp4`
+            : `data/text/page-${String(i).padStart(4, '0')}.xml`,
+        take(size),
+      ),
+    );
     const payload = [...files];
     put('bagit.txt', Buffer.from('BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n'));
-    put('bag-info.txt', Buffer.from(`Payload-Oxum: ${payload.reduce((n, f) => n + f.size, 0)}.${payload.length}\n`));
+    put(
+      'bag-info.txt',
+      Buffer.from(`Payload-Oxum: ${payload.reduce((n, f) => n + f.size, 0)}.${payload.length}\n`),
+    );
     put('manifest-sha256.txt', Buffer.from(payload.map((f) => `${f.digests.sha256}  ${f.path}\n`).join('')));
     const tags = files.filter((f) => !f.path.startsWith('data/'));
     put('tagmanifest-sha256.txt', Buffer.from(tags.map((f) => `${f.digests.sha256}  ${f.path}\n`).join('')));
     files.sort((a, b) => (a.path < b.path ? -1 : 1));
-    catalog.packages.create({ bagId, externalId: `bench-${p}`, contentType: 'digital', user: 'bench', capability: randomUUID().replaceAll('-', '') });
+    catalog.packages.create({
+      bagId,
+      externalId: `bench-${p}`,
+      contentType: 'digital',
+      user: 'bench',
+      capability: randomUUID().replaceAll('-', ''),
+    });
     catalog.packages.putFiles(bagId, files);
     catalog.packages.markStored(bagId, storagePath);
     packages.push({ bagId, dir, files });
@@ -150,7 +172,10 @@ function warm(packages: BenchPackage[]): void {
 function sha256sumLoop(packages: BenchPackage[]): number {
   const start = process.hrtime.bigint();
   for (const p of packages) {
-    const r = spawnSync('sha256sum', ['--', ...p.files.map((f) => f.path)], { cwd: p.dir, stdio: ['ignore', 'ignore', 'inherit'] });
+    const r = spawnSync('sha256sum', ['--', ...p.files.map((f) => f.path)], {
+      cwd: p.dir,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
     if (r.status !== 0) throw new Error(`sha256sum failed in ${p.dir}: ${r.error?.message ?? r.status}`);
   }
   return Number(process.hrtime.bigint() - start) / 1e9;
@@ -214,17 +239,20 @@ async function readHashCeiling(packages: BenchPackage[], cores: number, readSize
   );
   try {
     const start = process.hrtime.bigint();
-    await Promise.all(workers.map((w) => new Promise((resolve) => (w.once('message', resolve), w.postMessage('go')))));
+    await Promise.all(
+      workers.map((w) => new Promise((resolve) => (w.once('message', resolve), w.postMessage('go')))),
+    );
     return Number(process.hrtime.bigint() - start) / 1e9;
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
   }
 }
 
-
 /** The fixity pool alone over the same files, all submitted at once, largest first; seconds. */
 async function poolAlone(pool: FixityPool, packages: BenchPackage[]): Promise<number> {
-  const files = packages.flatMap((p) => p.files.map((f) => ({ path: join(p.dir, f.path), size: f.size }))).sort((a, b) => b.size - a.size);
+  const files = packages
+    .flatMap((p) => p.files.map((f) => ({ path: join(p.dir, f.path), size: f.size })))
+    .sort((a, b) => b.size - a.size);
   const start = process.hrtime.bigint();
   await Promise.all(files.map((f) => pool.hashFile(f.path, ['sha256'], { priority: 'audit' })));
   return Number(process.hrtime.bigint() - start) / 1e9;
@@ -234,7 +262,11 @@ async function poolAlone(pool: FixityPool, packages: BenchPackage[]): Promise<nu
  * One audit of the whole repository, end to end: seconds, and how busy the daemon thread (this
  * process's main thread, where the runner and the catalog live) was meanwhile, 0–1.
  */
-async function auditOnce(runner: AuditRunner, catalog: Catalog, packages: number): Promise<{ seconds: number; mainThreadBusy: number }> {
+async function auditOnce(
+  runner: AuditRunner,
+  catalog: Catalog,
+  packages: number,
+): Promise<{ seconds: number; mainThreadBusy: number }> {
   const before = performance.eventLoopUtilization();
   const start = process.hrtime.bigint();
   const result = runner.startAudit('bench');
@@ -243,10 +275,10 @@ async function auditOnce(runner: AuditRunner, catalog: Catalog, packages: number
   const mainThreadBusy = performance.eventLoopUtilization(before).utilization;
   if (!('created' in result)) throw new Error('an audit was already in progress');
   const audit = catalog.audits.get(result.created.id)!;
-  if (audit.successes !== packages || audit.finishedAt === undefined) throw new Error(`audit ${audit.id}: ${audit.successes} of ${packages} passed`);
+  if (audit.successes !== packages || audit.finishedAt === undefined)
+    throw new Error(`audit ${audit.id}: ${audit.successes} of ${packages} passed`);
   return { seconds, mainThreadBusy };
 }
-
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2));
@@ -270,8 +302,18 @@ async function main(): Promise<void> {
 
     const config = defaults();
     config.dataDir = dataDir;
-    pool = new FixityPool({ workers: config.fixity.workers, readSize: config.fixity.readSize, maxOpenFiles: config.fixity.maxOpenFiles });
-    const runner = new AuditRunner({ catalog, storage: new Storage(new DataLayout(dataDir)), hasher: pool, config, logger: silentLogger });
+    pool = new FixityPool({
+      workers: config.fixity.workers,
+      readSize: config.fixity.readSize,
+      maxOpenFiles: config.fixity.maxOpenFiles,
+    });
+    const runner = new AuditRunner({
+      catalog,
+      storage: new Storage(new DataLayout(dataDir)),
+      hasher: pool,
+      config,
+      logger: silentLogger,
+    });
     runner.start();
 
     warm(packages);
@@ -301,8 +343,16 @@ async function main(): Promise<void> {
       repository: { packages: packages.length, files, bytes, setupSeconds: Number(setupSeconds.toFixed(1)) },
       sha256sumLoop: { seconds: coreutils, mbps: coreutils.map((s) => bytes / MB / s) },
       hashBound: { oneCoreMBps: oneCore, cores, mbps: hashBound },
-      readHashCeiling: { seconds: ceiling, mbps: ceiling.map((s) => bytes / MB / s), fractionOfHashBound: median(ceiling.map((s) => bytes / MB / s / hashBound)) },
-      poolAlone: { seconds: poolOnly, mbps: poolOnly.map((s) => bytes / MB / s), fractionOfHashBound: median(poolOnly.map((s) => bytes / MB / s / hashBound)) },
+      readHashCeiling: {
+        seconds: ceiling,
+        mbps: ceiling.map((s) => bytes / MB / s),
+        fractionOfHashBound: median(ceiling.map((s) => bytes / MB / s / hashBound)),
+      },
+      poolAlone: {
+        seconds: poolOnly,
+        mbps: poolOnly.map((s) => bytes / MB / s),
+        fractionOfHashBound: median(poolOnly.map((s) => bytes / MB / s / hashBound)),
+      },
       audit: {
         seconds: ours,
         mbps,
@@ -335,7 +385,10 @@ async function main(): Promise<void> {
         `  fraction of hash-bound limit: ${range(fractions, 2)}   target ≥ ${TARGETS.fractionOfHashBound}   ${verdict(result.pass.fractionOfHashBound)}`,
         `  the read+hash ceiling (${cores} bare threads: readSync into one ${config.fixity.readSize / 1024} KiB buffer + sha256, nothing else) ${range(result.readHashCeiling.mbps, 0)} MB/s = ${result.readHashCeiling.fractionOfHashBound.toFixed(2)} of the limit; the audit reaches ${result.audit.fractionOfReadHashCeiling.toFixed(2)} of it`,
         `  for reference: the fixity pool alone over the same files ${range(result.poolAlone.mbps, 0)} MB/s = ${result.poolAlone.fractionOfHashBound.toFixed(2)} of the limit; the audit reaches ${result.audit.fractionOfPoolAlone.toFixed(2)} of it`,
-        `  the daemon thread (runner, catalog, dispatch) was busy ${range(busy.map((b) => b * 100), 0)} % of the audit`,
+        `  the daemon thread (runner, catalog, dispatch) was busy ${range(
+          busy.map((b) => b * 100),
+          0,
+        )} % of the audit`,
         `  peak RSS (whole process, set-up included): ${result.audit.peakRssMB.toFixed(0)} MB`,
         `(${o.rounds} rounds, medians [min–max]; total ${result.totalSeconds.toFixed(1)} s)`,
       ];

@@ -14,7 +14,18 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { closeSync, createReadStream, mkdirSync, mkdtempSync, openSync, readFileSync, readSync, rmSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  createReadStream,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { createServer } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -60,8 +71,23 @@ async function serveFloor(bag: BenchBag): Promise<number> {
 
 async function serveOurs(bag: BenchBag): Promise<number> {
   const app = Fastify({ logger: false });
-  app.get('/file', async (request, reply) => sendDownload(request, reply, await answerFile({ absPath: Storage.resolveInside(bag.dir, bag.probe.path), record: bag.probe }, request)));
-  app.get('/zip', (request, reply) => sendDownload(request, reply, answerZip({ bagId: BAG_ID, dir: bag.dir, files: bag.files, storedAt: 0 }, request.method)));
+  app.get('/file', async (request, reply) =>
+    sendDownload(
+      request,
+      reply,
+      await answerFile(
+        { absPath: Storage.resolveInside(bag.dir, bag.probe.path), record: bag.probe },
+        request,
+      ),
+    ),
+  );
+  app.get('/zip', (request, reply) =>
+    sendDownload(
+      request,
+      reply,
+      answerZip({ bagId: BAG_ID, dir: bag.dir, files: bag.files, storedAt: 0 }, request.method),
+    ),
+  );
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   return typeof address === 'object' && address !== null ? address.port : 0;
@@ -93,30 +119,47 @@ function makeBag(root: string): BenchBag {
       size += chunk.length;
     }
     closeSync(fd);
-    files.push({ path, size, crc32: crc.toString(16).padStart(8, '0'), digests: { sha256: sha.digest('hex') } });
+    files.push({
+      path,
+      size,
+      crc32: crc.toString(16).padStart(8, '0'),
+      digests: { sha256: sha.digest('hex') },
+    });
   };
   // Incompressible-looking bytes, cheap to make: one random block, stamped per chunk.
   const block = Buffer.alloc(16 * MiB);
   for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((Math.random() * 0x100000000) >>> 0, i);
   for (const [path, size] of BIG_FILES) {
-    write(path, (function* () {
-      for (let at = 0; at < size; at += block.length) {
-        const chunk = Buffer.from(block.subarray(0, Math.min(block.length, size - at)));
-        chunk.writeDoubleLE(at, 0);
-        yield chunk;
-      }
-    })());
+    write(
+      path,
+      (function* () {
+        for (let at = 0; at < size; at += block.length) {
+          const chunk = Buffer.from(block.subarray(0, Math.min(block.length, size - at)));
+          chunk.writeDoubleLE(at, 0);
+          yield chunk;
+        }
+      })(),
+    );
   }
   const manifest: string[] = [];
   for (let i = 0; i < SMALL_FILES; i++) {
     const size = 1024 + ((i * 7919) % (31 * 1024));
     const path = `data/pages/${String(Math.floor(i / 100)).padStart(2, '0')}/page-${String(i).padStart(4, '0')}.txt`;
-    write(path, [Buffer.from(block.subarray(i * 4096, i * 4096 + size).toString('base64').slice(0, size))]);
+    write(path, [
+      Buffer.from(
+        block
+          .subarray(i * 4096, i * 4096 + size)
+          .toString('base64')
+          .slice(0, size),
+      ),
+    ]);
   }
   for (const f of files) manifest.push(`${f.digests.sha256}  ${f.path}\n`);
   write('bagit.txt', [Buffer.from('BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n')]);
   const payloadBytes = files.reduce((n, f) => n + f.size, 0);
-  write('bag-info.txt', [Buffer.from(`Bagging-Date: 2026-11-22\nPayload-Oxum: ${payloadBytes}.${files.length - 1}\n`)]);
+  write('bag-info.txt', [
+    Buffer.from(`Bagging-Date: 2026-11-22\nPayload-Oxum: ${payloadBytes}.${files.length - 1}\n`),
+  ]);
   write('manifest-sha256.txt', [Buffer.from(manifest.join(''))]);
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
   return { dir, files, probe: files.find((f) => f.path === BIG_FILES[0]![0])! };
@@ -127,7 +170,7 @@ function warm(bag: BenchBag): void {
   const buf = Buffer.allocUnsafe(8 * MiB);
   for (const f of bag.files) {
     const fd = openSync(join(bag.dir, f.path), 'r');
-    for (let pos = 0; pos < f.size; ) {
+    for (let pos = 0; pos < f.size;) {
       const n = readSync(fd, buf, 0, buf.length, pos);
       if (n === 0) break;
       pos += n;
@@ -144,7 +187,10 @@ function pinned(core: number, command: string, args: string[]): [string, string[
   return hasTaskset ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
-async function startChild(kind: 'floor' | 'ours', bagJson: string): Promise<{ proc: ChildProcess; port: number }> {
+async function startChild(
+  kind: 'floor' | 'ours',
+  bagJson: string,
+): Promise<{ proc: ChildProcess; port: number }> {
   const [cmd, args] = pinned(0, process.execPath, [fileURLToPath(import.meta.url), '--serve', kind, bagJson]);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   const port = await new Promise<number>((resolve, reject) => {
@@ -160,7 +206,14 @@ async function startChild(kind: 'floor' | 'ours', bagJson: string): Promise<{ pr
 
 /** curl to /dev/null: seconds and bytes. */
 async function curl(url: string): Promise<{ seconds: number; bytes: number }> {
-  const [cmd, args] = pinned(1, 'curl', ['-s', '-o', '/dev/null', '-w', '%{time_total} %{size_download} %{http_code}', url]);
+  const [cmd, args] = pinned(1, 'curl', [
+    '-s',
+    '-o',
+    '/dev/null',
+    '-w',
+    '%{time_total} %{size_download} %{http_code}',
+    url,
+  ]);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -179,7 +232,10 @@ function cpuSecondsOf(pid: number): number {
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
 
 /** A download timed by curl, with the server's CPU time for it. */
-async function measure(url: string, serverPid: number): Promise<{ seconds: number; bytes: number; cpu: number }> {
+async function measure(
+  url: string,
+  serverPid: number,
+): Promise<{ seconds: number; bytes: number; cpu: number }> {
   const before = cpuSecondsOf(serverPid);
   const r = await curl(url);
   return { ...r, cpu: cpuSecondsOf(serverPid) - before };
@@ -191,7 +247,6 @@ function memoryOf(pid: number): { rssKB: number; hwmKB: number } {
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
   return { rssKB: field('VmRSS'), hwmKB: field('VmHWM') };
 }
-
 
 async function main(): Promise<void> {
   const json = process.argv.includes('--json');
@@ -226,13 +281,23 @@ async function main(): Promise<void> {
     // Warm-up: JIT, sockets, and the page cache once more.
     for (const url of [floorUrl, fileUrl, zipUrl]) await curl(url);
 
-    type Round = { floor: number; file: number; zip: number; floorCpu: number; fileCpu: number; zipCpu: number; zipRssKB: number };
+    type Round = {
+      floor: number;
+      file: number;
+      zip: number;
+      floorCpu: number;
+      fileCpu: number;
+      zipCpu: number;
+      zipRssKB: number;
+    };
     const rounds: Round[] = [];
     let zipRssKB = 0;
     for (let i = 0; i < ROUNDS; i++) {
       // Alternate which of the two goes first, so neither always follows the zip.
-      const first = i % 2 === 0 ? await measure(floorUrl, floor.proc.pid!) : await measure(fileUrl, ours.proc.pid!);
-      const second = i % 2 === 0 ? await measure(fileUrl, ours.proc.pid!) : await measure(floorUrl, floor.proc.pid!);
+      const first =
+        i % 2 === 0 ? await measure(floorUrl, floor.proc.pid!) : await measure(fileUrl, ours.proc.pid!);
+      const second =
+        i % 2 === 0 ? await measure(fileUrl, ours.proc.pid!) : await measure(floorUrl, floor.proc.pid!);
       const [f, s] = i % 2 === 0 ? [first, second] : [second, first];
       let peak = memoryOf(ours.proc.pid!).rssKB;
       const sampler = setInterval(() => {
@@ -242,8 +307,17 @@ async function main(): Promise<void> {
       clearInterval(sampler);
       peak = Math.max(peak, memoryOf(ours.proc.pid!).rssKB);
       zipRssKB = Math.max(zipRssKB, peak);
-      if (f.bytes !== bag.probe.size || s.bytes !== bag.probe.size || z.bytes !== zipBytes) throw new Error('a download came back with the wrong length');
-      rounds.push({ floor: f.seconds, file: s.seconds, zip: z.seconds, floorCpu: f.cpu, fileCpu: s.cpu, zipCpu: z.cpu, zipRssKB: peak });
+      if (f.bytes !== bag.probe.size || s.bytes !== bag.probe.size || z.bytes !== zipBytes)
+        throw new Error('a download came back with the wrong length');
+      rounds.push({
+        floor: f.seconds,
+        file: s.seconds,
+        zip: z.seconds,
+        floorCpu: f.cpu,
+        fileCpu: s.cpu,
+        zipCpu: z.cpu,
+        zipRssKB: peak,
+      });
     }
     const hwmKB = memoryOf(ours.proc.pid!).hwmKB;
 
@@ -262,9 +336,27 @@ async function main(): Promise<void> {
       rounds: ROUNDS,
       pinned: hasTaskset,
       floorMBps,
-      file: { MBps: fileMBps, ratio: fileRatio, cpuRatio: fileCpuRatio, target: TARGETS.fileRatio, pass: fileRatio <= TARGETS.fileRatio },
-      zip: { MBps: zipMBps, ratio: zipRatio, cpuRatio: zipCpuRatio, target: TARGETS.zipRatio, pass: zipRatio <= TARGETS.zipRatio },
-      zipRss: { peakMB: zipRssMB, idleMB: idleRssKB / 1024, processHwmMB: hwmKB / 1024, target: TARGETS.zipRssMB, pass: zipRssMB < TARGETS.zipRssMB },
+      file: {
+        MBps: fileMBps,
+        ratio: fileRatio,
+        cpuRatio: fileCpuRatio,
+        target: TARGETS.fileRatio,
+        pass: fileRatio <= TARGETS.fileRatio,
+      },
+      zip: {
+        MBps: zipMBps,
+        ratio: zipRatio,
+        cpuRatio: zipCpuRatio,
+        target: TARGETS.zipRatio,
+        pass: zipRatio <= TARGETS.zipRatio,
+      },
+      zipRss: {
+        peakMB: zipRssMB,
+        idleMB: idleRssKB / 1024,
+        processHwmMB: hwmKB / 1024,
+        target: TARGETS.zipRssMB,
+        pass: zipRssMB < TARGETS.zipRssMB,
+      },
       perRound: rounds,
       seconds: (Date.now() - started) / 1000,
     };
@@ -277,11 +369,21 @@ async function main(): Promise<void> {
         `download bench: bag ${mb(bagBytes)} in ${bag.files.length} files (zip ${mb(zipBytes)}), page cache warm, ${ROUNDS} rounds, ` +
           (hasTaskset ? 'server on core 0, curl on core 1' : 'not pinned'),
       );
-      console.log(`floor    node:http + createReadStream(1 MiB), ${mb(bag.probe.size)} file   ${floorMBps.toFixed(0)} MB/s`);
-      console.log(`file     same file through fastify                      ${fileMBps.toFixed(0)} MB/s   time ratio ${fileRatio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(result.file.pass)}   [server CPU ratio ${fileCpuRatio.toFixed(2)}]`);
-      console.log(`zip      whole bag, vs floor for as many bytes           ${zipMBps.toFixed(0)} MB/s   time ratio ${zipRatio.toFixed(2)} (target ≤ ${TARGETS.zipRatio})   ${pf(result.zip.pass)}   [server CPU ratio ${zipCpuRatio.toFixed(2)}]`);
-      console.log(`zip      server peak RSS during the zip                  ${zipRssMB.toFixed(0)} MB (target < ${TARGETS.zipRssMB} MB; ${(idleRssKB / 1024).toFixed(0)} MB idle, VmHWM ${(hwmKB / 1024).toFixed(0)} MB)   ${pf(result.zipRss.pass)}`);
-      console.log(`(${result.seconds.toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores: ratios are medians of paired rounds)`);
+      console.log(
+        `floor    node:http + createReadStream(1 MiB), ${mb(bag.probe.size)} file   ${floorMBps.toFixed(0)} MB/s`,
+      );
+      console.log(
+        `file     same file through fastify                      ${fileMBps.toFixed(0)} MB/s   time ratio ${fileRatio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(result.file.pass)}   [server CPU ratio ${fileCpuRatio.toFixed(2)}]`,
+      );
+      console.log(
+        `zip      whole bag, vs floor for as many bytes           ${zipMBps.toFixed(0)} MB/s   time ratio ${zipRatio.toFixed(2)} (target ≤ ${TARGETS.zipRatio})   ${pf(result.zip.pass)}   [server CPU ratio ${zipCpuRatio.toFixed(2)}]`,
+      );
+      console.log(
+        `zip      server peak RSS during the zip                  ${zipRssMB.toFixed(0)} MB (target < ${TARGETS.zipRssMB} MB; ${(idleRssKB / 1024).toFixed(0)} MB idle, VmHWM ${(hwmKB / 1024).toFixed(0)} MB)   ${pf(result.zipRss.pass)}`,
+      );
+      console.log(
+        `(${result.seconds.toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores: ratios are medians of paired rounds)`,
+      );
     }
     process.exitCode = result.file.pass && result.zip.pass && result.zipRss.pass ? 0 : 1;
   } finally {

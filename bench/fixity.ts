@@ -69,10 +69,38 @@ const wasmHashes = (factories: (() => Promise<IHasher>)[]) => async () => {
 };
 
 const VARIANTS: Variant[] = [
-  { name: 'md5', algorithms: ['md5'], crc32: false, coreutils: ['md5sum'], native: nodeHashes(['md5']), wasm: wasmHashes([createMD5]) },
-  { name: 'sha1', algorithms: ['sha1'], crc32: false, coreutils: ['sha1sum'], native: nodeHashes(['sha1']), wasm: wasmHashes([createSHA1]) },
-  { name: 'sha256', algorithms: ['sha256'], crc32: false, coreutils: ['sha256sum'], native: nodeHashes(['sha256']), wasm: wasmHashes([createSHA256]) },
-  { name: 'sha512', algorithms: ['sha512'], crc32: false, coreutils: ['sha512sum'], native: nodeHashes(['sha512']), wasm: wasmHashes([createSHA512]) },
+  {
+    name: 'md5',
+    algorithms: ['md5'],
+    crc32: false,
+    coreutils: ['md5sum'],
+    native: nodeHashes(['md5']),
+    wasm: wasmHashes([createMD5]),
+  },
+  {
+    name: 'sha1',
+    algorithms: ['sha1'],
+    crc32: false,
+    coreutils: ['sha1sum'],
+    native: nodeHashes(['sha1']),
+    wasm: wasmHashes([createSHA1]),
+  },
+  {
+    name: 'sha256',
+    algorithms: ['sha256'],
+    crc32: false,
+    coreutils: ['sha256sum'],
+    native: nodeHashes(['sha256']),
+    wasm: wasmHashes([createSHA256]),
+  },
+  {
+    name: 'sha512',
+    algorithms: ['sha512'],
+    crc32: false,
+    coreutils: ['sha512sum'],
+    native: nodeHashes(['sha512']),
+    wasm: wasmHashes([createSHA512]),
+  },
   {
     name: 'crc32',
     algorithms: [],
@@ -102,14 +130,17 @@ function seconds(since: bigint): number {
 /** MB/s hashing `buffer` in 1 MiB updates for at least `minSeconds`: one pass. */
 async function inMemoryRate(
   buffer: Buffer,
-  make: () => { update(chunk: Uint8Array): void; finish(): void } | Promise<{ update(chunk: Uint8Array): void; finish(): void }>,
+  make: () =>
+    | { update(chunk: Uint8Array): void; finish(): void }
+    | Promise<{ update(chunk: Uint8Array): void; finish(): void }>,
   minSeconds = 0.25,
 ): Promise<number> {
   let bytes = 0;
   const start = process.hrtime.bigint();
   do {
     const hasher = await make();
-    for (let offset = 0; offset < buffer.length; offset += MiB) hasher.update(buffer.subarray(offset, offset + MiB));
+    for (let offset = 0; offset < buffer.length; offset += MiB)
+      hasher.update(buffer.subarray(offset, offset + MiB));
     hasher.finish();
     bytes += buffer.length;
   } while (seconds(start) < minSeconds);
@@ -160,7 +191,7 @@ function makeDataSet(options: Options): DataSet {
   for (let i = 0; i < largeCount; i++) {
     const path = join(dir, `large-${i}.bin`);
     const fd = openSync(path, 'w');
-    for (let written = 0; written < largeSize; ) {
+    for (let written = 0; written < largeSize;) {
       block.writeUInt32LE(i * 1_000_003 + written, 0); // no two blocks alike
       const n = Math.min(block.length, largeSize - written);
       writeSync(fd, block, 0, n);
@@ -177,7 +208,14 @@ function makeDataSet(options: Options): DataSet {
     small.push(path);
   }
   const smallBytes = small.length * smallSize;
-  return { dir, large, small, all: [...large, ...small], totalBytes: largeCount * largeSize + smallBytes, smallBytes };
+  return {
+    dir,
+    large,
+    small,
+    all: [...large, ...small],
+    totalBytes: largeCount * largeSize + smallBytes,
+    smallBytes,
+  };
 }
 
 interface Row {
@@ -219,7 +257,13 @@ async function main(): Promise<void> {
       await poolSeconds(pools.all, data.all, variant);
       await inMemoryRate(buffer, variant.native, 0.05);
       await inMemoryRate(buffer, variant.wasm, 0.05);
-      const samples = { node: [] as number[], wasm: [] as number[], pool1: [] as number[], poolAll: [] as number[], coreutils: [] as number[] };
+      const samples = {
+        node: [] as number[],
+        wasm: [] as number[],
+        pool1: [] as number[],
+        poolAll: [] as number[],
+        coreutils: [] as number[],
+      };
       for (let round = 0; round < ROUNDS; round++) {
         samples.node.push(await inMemoryRate(buffer, variant.native));
         samples.pool1.push(await poolSeconds(pools.one, data.all, variant));
@@ -230,9 +274,16 @@ async function main(): Promise<void> {
       }
       const nodeCryptoOneCore = median(samples.node);
       const hashWasmOneCore = median(samples.wasm);
-      const coreutils = samples.coreutils.length > 0 ? data.totalBytes / median(samples.coreutils) / MB : undefined;
-      const pool1 = { mbPerSec: data.totalBytes / median(samples.pool1) / MB, filesPerSec: data.all.length / median(samples.pool1) };
-      const poolAll = { mbPerSec: data.totalBytes / median(samples.poolAll) / MB, filesPerSec: data.all.length / median(samples.poolAll) };
+      const coreutils =
+        samples.coreutils.length > 0 ? data.totalBytes / median(samples.coreutils) / MB : undefined;
+      const pool1 = {
+        mbPerSec: data.totalBytes / median(samples.pool1) / MB,
+        filesPerSec: data.all.length / median(samples.pool1),
+      };
+      const poolAll = {
+        mbPerSec: data.totalBytes / median(samples.poolAll) / MB,
+        filesPerSec: data.all.length / median(samples.poolAll),
+      };
       rows.push({
         variant: variant.name,
         nodeCryptoOneCore,
@@ -248,7 +299,10 @@ async function main(): Promise<void> {
           poolAllVsNodeTimesCores: poolAll.mbPerSec / (nodeCryptoOneCore * cores),
           ...(coreutils === undefined
             ? {}
-            : { pool1VsCoreutils: pool1.mbPerSec / coreutils, poolAllVsCoreutils: poolAll.mbPerSec / coreutils }),
+            : {
+                pool1VsCoreutils: pool1.mbPerSec / coreutils,
+                poolAllVsCoreutils: poolAll.mbPerSec / coreutils,
+              }),
         },
       });
       if (variant.name === 'md5' || variant.name === 'sha256') {
@@ -301,7 +355,8 @@ async function main(): Promise<void> {
     `${f0(r.poolAll)} (${f2(r.ratios.poolAllVsNodeTimesCores)}, ${f2(r.ratios.poolAllVsCoreutils)})`,
   ]);
   const widths = header.map((h, i) => Math.max(h.length, ...table.map((row) => row[i]!.length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i]!) : c.padStart(widths[i]!))).join('  ');
   const out: string[] = [
     `fixity bench: ${machine.cpu}, ${cores} cores, Node ${machine.node} (OpenSSL ${machine.openssl})`,
     `data: ${machine.dataSet}; MB = 10^6 bytes; MB/s, median of ${ROUNDS} interleaved rounds after a warm-up`,
@@ -314,9 +369,15 @@ async function main(): Promise<void> {
   ];
   if (smallOnly.length > 0) {
     out.push('', `small files only (${data.small.length} × 4 KiB), files/s:`);
-    for (const s of smallOnly) out.push(`  ${s.variant.padEnd(7)} pool 1 worker ${f0(s.pool1)}, pool ${cores} workers ${f0(s.poolAll)}`);
+    for (const s of smallOnly)
+      out.push(
+        `  ${s.variant.padEnd(7)} pool 1 worker ${f0(s.pool1)}, pool ${cores} workers ${f0(s.poolAll)}`,
+      );
   }
-  out.push('', `total ${machine.seconds} s; load average ${machine.loadAverage.join(' → ')} on ${cores} cores`);
+  out.push(
+    '',
+    `total ${machine.seconds} s; load average ${machine.loadAverage.join(' → ')} on ${cores} cores`,
+  );
   process.stdout.write(out.join('\n') + '\n');
 }
 

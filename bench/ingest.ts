@@ -24,7 +24,17 @@
  */
 import { spawnSync } from 'node:child_process';
 import { createHash, randomFillSync, randomUUID } from 'node:crypto';
-import { closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -63,7 +73,8 @@ function parseArgs(argv: string[], env: NodeJS.ProcessEnv): Options {
     else if (arg === '--rounds') o.rounds = Number(argv[++i]);
     else throw new Error(`unknown argument ${arg}; usage: ingest.js [--scale 1/16] [--rounds 3] [--json]`);
   }
-  if (!(o.scale > 0 && o.scale <= 16)) throw new Error('--scale (or PRESERVD_BENCH_SCALE) must be in (0, 16], e.g. 1/16');
+  if (!(o.scale > 0 && o.scale <= 16))
+    throw new Error('--scale (or PRESERVD_BENCH_SCALE) must be in (0, 16], e.g. 1/16');
   if (!(Number.isInteger(o.rounds) && o.rounds >= 1)) throw new Error('--rounds must be an integer ≥ 1');
   return o;
 }
@@ -79,7 +90,10 @@ interface BenchBag {
 }
 
 function digestsOf(bytes: Uint8Array): Record<Algorithm, string> {
-  return Object.fromEntries(ALGORITHMS.map((a) => [a, createHash(a).update(bytes).digest('hex')])) as Record<Algorithm, string>;
+  return Object.fromEntries(ALGORITHMS.map((a) => [a, createHash(a).update(bytes).digest('hex')])) as Record<
+    Algorithm,
+    string
+  >;
 }
 
 /** Writes the bag: payload, bagit.txt, bag-info.txt, payload manifests (tag files per round). */
@@ -104,7 +118,15 @@ function buildBag(dir: string, scale: number): BenchBag {
   for (let i = 0; i < smallFiles; i++) {
     const size = 1024 + ((i * 2654435761) % (7 * 1024)); // 1–8 KiB
     const offset = (i * 4099) % (pool.length - size);
-    put(`data/pages/page-${String(i).padStart(5, '0')}.txt`, Buffer.from(pool.subarray(offset, offset + size).toString('base64').slice(0, size)));
+    put(
+      `data/pages/page-${String(i).padStart(5, '0')}.txt`,
+      Buffer.from(
+        pool
+          .subarray(offset, offset + size)
+          .toString('base64')
+          .slice(0, size),
+      ),
+    );
   }
   const tagDigests = new Map<string, Record<Algorithm, string>>();
   const tag = (path: string, text: string): number => {
@@ -115,27 +137,43 @@ function buildBag(dir: string, scale: number): BenchBag {
   };
   const paths = [...manifest.keys()];
   let tagBytes = tag('bagit.txt', 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
-  tagBytes += tag('bag-info.txt', `Bagging-Date: 2026-11-22\nPayload-Oxum: ${payloadBytes}.${paths.length}\n`);
-  for (const a of ALGORITHMS) tagBytes += tag(`manifest-${a}.txt`, paths.map((p) => `${manifest.get(p)![a]}  ${p}\n`).join(''));
+  tagBytes += tag(
+    'bag-info.txt',
+    `Bagging-Date: 2026-11-22\nPayload-Oxum: ${payloadBytes}.${paths.length}\n`,
+  );
+  for (const a of ALGORITHMS)
+    tagBytes += tag(`manifest-${a}.txt`, paths.map((p) => `${manifest.get(p)![a]}  ${p}\n`).join(''));
   // chipmunk-info.txt and the tag manifests are written per round (they name the bag_id); their
   // size barely changes, so count them once here.
   const perRound = [...tagFilesFor(randomUUID(), 'x', tagDigests).values()];
   tagBytes += perRound.reduce((n, text) => n + Buffer.byteLength(text), 0);
-  return { dir, files: paths.length + tagDigests.size + perRound.length, payloadBytes, bytes: payloadBytes + tagBytes, tagDigests };
+  return {
+    dir,
+    files: paths.length + tagDigests.size + perRound.length,
+    payloadBytes,
+    bytes: payloadBytes + tagBytes,
+    tagDigests,
+  };
 }
 
 /** chipmunk-info.txt naming this request, and tag manifests over every tag file. */
-function tagFilesFor(bagId: string, externalId: string, fixed: Map<string, Record<Algorithm, string>>): Map<string, string> {
+function tagFilesFor(
+  bagId: string,
+  externalId: string,
+  fixed: Map<string, Record<Algorithm, string>>,
+): Map<string, string> {
   const chipmunk = `External-Identifier: ${externalId}\nChipmunk-Content-Type: digital\nBag-ID: ${bagId}\n`;
   const digests = new Map(fixed);
   digests.set('chipmunk-info.txt', digestsOf(Buffer.from(chipmunk)));
   const out = new Map<string, string>([['chipmunk-info.txt', chipmunk]]);
-  for (const a of ALGORITHMS) out.set(`tagmanifest-${a}.txt`, [...digests].map(([p, d]) => `${d[a]}  ${p}\n`).join(''));
+  for (const a of ALGORITHMS)
+    out.set(`tagmanifest-${a}.txt`, [...digests].map(([p, d]) => `${d[a]}  ${p}\n`).join(''));
   return out;
 }
 
 function writeTagFiles(bag: BenchBag, bagId: string, externalId: string): void {
-  for (const [path, text] of tagFilesFor(bagId, externalId, bag.tagDigests)) writeFileSync(join(bag.dir, path), text);
+  for (const [path, text] of tagFilesFor(bagId, externalId, bag.tagDigests))
+    writeFileSync(join(bag.dir, path), text);
 }
 
 /** Reads every file of `dir` once so the page cache is warm. */
@@ -160,12 +198,18 @@ function timed(command: string, args: string[], cwd?: string): number {
   const start = process.hrtime.bigint();
   const r = spawnSync(command, args, { cwd, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr}`);
+  if (r.status !== 0)
+    throw new Error(
+      `${command} ${args.join(' ')} failed (${r.error?.message ?? `exit ${r.status}`}): ${r.stderr}`,
+    );
   return seconds;
 }
 
 function coreutils(bag: BenchBag): number {
-  return timed('md5sum', ['--quiet', '-c', 'manifest-md5.txt'], bag.dir) + timed('sha256sum', ['--quiet', '-c', 'manifest-sha256.txt'], bag.dir);
+  return (
+    timed('md5sum', ['--quiet', '-c', 'manifest-md5.txt'], bag.dir) +
+    timed('sha256sum', ['--quiet', '-c', 'manifest-sha256.txt'], bag.dir)
+  );
 }
 
 function validate(dir: string): number {
@@ -177,14 +221,19 @@ function buildTinyBag(dir: string): string {
   mkdirSync(join(dir, 'data'), { recursive: true });
   writeFileSync(join(dir, 'data/a.txt'), 'hi\n');
   writeFileSync(join(dir, 'bagit.txt'), 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
-  writeFileSync(join(dir, 'manifest-md5.txt'), `${createHash('md5').update('hi\n').digest('hex')}  data/a.txt\n`);
+  writeFileSync(
+    join(dir, 'manifest-md5.txt'),
+    `${createHash('md5').update('hi\n').digest('hex')}  data/a.txt\n`,
+  );
   return dir;
 }
 
 /** kB → MB of one field of /proc/PID/status, or NaN when it cannot be read. */
 function procStatusMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
-    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, 'm').exec(
+      readFileSync(`/proc/${pid}/status`, 'utf8'),
+    );
     return match ? (Number(match[1]) * 1024) / MB : NaN;
   } catch {
     return NaN;
@@ -192,12 +241,24 @@ function procStatusMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
 }
 
 /** One ingest: declare, upload (untimed), then from the rsync's exit POST complete → DONE; seconds and the VmRSS peak seen. */
-async function ingestOnce(daemon: TestDaemon, token: string, bag: BenchBag): Promise<{ seconds: number; rssMB: number }> {
+async function ingestOnce(
+  daemon: TestDaemon,
+  token: string,
+  bag: BenchBag,
+): Promise<{ seconds: number; rssMB: number }> {
   const bagId = randomUUID();
   const externalId = `bench-${bagId.slice(0, 8)}`;
   writeTagFiles(bag, bagId, externalId);
-  const req = await daemon.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: 'digital' });
-  const upload = spawnSync('rsync', ['-rt', '--no-group', '--no-perms', '--chmod=ugo=rwX', `${bag.dir}/`, req.upload_link], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  const req = await daemon.createRequest(token, {
+    bag_id: bagId,
+    external_id: externalId,
+    content_type: 'digital',
+  });
+  const upload = spawnSync(
+    'rsync',
+    ['-rt', '--no-group', '--no-perms', '--chmod=ugo=rwX', `${bag.dir}/`, req.upload_link],
+    { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' },
+  );
   const start = process.hrtime.bigint(); // the client's rsync has just exited
   if (upload.status !== 0) throw new Error(`rsync failed: ${upload.stderr}`);
   const pid = daemon.proc.pid!;
@@ -208,12 +269,14 @@ async function ingestOnce(daemon: TestDaemon, token: string, bag: BenchBag): Pro
     const item = await daemon.request('GET', `/v1/queue/${complete.json.id}`, { token });
     rssMB = Math.max(rssMB, procStatusMB(pid, 'VmRSS'));
     if (item.json?.status === 'DONE') break;
-    if (item.json?.status !== 'PENDING') throw new Error(`the ingest ended ${item.json?.status}: ${JSON.stringify(item.json?.errors ?? item.text)}`);
+    if (item.json?.status !== 'PENDING')
+      throw new Error(
+        `the ingest ended ${item.json?.status}: ${JSON.stringify(item.json?.errors ?? item.text)}`,
+      );
     await sleep(10);
   }
   return { seconds: Number(process.hrtime.bigint() - start) / 1e9, rssMB };
 }
-
 
 async function main(): Promise<void> {
   const o = parseArgs(process.argv.slice(2), process.env);
@@ -227,7 +290,10 @@ async function main(): Promise<void> {
     const setupSeconds = (Date.now() - began) / 1000;
     daemon = await TestDaemon.start(
       { teardown: (fn) => teardowns.push(fn) },
-      { dataDir: mkdtempSync(join(scratch, 'data-')), config: { upload: { quietMs: QUIET_MS }, logLevel: 'warn' } },
+      {
+        dataDir: mkdtempSync(join(scratch, 'data-')),
+        config: { upload: { quietMs: QUIET_MS }, logLevel: 'warn' },
+      },
     );
     const token = daemon.addUser('bench');
 
@@ -258,10 +324,27 @@ async function main(): Promise<void> {
     const mbps = (xs: number[]) => xs.map((s) => bag.bytes / MB / s);
     const result = {
       machine: { cores: availableParallelism(), loadavg: loadavg().map((l) => Number(l.toFixed(2))) },
-      bag: { scale: o.scale, files: bag.files, bytes: bag.bytes, payloadBytes: bag.payloadBytes, setupSeconds: Number(setupSeconds.toFixed(1)) },
+      bag: {
+        scale: o.scale,
+        files: bag.files,
+        bytes: bag.bytes,
+        payloadBytes: bag.payloadBytes,
+        setupSeconds: Number(setupSeconds.toFixed(1)),
+      },
       coreutils: { seconds: sums, mbps: mbps(sums) },
-      validate: { seconds: validates, mbps: mbps(validates), ratioToCoreutils: median(validateRatios), tinyBagSeconds: startups },
-      ingest: { seconds: ingests, mbps: mbps(ingests), ratioToValidate: median(ingestRatios), rssDuringIngestMB: rss, peakRssMB },
+      validate: {
+        seconds: validates,
+        mbps: mbps(validates),
+        ratioToCoreutils: median(validateRatios),
+        tinyBagSeconds: startups,
+      },
+      ingest: {
+        seconds: ingests,
+        mbps: mbps(ingests),
+        ratioToValidate: median(ingestRatios),
+        rssDuringIngestMB: rss,
+        peakRssMB,
+      },
       targets: TARGETS,
       pass: {
         validateToCoreutils: median(validateRatios) <= TARGETS.validateToCoreutils,
@@ -289,7 +372,10 @@ async function main(): Promise<void> {
       process.stdout.write(`${lines.join('\n')}\n`);
     }
   } catch (err) {
-    if (daemon !== undefined) process.stderr.write(`the daemon's output (exit code ${daemon.proc.exitCode}, signal ${daemon.proc.signalCode}):\n${daemon.output.slice(-4000)}\n`);
+    if (daemon !== undefined)
+      process.stderr.write(
+        `the daemon's output (exit code ${daemon.proc.exitCode}, signal ${daemon.proc.signalCode}):\n${daemon.output.slice(-4000)}\n`,
+      );
     throw err;
   } finally {
     for (const fn of teardowns.reverse()) await fn();

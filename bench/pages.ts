@@ -33,17 +33,43 @@ try {
   const { secret: token } = catalog.users.issueToken('admin');
   const { secret: session } = catalog.sessions.open('admin', token, 3600_000);
   const bagId = randomUUID();
-  catalog.packages.create({ bagId, externalId: 'bench-2000-files', contentType: 'audio', user: 'admin', capability: randomUUID().replaceAll('-', '') });
+  catalog.packages.create({
+    bagId,
+    externalId: 'bench-2000-files',
+    contentType: 'audio',
+    user: 'admin',
+    capability: randomUUID().replaceAll('-', ''),
+  });
   const files: FileRecord[] = [];
   for (let i = 0; i < FILES; i++) {
     const path = `data/reel-${String(Math.floor(i / 100)).padStart(2, '0')}/track-${String(i).padStart(4, '0')}.wav`;
-    files.push({ path, size: 1_000_000 + i * 937, crc32: '00000000', digests: { md5: hex(path, 'md5'), sha256: hex(path, 'sha256') } });
+    files.push({
+      path,
+      size: 1_000_000 + i * 937,
+      crc32: '00000000',
+      digests: { md5: hex(path, 'md5'), sha256: hex(path, 'sha256') },
+    });
   }
-  for (const tag of ['bagit.txt', 'bag-info.txt', 'manifest-md5.txt', 'manifest-sha256.txt', 'chipmunk-info.txt'])
-    files.push({ path: tag, size: 100, crc32: '00000000', digests: { md5: hex(tag, 'md5'), sha256: hex(tag, 'sha256') } });
+  for (const tag of [
+    'bagit.txt',
+    'bag-info.txt',
+    'manifest-md5.txt',
+    'manifest-sha256.txt',
+    'chipmunk-info.txt',
+  ])
+    files.push({
+      path: tag,
+      size: 100,
+      crc32: '00000000',
+      digests: { md5: hex(tag, 'md5'), sha256: hex(tag, 'sha256') },
+    });
   catalog.packages.putFiles(bagId, files);
-  catalog.packages.markStored(bagId, `${bagId.slice(0, 2)}/${bagId.slice(2, 4)}/${bagId.slice(4, 6)}/${bagId}`);
-  for (const type of ['transfer', 'validation', 'ingestion'] as const) catalog.events.add({ bagId, type, executor: 'admin', outcome: 'success', detail: `${type} done` });
+  catalog.packages.markStored(
+    bagId,
+    `${bagId.slice(0, 2)}/${bagId.slice(2, 4)}/${bagId.slice(4, 6)}/${bagId}`,
+  );
+  for (const type of ['transfer', 'validation', 'ingestion'] as const)
+    catalog.events.add({ bagId, type, executor: 'admin', outcome: 'success', detail: `${type} done` });
 
   interface Timing {
     wall: number[];
@@ -72,12 +98,34 @@ try {
   const verdict = median(page.cpu) < TARGET_MS ? 'met' : 'MISSED';
   if (verdict !== 'met') process.exitCode = 1;
   if (process.argv.includes('--json')) {
-    const summary = (r: Timing) => ({ cpuMedianMs: median(r.cpu), cpuSlowestMs: Math.max(...r.cpu), wallMedianMs: median(r.wall), wallSlowestMs: Math.max(...r.wall), bytes: r.bytes });
-    console.log(JSON.stringify({ files: FILES, rounds: ROUNDS, loadavg: loadavg(), page: summary(page), json: summary(json), targetMs: TARGET_MS, verdict }));
+    const summary = (r: Timing) => ({
+      cpuMedianMs: median(r.cpu),
+      cpuSlowestMs: Math.max(...r.cpu),
+      wallMedianMs: median(r.wall),
+      wallSlowestMs: Math.max(...r.wall),
+      bytes: r.bytes,
+    });
+    console.log(
+      JSON.stringify({
+        files: FILES,
+        rounds: ROUNDS,
+        loadavg: loadavg(),
+        page: summary(page),
+        json: summary(json),
+        targetMs: TARGET_MS,
+        verdict,
+      }),
+    );
   } else {
-    const ms = (xs: number[]) => `median ${median(xs).toFixed(1)} ms, slowest ${Math.max(...xs).toFixed(1)} ms`;
-    const line = (name: string, r: Timing) => `${name} (${ROUNDS} requests, ${(r.bytes / 1e6).toFixed(2)} MB): CPU ${ms(r.cpu)}; wall ${ms(r.wall)}`;
-    console.log(`load average ${loadavg().map((l) => l.toFixed(1)).join(' ')} on ${availableParallelism()} cores`);
+    const ms = (xs: number[]) =>
+      `median ${median(xs).toFixed(1)} ms, slowest ${Math.max(...xs).toFixed(1)} ms`;
+    const line = (name: string, r: Timing) =>
+      `${name} (${ROUNDS} requests, ${(r.bytes / 1e6).toFixed(2)} MB): CPU ${ms(r.cpu)}; wall ${ms(r.wall)}`;
+    console.log(
+      `load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(' ')} on ${availableParallelism()} cores`,
+    );
     console.log(line(`package page, ${FILES} files`, page));
     console.log(line('the same package as JSON', json));
     console.log(`target: median CPU time per page < ${TARGET_MS} ms: ${verdict}`);

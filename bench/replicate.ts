@@ -73,10 +73,16 @@ class Scope {
 function payload(): Record<string, Buffer> {
   const pool = randomFillSync(Buffer.allocUnsafe(BIG.bytes + 16 * MiB));
   const files: Record<string, Buffer> = {};
-  for (let i = 0; i < BIG.count; i++) files[`masters/reel-${String(i).padStart(2, '0')}.wav`] = pool.subarray(i * MiB, i * MiB + BIG.bytes);
+  for (let i = 0; i < BIG.count; i++)
+    files[`masters/reel-${String(i).padStart(2, '0')}.wav`] = pool.subarray(i * MiB, i * MiB + BIG.bytes);
   for (let i = 0; i < SMALL; i++) {
     const size = 1024 + ((i * 2654435761) % (7 * 1024));
-    files[`pages/page-${String(i).padStart(4, '0')}.txt`] = Buffer.from(pool.subarray(i * 4099, i * 4099 + size).toString('base64').slice(0, size));
+    files[`pages/page-${String(i).padStart(4, '0')}.txt`] = Buffer.from(
+      pool
+        .subarray(i * 4099, i * 4099 + size)
+        .toString('base64')
+        .slice(0, size),
+    );
   }
   return files;
 }
@@ -86,11 +92,14 @@ const endpointOf = (ceph: Ceph) => (useHttps ? ceph.httpsEndpoint : ceph.endpoin
 
 function client(ceph: Ceph): S3Client {
   return new S3Client({
-    endpoint: endpointOf(ceph), region: ceph.region, forcePathStyle: true,
+    endpoint: endpointOf(ceph),
+    region: ceph.region,
+    forcePathStyle: true,
     // An Agent, not its options: the SDK makes a new agent without them for a PUT with a body (Expect: 100-continue).
     requestHandler: { httpsAgent: new Agent({ keepAlive: true, ca: readFileSync(ceph.caFile) }) },
     credentials: { accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey },
-    requestChecksumCalculation: 'WHEN_REQUIRED', responseChecksumValidation: 'WHEN_REQUIRED',
+    requestChecksumCalculation: 'WHEN_REQUIRED',
+    responseChecksumValidation: 'WHEN_REQUIRED',
   });
 }
 
@@ -113,7 +122,14 @@ function rawPut(dir: string, paths: string[]): Promise<number> {
     const started = performance.now();
     for (const path of paths) {
       const abs = join(dir, path);
-      await s3.send(new PutObjectCommand({ Bucket: 'bench', Key: `raw/${path}`, Body: createReadStream(abs, { highWaterMark: MiB }), ContentLength: statSync(abs).size }));
+      await s3.send(
+        new PutObjectCommand({
+          Bucket: 'bench',
+          Key: `raw/${path}`,
+          Body: createReadStream(abs, { highWaterMark: MiB }),
+          ContentLength: statSync(abs).size,
+        }),
+      );
     }
     return (performance.now() - started) / 1000;
   });
@@ -135,7 +151,11 @@ function rclone(dir: string): Promise<number> {
       RCLONE_S3_FORCE_PATH_STYLE: 'true',
     };
     const started = performance.now();
-    const run = spawnSync('rclone', ['copy', dir, ':s3:bench/rclone', ...(useHttps ? ['--ca-cert', ceph.caFile] : [])], { env, encoding: 'utf8' });
+    const run = spawnSync(
+      'rclone',
+      ['copy', dir, ':s3:bench/rclone', ...(useHttps ? ['--ca-cert', ceph.caFile] : [])],
+      { env, encoding: 'utf8' },
+    );
     const seconds = (performance.now() - started) / 1000;
     if (run.status !== 0) throw new Error(`rclone copy failed (${run.status}): ${run.stderr}`);
     return seconds;
@@ -144,20 +164,34 @@ function rclone(dir: string): Promise<number> {
 
 /** CPU seconds (user + system) a process has used so far. */
 function cpuSeconds(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ');
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8')
+    .replace(/^.*\) /s, '')
+    .split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** The daemon's copy and verification of the ingested bag: seconds, CPU seconds, and the highest VmRSS seen meanwhile. */
-function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; cpu: number; rssMB: number; rssAtDoneMB: number }> {
+function preservd(
+  files: Record<string, Buffer>,
+): Promise<{ seconds: number; cpu: number; rssMB: number; rssAtDoneMB: number }> {
   return withCeph(async (ceph) => {
     const scope = new Scope();
     try {
       const replica = {
-        name: 'ceph', kind: 's3', endpoint: endpointOf(ceph), bucket: 'bench', region: ceph.region, prefix: '', forcePathStyle: true,
-        accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey,
+        name: 'ceph',
+        kind: 's3',
+        endpoint: endpointOf(ceph),
+        bucket: 'bench',
+        region: ceph.region,
+        prefix: '',
+        forcePathStyle: true,
+        accessKeyId: ceph.accessKeyId,
+        secretAccessKey: ceph.secretAccessKey,
       };
-      const d = await TestDaemon.start(scope, { config: { replicas: [replica], logLevel: 'warn' }, env: { NODE_EXTRA_CA_CERTS: ceph.caFile } });
+      const d = await TestDaemon.start(scope, {
+        config: { replicas: [replica], logLevel: 'warn' },
+        env: { NODE_EXTRA_CA_CERTS: ceph.caFile },
+      });
       let rssKB = 0;
       let sampling = false;
       const sampler = setInterval(() => {
@@ -167,7 +201,9 @@ function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; cpu
       }, 100);
       scope.teardown(() => clearInterval(sampler));
       const { request } = await ingestBag(d, d.adminToken, files, { contentType: 'audio' });
-      const rssAtDone = Number(/VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d.proc.pid}/status`, 'utf8'))?.[1] ?? 0);
+      const rssAtDone = Number(
+        /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${d.proc.pid}/status`, 'utf8'))?.[1] ?? 0,
+      );
       sampling = true;
       const cpuAtDone = cpuSeconds(d.proc.pid!);
       for (;;) {
@@ -178,8 +214,14 @@ function preservd(files: Record<string, Buffer>): Promise<{ seconds: number; cpu
           const cpu = cpuSeconds(d.proc.pid!) - cpuAtDone;
           const item = await d.request('GET', `/v1/queue?package=${request.bag_id}`);
           const done = Date.parse((item.json as Array<{ updated_at: string }>)[0]!.updated_at);
-          if (/unavailable|failed/.test(d.output)) console.error(`the daemon said:\n${d.output.slice(-3000)}`);
-          return { seconds: (Date.parse(copy.verified_at!) - done) / 1000, cpu, rssMB: (rssKB * 1024) / 1e6, rssAtDoneMB: (rssAtDone * 1024) / 1e6 };
+          if (/unavailable|failed/.test(d.output))
+            console.error(`the daemon said:\n${d.output.slice(-3000)}`);
+          return {
+            seconds: (Date.parse(copy.verified_at!) - done) / 1000,
+            cpu,
+            rssMB: (rssKB * 1024) / 1e6,
+            rssAtDoneMB: (rssAtDone * 1024) / 1e6,
+          };
         }
         if (copy.status === 'failed') throw new Error(`the copy failed: ${JSON.stringify(copy)}`);
         await new Promise((r) => setTimeout(r, 50));
@@ -198,7 +240,14 @@ async function main(): Promise<void> {
   const scratch = mkdtempSync(join(tmpdir(), 'preservd-bench-replicate-'));
   try {
     const dir = join(scratch, 'bag');
-    await makeBag(dir, { files, chipmunkInfo: { externalId: 'bench', bagId: '00000000-0000-4000-8000-000000000000', contentType: 'audio' } });
+    await makeBag(dir, {
+      files,
+      chipmunkInfo: {
+        externalId: 'bench',
+        bagId: '00000000-0000-4000-8000-000000000000',
+        contentType: 'audio',
+      },
+    });
     const paths = filesUnder(dir, { regularOnly: true });
     const bytes = paths.reduce((n, p) => n + statSync(join(dir, p)).size, 0);
     const rounds: Array<{ raw: number; rclone: number; preservd: number; cpu: number; rssMB: number }> = [];
@@ -207,7 +256,10 @@ async function main(): Promise<void> {
       const rc = await rclone(dir);
       const ours = await preservd(files);
       rounds.push({ raw, rclone: rc, preservd: ours.seconds, cpu: ours.cpu, rssMB: ours.rssMB });
-      if (!o.json) console.log(`round ${r + 1}: raw PUT ${raw.toFixed(2)} s, rclone copy ${rc.toFixed(2)} s, preservd copy + read-back ${ours.seconds.toFixed(2)} s, ${ours.cpu.toFixed(2)} CPU-s, RSS ≤ ${ours.rssMB.toFixed(0)} MB (${ours.rssAtDoneMB.toFixed(0)} MB when the ingest was done)`);
+      if (!o.json)
+        console.log(
+          `round ${r + 1}: raw PUT ${raw.toFixed(2)} s, rclone copy ${rc.toFixed(2)} s, preservd copy + read-back ${ours.seconds.toFixed(2)} s, ${ours.cpu.toFixed(2)} CPU-s, RSS ≤ ${ours.rssMB.toFixed(0)} MB (${ours.rssAtDoneMB.toFixed(0)} MB when the ingest was done)`,
+        );
     }
     const toRclone = rounds.map((r) => r.preservd / r.rclone);
     const toRaw = rounds.map((r) => r.preservd / r.raw);
@@ -216,9 +268,18 @@ async function main(): Promise<void> {
       bag: { files: paths.length, bytes },
       scheme: o.https ? 'https' : 'http',
       load: loadavg()[0] ?? 0,
-      seconds: { raw: median(rounds.map((r) => r.raw)), rclone: median(rounds.map((r) => r.rclone)), preservd: median(rounds.map((r) => r.preservd)) },
+      seconds: {
+        raw: median(rounds.map((r) => r.raw)),
+        rclone: median(rounds.map((r) => r.rclone)),
+        preservd: median(rounds.map((r) => r.preservd)),
+      },
       daemonCpuSeconds: median(rounds.map((r) => r.cpu)),
-      ratios: { toRclone: median(toRclone), toRcloneRange: range(toRclone, 2), toRaw: median(toRaw), toRawRange: range(toRaw, 2) },
+      ratios: {
+        toRclone: median(toRclone),
+        toRcloneRange: range(toRclone, 2),
+        toRaw: median(toRaw),
+        toRawRange: range(toRaw, 2),
+      },
       peakRssMB: rss,
       targets: TARGETS,
       pass: median(toRclone) <= TARGETS.toRclone && rss < TARGETS.rssMB,
@@ -227,9 +288,15 @@ async function main(): Promise<void> {
     else {
       const mb = bytes / 1e6;
       console.log(`bag: ${paths.length} files, ${mb.toFixed(0)} MB; load ${result.load.toFixed(1)}`);
-      console.log(`raw PUT: ${result.seconds.raw.toFixed(2)} s (${(mb / result.seconds.raw).toFixed(0)} MB/s)`);
-      console.log(`rclone copy: ${result.seconds.rclone.toFixed(2)} s (${(mb / result.seconds.rclone).toFixed(0)} MB/s)`);
-      console.log(`preservd copy + read-back: ${result.seconds.preservd.toFixed(2)} s (${(mb / result.seconds.preservd).toFixed(0)} MB/s)`);
+      console.log(
+        `raw PUT: ${result.seconds.raw.toFixed(2)} s (${(mb / result.seconds.raw).toFixed(0)} MB/s)`,
+      );
+      console.log(
+        `rclone copy: ${result.seconds.rclone.toFixed(2)} s (${(mb / result.seconds.rclone).toFixed(0)} MB/s)`,
+      );
+      console.log(
+        `preservd copy + read-back: ${result.seconds.preservd.toFixed(2)} s (${(mb / result.seconds.preservd).toFixed(0)} MB/s)`,
+      );
       console.log(`daemon CPU in the copy window: ${result.daemonCpuSeconds.toFixed(2)} s (median)`);
       console.log(`preservd / rclone: ${result.ratios.toRcloneRange} (target ≤ ${TARGETS.toRclone})`);
       console.log(`preservd / raw PUT: ${result.ratios.toRawRange}`);

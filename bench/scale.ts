@@ -32,7 +32,18 @@
  */
 import { fork, spawn, spawnSync } from 'node:child_process';
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, statSync, writeFileSync, writeSync } from 'node:fs';
+import {
+  closeSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+  writeSync,
+} from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -51,7 +62,14 @@ import type { LoadRequest, LoadResult } from './lib/load-client.js';
 import { median } from './stats.js';
 
 const MB = 1e6;
-const TARGETS = { showP99Ms: 5, showCpuToFloor: 1.5, firstPageMs: 10, streamRssMB: 200, startupS: 3, bagRssMB: 500 };
+const TARGETS = {
+  showP99Ms: 5,
+  showCpuToFloor: 1.5,
+  firstPageMs: 10,
+  streamRssMB: 200,
+  startupS: 3,
+  bagRssMB: 500,
+};
 const TYPES = ['audio', 'bentleyaudio', 'video', 'digital', 'video_game'];
 const args = process.argv.slice(2);
 const option = (name: string, fallback: number) => {
@@ -70,7 +88,10 @@ const t = { teardown: (fn: () => unknown) => void teardowns.push(fn) };
 
 function report(key: string, value: number, unit: string, target?: { limit: number; below: boolean }): void {
   results[key] = value;
-  const verdict = target === undefined ? '' : `   target ${target.below ? '≤' : '≥'} ${target.limit} ${unit.split(' ')[0]}   ${(target.below ? value <= target.limit : value >= target.limit) ? 'met' : 'MISSED'}`;
+  const verdict =
+    target === undefined
+      ? ''
+      : `   target ${target.below ? '≤' : '≥'} ${target.limit} ${unit.split(' ')[0]}   ${(target.below ? value <= target.limit : value >= target.limit) ? 'met' : 'MISSED'}`;
   console.log(`  ${key}: ${value.toFixed(value < 10 ? 2 : 1)} ${unit}${verdict}`);
 }
 
@@ -119,9 +140,17 @@ interface PhasePeak {
 }
 
 /** Peaks of a process's VmRSS and RssAnon, sampled every 20 ms, phase by phase (`next` starts one). */
-function phaseSampler(pid: number, first: string): { next: (phase: string) => void; stop: () => PhasePeak[] } {
+function phaseSampler(
+  pid: number,
+  first: string,
+): { next: (phase: string) => void; stop: () => PhasePeak[] } {
   const done: PhasePeak[] = [];
-  const begin = (phase: string): PhasePeak => ({ phase, rss: 0, anon: 0, anonAtStart: status(pid, 'RssAnon') });
+  const begin = (phase: string): PhasePeak => ({
+    phase,
+    rss: 0,
+    anon: 0,
+    anonAtStart: status(pid, 'RssAnon'),
+  });
   let current = begin(first);
   const sample = (): void => {
     try {
@@ -149,21 +178,38 @@ function phaseSampler(pid: number, first: string): { next: (phase: string) => vo
   };
 }
 
-const percentile = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const percentile = (xs: number[], p: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 // ---------------------------------------------------------------- the catalog
 
 const fileRecord = (path: string, i: number): FileRecord => ({
   path,
   size: 1000 + i,
-  crc32: (i * 2654435761 >>> 0).toString(16).padStart(8, '0'),
-  digests: { md5: createHash('md5').update(path).digest('hex'), sha256: createHash('sha256').update(path).digest('hex') },
+  crc32: ((i * 2654435761) >>> 0).toString(16).padStart(8, '0'),
+  digests: {
+    md5: createHash('md5').update(path).digest('hex'),
+    sha256: createHash('sha256').update(path).digest('hex'),
+  },
 });
 
 function syntheticFiles(count: number): FileRecord[] {
-  const files = ['bag-info.txt', 'bagit.txt', 'chipmunk-info.txt', 'manifest-md5.txt', 'manifest-sha256.txt', 'tagmanifest-sha256.txt'].map(fileRecord);
+  const files = [
+    'bag-info.txt',
+    'bagit.txt',
+    'chipmunk-info.txt',
+    'manifest-md5.txt',
+    'manifest-sha256.txt',
+    'tagmanifest-sha256.txt',
+  ].map(fileRecord);
   const payload = count - files.length;
-  for (let i = 0; i < payload; i++) files.push(fileRecord(`data/${String(Math.floor(i / 100)).padStart(3, '0')}/file-${String(i).padStart(5, '0')}.wav`, i));
+  for (let i = 0; i < payload; i++)
+    files.push(
+      fileRecord(
+        `data/${String(Math.floor(i / 100)).padStart(3, '0')}/file-${String(i).padStart(5, '0')}.wav`,
+        i,
+      ),
+    );
   return files.sort((a, b) => (a.path < b.path ? -1 : 1));
 }
 
@@ -178,19 +224,42 @@ async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; second
       for (let i = from; i < Math.min(synthetic, from + 1_000); i++) {
         const bagId = randomUUID();
         const user = i % 1_000 === 500 ? 'solo' : `depositor${i % 97}`;
-        catalog.packages.create({ bagId, externalId: `synthetic-${i}`, contentType: TYPES[i % TYPES.length]!, user, capability: newCapability() });
+        catalog.packages.create({
+          bagId,
+          externalId: `synthetic-${i}`,
+          contentType: TYPES[i % TYPES.length]!,
+          user,
+          capability: newCapability(),
+        });
         catalog.packages.putFiles(bagId, twenty);
         catalog.packages.markStored(bagId, Storage.storagePath(bagId));
-        catalog.events.add({ bagId, type: 'ingestion', executor: user, outcome: 'success', detail: `stored at ${Storage.storagePath(bagId)}` });
+        catalog.events.add({
+          bagId,
+          type: 'ingestion',
+          executor: user,
+          outcome: 'success',
+          detail: `stored at ${Storage.storagePath(bagId)}`,
+        });
       }
     });
-    if (from % 100_000 === 0) process.stdout.write(`  … ${from} packages (${((Date.now() - started) / 1000).toFixed(0)} s)\n`);
+    if (from % 100_000 === 0)
+      process.stdout.write(`  … ${from} packages (${((Date.now() - started) / 1000).toFixed(0)} s)\n`);
   }
   const bigBagId = randomUUID();
-  catalog.packages.create({ bagId: bigBagId, externalId: 'big', contentType: 'audio', user: 'solo', capability: newCapability() });
+  catalog.packages.create({
+    bagId: bigBagId,
+    externalId: 'big',
+    contentType: 'audio',
+    user: 'solo',
+    capability: newCapability(),
+  });
   catalog.packages.putFiles(bigBagId, syntheticFiles(2_040));
   catalog.packages.markStored(bigBagId, Storage.storagePath(bigBagId));
-  for (let i = 0; i < REAL; i++) await createStoredPackage(catalog, storage, { user: i % 10 === 0 ? 'solo' : 'depositor1', contentType: TYPES[i % TYPES.length]! });
+  for (let i = 0; i < REAL; i++)
+    await createStoredPackage(catalog, storage, {
+      user: i % 10 === 0 ? 'solo' : 'depositor1',
+      contentType: TYPES[i % TYPES.length]!,
+    });
   await catalog.close();
   return { bigBagId, seconds: (Date.now() - started) / 1000 };
 }
@@ -201,7 +270,10 @@ async function keptCatalog(dataDir: string): Promise<{ bigBagId: string }> {
   try {
     const big = catalog.packages.find('big');
     const count = catalog.packages.count();
-    if (big === undefined || count !== PACKAGES) throw new Error(`${dataDir} holds ${count} packages${big === undefined ? ' and no package "big"' : ''}, not the ${PACKAGES} this run asks for`);
+    if (big === undefined || count !== PACKAGES)
+      throw new Error(
+        `${dataDir} holds ${count} packages${big === undefined ? ' and no package "big"' : ''}, not the ${PACKAGES} this run asks for`,
+      );
     return { bigBagId: big.bagId };
   } finally {
     await catalog.close();
@@ -221,7 +293,9 @@ function tokenOf(d: TestDaemon, name: string): string {
 /** A GET with a bearer token, or with `cookie:…` a session cookie (the pages take no token); redirects not followed. */
 async function timedGet(url: string, token: string): Promise<{ ms: number; bytes: number; status: number }> {
   const started = process.hrtime.bigint();
-  const headers = token.startsWith('cookie:') ? { cookie: token.slice(7) } : { authorization: `Bearer ${token}` };
+  const headers = token.startsWith('cookie:')
+    ? { cookie: token.slice(7) }
+    : { authorization: `Bearer ${token}` };
   const res = await fetch(url, { headers, redirect: 'manual' });
   let bytes = 0;
   for await (const chunk of res.body!) bytes += (chunk as Uint8Array).length; // counted, not kept
@@ -249,13 +323,25 @@ async function load(url: string, token: string, inFlight: number, total: number)
  * GETs of `url` over `inFlight` keep-alive connections and returns the latencies (ms) and the
  * CPU seconds the client spent on them.
  */
-function loadClient(): { run: (url: string, token: string, inFlight: number, amount: number) => Promise<{ latencies: number[]; cpuSeconds: number }>; pid: number; stop: () => void } {
-  const child = fork(join(dirname(fileURLToPath(import.meta.url)), 'lib', 'load-client.js'), { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+function loadClient(): {
+  run: (
+    url: string,
+    token: string,
+    inFlight: number,
+    amount: number,
+  ) => Promise<{ latencies: number[]; cpuSeconds: number }>;
+  pid: number;
+  stop: () => void;
+} {
+  const child = fork(join(dirname(fileURLToPath(import.meta.url)), 'lib', 'load-client.js'), {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return {
     run: (url, token, inFlight, amount) =>
       new Promise((resolve, reject) => {
         // A client that dies mid-round fails the bench instead of leaving it waiting.
-        const died = (code: number | null) => reject(new Error(`the load client exited (${code}) during a round`));
+        const died = (code: number | null) =>
+          reject(new Error(`the load client exited (${code}) during a round`));
         child.once('exit', died);
         child.once('message', (result: LoadResult) => {
           child.off('exit', died);
@@ -300,9 +386,17 @@ const FLOORS = {
   `,
 };
 
-async function floorServer(kind: keyof typeof FLOORS, body: Buffer): Promise<{ url: string; pid: number; stop: () => void }> {
-  const child = spawn(process.execPath, ['--input-type=module', '-e', FLOORS[kind]], { env: { ...process.env, BODY: body.toString('base64') }, stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<string>((ok) => child.stdout.once('data', (d: Buffer) => ok(d.toString().trim())));
+async function floorServer(
+  kind: keyof typeof FLOORS,
+  body: Buffer,
+): Promise<{ url: string; pid: number; stop: () => void }> {
+  const child = spawn(process.execPath, ['--input-type=module', '-e', FLOORS[kind]], {
+    env: { ...process.env, BODY: body.toString('base64') },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const port = await new Promise<string>((ok) =>
+    child.stdout.once('data', (d: Buffer) => ok(d.toString().trim())),
+  );
   return { url: `http://127.0.0.1:${port}/`, pid: child.pid!, stop: () => child.kill() };
 }
 
@@ -312,17 +406,29 @@ async function wholeList(d: TestDaemon): Promise<void> {
   const stop = rssSampler(pid);
   const whole = await timedGet(`${d.url}/v1/packages`, d.adminToken);
   const peak = stop();
-  console.log(`the whole unpaged list (${PACKAGES.toLocaleString('en')} packages), from a daemon just started:`);
-  report('whole_list_s', whole.ms / 1000, `s (${(whole.bytes / MB).toFixed(0)} MB, ${(whole.bytes / MB / (whole.ms / 1000)).toFixed(0)} MB/s)`);
+  console.log(
+    `the whole unpaged list (${PACKAGES.toLocaleString('en')} packages), from a daemon just started:`,
+  );
+  report(
+    'whole_list_s',
+    whole.ms / 1000,
+    `s (${(whole.bytes / MB).toFixed(0)} MB, ${(whole.bytes / MB / (whole.ms / 1000)).toFixed(0)} MB/s)`,
+  );
   report('whole_list_daemon_rss_before_mb', rssBefore / MB, 'MB');
   report('whole_list_daemon_peak_rss_mb', peak / MB, 'MB', { limit: TARGETS.streamRssMB, below: true });
-  report('whole_list_daemon_peak_rss_anon_mb', peakAnon / MB, `MB (its own memory; mapped catalog and code pages after: ${(status(pid, 'RssFile') / MB).toFixed(0)} MB)`);
+  report(
+    'whole_list_daemon_peak_rss_anon_mb',
+    peakAnon / MB,
+    `MB (its own memory; mapped catalog and code pages after: ${(status(pid, 'RssFile') / MB).toFixed(0)} MB)`,
+  );
 }
 
 async function showBesideFloors(d: TestDaemon, bigBagId: string): Promise<void> {
   const admin = d.adminToken;
   const show = `${d.url}/v1/packages/${bigBagId}`;
-  const body = Buffer.from(await (await fetch(show, { headers: { authorization: `Bearer ${admin}` } })).arrayBuffer());
+  const body = Buffer.from(
+    await (await fetch(show, { headers: { authorization: `Bearer ${admin}` } })).arrayBuffer(),
+  );
   const files = JSON.parse(body.toString()).files.length;
   const floor = await floorServer('node', body);
   const framework = await floorServer('fastify', body);
@@ -336,8 +442,15 @@ async function showBesideFloors(d: TestDaemon, bigBagId: string): Promise<void> 
   /** Per round, the daemon's CPU per show over the node:http floor's per answer. */
   const cpuRatios: number[] = [];
   const client = loadClient();
-  const pinned = [pin(d.proc.pid!, 0), pin(floor.pid, 0), pin(framework.pid, 0), pin(client.pid, 1)].every(Boolean);
-  const timed = async (url: string, pid: number, server: 'ours' | 'floor' | 'framework', clientCpu?: 'clientOurs' | 'clientFloor') => {
+  const pinned = [pin(d.proc.pid!, 0), pin(floor.pid, 0), pin(framework.pid, 0), pin(client.pid, 1)].every(
+    Boolean,
+  );
+  const timed = async (
+    url: string,
+    pid: number,
+    server: 'ours' | 'floor' | 'framework',
+    clientCpu?: 'clientOurs' | 'clientFloor',
+  ) => {
     const serverBefore = cpuSeconds(pid);
     const { latencies, cpuSeconds: used } = await client.run(url, admin, 32, SHOWS);
     cpu[server] += cpuSeconds(pid) - serverBefore;
@@ -363,7 +476,9 @@ async function showBesideFloors(d: TestDaemon, bigBagId: string): Promise<void> 
   const usPerShow = (seconds: number) => (seconds / (5 * SHOWS)) * 1e6;
   const all = (server: 'ours' | 'floor' | 'framework') => rounds.flatMap((r) => r[server]);
   const ratio = (p: number) => median(rounds.map((r) => percentile(r.ours, p) / percentile(r.floor, p)));
-  console.log(`show of a package of ${files} payload files (2,040 in all, ${(body.length / 1e3).toFixed(0)} kB), 32 in flight (autocannon${pinned ? ' on core 1, the servers on core 0' : ''}), 5 rounds of ${SHOWS.toLocaleString('en')} alternating with a bare node:http server and a bare fastify route sending the same bytes:`);
+  console.log(
+    `show of a package of ${files} payload files (2,040 in all, ${(body.length / 1e3).toFixed(0)} kB), 32 in flight (autocannon${pinned ? ' on core 1, the servers on core 0' : ''}), 5 rounds of ${SHOWS.toLocaleString('en')} alternating with a bare node:http server and a bare fastify route sending the same bytes:`,
+  );
   report('show_p50_ms', percentile(all('ours'), 50), 'ms');
   report('show_p99_ms', percentile(all('ours'), 99), 'ms', { limit: TARGETS.showP99Ms, below: true });
   report('floor_p50_ms', percentile(all('floor'), 50), 'ms (bare node:http, same body)');
@@ -372,11 +487,28 @@ async function showBesideFloors(d: TestDaemon, bigBagId: string): Promise<void> 
   report('fastify_floor_p99_ms', percentile(all('framework'), 99), 'ms');
   report('show_to_floor_p50', ratio(50), '× (median of per-round ratios)');
   report('show_to_floor_p99', ratio(99), '× (median of per-round ratios)');
-  report('show_cpu_us', usPerShow(cpu.ours), `µs of daemon CPU per show (node:http floor: ${usPerShow(cpu.floor).toFixed(0)} µs per answer, fastify floor: ${usPerShow(cpu.framework).toFixed(0)} µs)`);
-  report('show_cpu_to_floor', cpu.ours / cpu.floor, `× the node:http floor's CPU per answer, same run (per round ${cpuRatios.map((x) => x.toFixed(2)).join(', ')})`, { limit: TARGETS.showCpuToFloor, below: true });
-  report('show_client_cpu_us', usPerShow(cpu.clientOurs), `µs of client (autocannon) CPU per show (per floor answer: ${usPerShow(cpu.clientFloor).toFixed(0)} µs)`);
-  console.log(`  (one process answering 32 in flight at that CPU per show waits about ${((32 * usPerShow(cpu.ours)) / 1e3).toFixed(1)} ms per answer: roughly the p50 it can reach; the floor ${((32 * usPerShow(cpu.floor)) / 1e3).toFixed(1)} ms)`);
-  console.log(`  (per round, show/node/fastify p50 ${rounds.map((r) => `${percentile(r.ours, 50).toFixed(2)}/${percentile(r.floor, 50).toFixed(2)}/${percentile(r.framework, 50).toFixed(2)}`).join(', ')} ms; p99 ${rounds.map((r) => `${percentile(r.ours, 99).toFixed(1)}/${percentile(r.floor, 99).toFixed(1)}/${percentile(r.framework, 99).toFixed(1)}`).join(', ')} ms)`);
+  report(
+    'show_cpu_us',
+    usPerShow(cpu.ours),
+    `µs of daemon CPU per show (node:http floor: ${usPerShow(cpu.floor).toFixed(0)} µs per answer, fastify floor: ${usPerShow(cpu.framework).toFixed(0)} µs)`,
+  );
+  report(
+    'show_cpu_to_floor',
+    cpu.ours / cpu.floor,
+    `× the node:http floor's CPU per answer, same run (per round ${cpuRatios.map((x) => x.toFixed(2)).join(', ')})`,
+    { limit: TARGETS.showCpuToFloor, below: true },
+  );
+  report(
+    'show_client_cpu_us',
+    usPerShow(cpu.clientOurs),
+    `µs of client (autocannon) CPU per show (per floor answer: ${usPerShow(cpu.clientFloor).toFixed(0)} µs)`,
+  );
+  console.log(
+    `  (one process answering 32 in flight at that CPU per show waits about ${((32 * usPerShow(cpu.ours)) / 1e3).toFixed(1)} ms per answer: roughly the p50 it can reach; the floor ${((32 * usPerShow(cpu.floor)) / 1e3).toFixed(1)} ms)`,
+  );
+  console.log(
+    `  (per round, show/node/fastify p50 ${rounds.map((r) => `${percentile(r.ours, 50).toFixed(2)}/${percentile(r.floor, 50).toFixed(2)}/${percentile(r.framework, 50).toFixed(2)}`).join(', ')} ms; p99 ${rounds.map((r) => `${percentile(r.ours, 99).toFixed(1)}/${percentile(r.floor, 99).toFixed(1)}/${percentile(r.framework, 99).toFixed(1)}`).join(', ')} ms)`,
+  );
 }
 
 async function lists(d: TestDaemon): Promise<void> {
@@ -387,28 +519,54 @@ async function lists(d: TestDaemon): Promise<void> {
     const xs = await load(`${d.url}${path}`, token, 1, requests);
     return { p50: percentile(xs, 50), p99: percentile(xs, 99) };
   };
-  console.log(`pages of 100 among ${PACKAGES.toLocaleString('en')} packages (one at a time, 300 requests each):`);
+  console.log(
+    `pages of 100 among ${PACKAGES.toLocaleString('en')} packages (one at a time, 300 requests each):`,
+  );
   const first = await page('/v1/packages?limit=100', admin);
   report('first_page_p50_ms', first.p50, 'ms');
   report('first_page_p99_ms', first.p99, 'ms', { limit: TARGETS.firstPageMs, below: true });
   const middle = await page(`/v1/packages?limit=100&after=${encodeCursor(Math.floor(PACKAGES / 2))}`, admin);
   report('middle_page_p50_ms', middle.p50, 'ms');
-  report('content_type_page_p50_ms', (await page('/v1/packages?limit=100&content_type=video', admin)).p50, 'ms');
+  report(
+    'content_type_page_p50_ms',
+    (await page('/v1/packages?limit=100&content_type=video', admin)).p50,
+    'ms',
+  );
   report('events_page_p50_ms', (await page('/v1/events?limit=100', admin)).p50, 'ms');
   const soloFirst = await page('/v1/packages?limit=100', solo);
   report('regular_user_first_page_p50_ms', soloFirst.p50, 'ms');
   report('regular_user_first_page_p99_ms', soloFirst.p99, 'ms', { limit: TARGETS.firstPageMs, below: true });
   const soloWhole = await timedGet(`${d.url}/v1/packages`, solo);
-  report('regular_user_whole_list_ms', soloWhole.ms, `ms (${(soloWhole.bytes / MB).toFixed(1)} MB, their ${Math.round(PACKAGES / 1000) + REAL / 10 + 1} packages)`);
+  report(
+    'regular_user_whole_list_ms',
+    soloWhole.ms,
+    `ms (${(soloWhole.bytes / MB).toFixed(1)} MB, their ${Math.round(PACKAGES / 1000) + REAL / 10 + 1} packages)`,
+  );
 
   console.log('the web pages, as an admin (one at a time, 60 requests each):');
   const jar = new Jar();
   if ((await logIn(d, jar, admin)).res.status !== 303) throw new Error('could not log in to the pages');
   const session = `cookie:${jar.header}`;
-  report('overview_page_p50_ms', (await page('/', session, 60)).p50, 'ms (counts and latest failures from the indexes)');
-  report('search_whole_id_p50_ms', (await page('/packages?q=synthetic-7', session, 60)).p50, 'ms (one of the oldest packages, by index)');
-  report('search_part_p50_ms', (await page('/packages?q=synthetic-99', session, 60)).p50, 'ms (a part of ids: a page of matches, newest first)');
-  report('search_nothing_p50_ms', (await page('/packages?q=no-such-id', session, 60)).p50, `ms (no match: reads ${SEARCH_BUDGET.toLocaleString('en')} packages, the most one request reads)`);
+  report(
+    'overview_page_p50_ms',
+    (await page('/', session, 60)).p50,
+    'ms (counts and latest failures from the indexes)',
+  );
+  report(
+    'search_whole_id_p50_ms',
+    (await page('/packages?q=synthetic-7', session, 60)).p50,
+    'ms (one of the oldest packages, by index)',
+  );
+  report(
+    'search_part_p50_ms',
+    (await page('/packages?q=synthetic-99', session, 60)).p50,
+    'ms (a part of ids: a page of matches, newest first)',
+  );
+  report(
+    'search_nothing_p50_ms',
+    (await page('/packages?q=no-such-id', session, 60)).p50,
+    `ms (no match: reads ${SEARCH_BUDGET.toLocaleString('en')} packages, the most one request reads)`,
+  );
 }
 
 // ---------------------------------------------------------------- open requests
@@ -424,7 +582,13 @@ async function withOpenRequests(open: number): Promise<string> {
     catalog.transaction(() => {
       for (let i = from; i < Math.min(open, from + 5_000); i++) {
         const capability = newCapability();
-        catalog.packages.create({ bagId: randomUUID(), externalId: `open-${i}`, contentType: 'audio', user: 'admin', capability });
+        catalog.packages.create({
+          bagId: randomUUID(),
+          externalId: `open-${i}`,
+          contentType: 'audio',
+          user: 'admin',
+          capability,
+        });
         caps.push(capability);
       }
     });
@@ -444,7 +608,11 @@ async function createRate(d: TestDaemon, n: number): Promise<number> {
         const res = await fetch(`${d.url}/v1/requests`, {
           method: 'POST',
           headers: { authorization: `Bearer ${d.adminToken}`, 'content-type': 'application/json' },
-          body: JSON.stringify({ bag_id: randomUUID(), external_id: `new-${randomUUID()}`, content_type: 'video' }),
+          body: JSON.stringify({
+            bag_id: randomUUID(),
+            external_id: `new-${randomUUID()}`,
+            content_type: 'video',
+          }),
         });
         await res.arrayBuffer();
         if (res.status !== 201) throw new Error(`create: ${res.status}`);
@@ -458,17 +626,39 @@ async function createRate(d: TestDaemon, n: number): Promise<number> {
 async function openRequests(): Promise<void> {
   const sizes = [1_000, 100_000] as const;
   const daemons: TestDaemon[] = [];
-  for (const open of sizes) daemons.push(await TestDaemon.start(t, { dataDir: await withOpenRequests(open), keepDataDir: true, config: { logLevel: 'error' } }));
+  for (const open of sizes)
+    daemons.push(
+      await TestDaemon.start(t, {
+        dataDir: await withOpenRequests(open),
+        keepDataDir: true,
+        config: { logLevel: 'error' },
+      }),
+    );
   for (const d of daemons) await createRate(d, 500); // warm-up: the first writes map the catalog's pages
   const rates: number[][] = [[], []];
-  for (let round = 0; round < 4; round++) for (const i of [0, 1]) rates[i]!.push(await createRate(daemons[i]!, 500));
-  console.log('requests created through the API, 16 clients, 4 alternating rounds of 500 after 500 of warm-up:');
+  for (let round = 0; round < 4; round++)
+    for (const i of [0, 1]) rates[i]!.push(await createRate(daemons[i]!, 500));
+  console.log(
+    'requests created through the API, 16 clients, 4 alternating rounds of 500 after 500 of warm-up:',
+  );
   for (const i of [0, 1]) {
     const pid = daemons[i]!.proc.pid!;
-    report(`requests_per_s_at_${sizes[i]}`, median(rates[i]!), `requests/s with ${sizes[i]!.toLocaleString('en')} open (rounds: ${rates[i]!.map((r) => r.toFixed(0)).join(', ')})`);
-    report(`daemon_rss_anon_mb_at_${sizes[i]}`, status(pid, 'RssAnon') / MB, `MB (its own memory; VmRSS ${(status(pid, 'VmRSS') / MB).toFixed(0)} MB with mapped catalog and code pages)`);
+    report(
+      `requests_per_s_at_${sizes[i]}`,
+      median(rates[i]!),
+      `requests/s with ${sizes[i]!.toLocaleString('en')} open (rounds: ${rates[i]!.map((r) => r.toFixed(0)).join(', ')})`,
+    );
+    report(
+      `daemon_rss_anon_mb_at_${sizes[i]}`,
+      status(pid, 'RssAnon') / MB,
+      `MB (its own memory; VmRSS ${(status(pid, 'VmRSS') / MB).toFixed(0)} MB with mapped catalog and code pages)`,
+    );
   }
-  report('requests_rate_100k_to_1k', median(rates[1]!.map((r, i) => r / rates[0]![i]!)), '× (median of per-round ratios; target about 1)');
+  report(
+    'requests_rate_100k_to_1k',
+    median(rates[1]!.map((r, i) => r / rates[0]![i]!)),
+    '× (median of per-round ratios; target about 1)',
+  );
   for (const d of daemons) await d.stop();
 }
 
@@ -494,7 +684,12 @@ function writeBag(dir: string, files: number, bagId: string, externalId: string)
   };
   for (const [name, text] of Object.entries(tags)) writeFileSync(join(dir, name), text);
   const tagManifest = ['bagit.txt', 'bag-info.txt', 'chipmunk-info.txt', 'manifest-sha256.txt']
-    .map((name) => `${createHash('sha256').update(readFileSync(join(dir, name))).digest('hex')}  ${name}\n`)
+    .map(
+      (name) =>
+        `${createHash('sha256')
+          .update(readFileSync(join(dir, name)))
+          .digest('hex')}  ${name}\n`,
+    )
     .join('');
   writeFileSync(join(dir, 'tagmanifest-sha256.txt'), tagManifest);
   return bytes;
@@ -512,7 +707,9 @@ async function hugeBag(): Promise<void> {
   spawnSync('cat', ['manifest-sha256.txt'], { cwd: bagDir, stdio: 'ignore' });
 
   const validateStarted = Date.now();
-  const validate = spawn(process.execPath, [join(process.cwd(), 'dist/src/cli.js'), 'validate', bagDir], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const validate = spawn(process.execPath, [join(process.cwd(), 'dist/src/cli.js'), 'validate', bagDir], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let validateOutput = '';
   validate.stdout.on('data', (chunk: Buffer) => (validateOutput += chunk.toString()));
   validate.stderr.on('data', (chunk: Buffer) => (validateOutput += chunk.toString()));
@@ -522,14 +719,26 @@ async function hugeBag(): Promise<void> {
   if (validateCode !== 0) throw new Error(`validate: ${validateOutput}`);
   const validateS = (Date.now() - validateStarted) / 1000;
   report('bag_validate_s', validateS, 's (preservd validate, whole process)');
-  report('bag_validate_peak_rss_mb', validatePeak!.rss / MB, `MB (its peak VmRSS; RssAnon ${(validatePeak!.anon / MB).toFixed(0)} MB)`, { limit: TARGETS.bagRssMB, below: true });
+  report(
+    'bag_validate_peak_rss_mb',
+    validatePeak!.rss / MB,
+    `MB (its peak VmRSS; RssAnon ${(validatePeak!.anon / MB).toFixed(0)} MB)`,
+    { limit: TARGETS.bagRssMB, below: true },
+  );
 
   const d = await TestDaemon.start(t, { config: { logLevel: 'error', upload: { quietMs: 2000 } } });
   const token = d.adminToken;
   const pid = d.proc.pid!;
-  const request = await d.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: 'digital' });
+  const request = await d.createRequest(token, {
+    bag_id: bagId,
+    external_id: externalId,
+    content_type: 'digital',
+  });
   const peaks = phaseSampler(pid, 'upload');
-  const rsync = spawnSync('rsync', ['-rt', '--chmod=ug=rwX,o=', `${bagDir}/`, request.upload_link], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  const rsync = spawnSync('rsync', ['-rt', '--chmod=ug=rwX,o=', `${bagDir}/`, request.upload_link], {
+    encoding: 'utf8',
+    maxBuffer: 1 << 26,
+  });
   if (rsync.status !== 0) throw new Error(`rsync: ${rsync.stderr}`);
   peaks.next('ingest');
   const started = Date.now();
@@ -560,18 +769,33 @@ async function hugeBag(): Promise<void> {
   report('bag_audit_s', (Date.now() - auditStarted) / 1000, 's');
   const phases = peaks.stop();
   for (const { phase, rss, anon, anonAtStart } of phases) {
-    report(`bag_daemon_peak_rss_${phase}_mb`, rss / MB, `MB (VmRSS during the ${phase}; RssAnon ${(anon / MB).toFixed(0)} MB at its peak, ${(anonAtStart / MB).toFixed(0)} MB as it began)`);
+    report(
+      `bag_daemon_peak_rss_${phase}_mb`,
+      rss / MB,
+      `MB (VmRSS during the ${phase}; RssAnon ${(anon / MB).toFixed(0)} MB at its peak, ${(anonAtStart / MB).toFixed(0)} MB as it began)`,
+    );
   }
   const peak = Math.max(...phases.map((p) => p.rss), status(pid, 'VmHWM'));
-  report('bag_daemon_peak_rss_mb', peak / MB, 'MB (VmHWM: upload, ingest, zip and audit)', { limit: TARGETS.bagRssMB, below: true });
-  report('bag_daemon_peak_rss_anon_mb', Math.max(...phases.map((p) => p.anon)) / MB, 'MB (its own memory, RssAnon: upload, ingest, zip and audit)');
+  report('bag_daemon_peak_rss_mb', peak / MB, 'MB (VmHWM: upload, ingest, zip and audit)', {
+    limit: TARGETS.bagRssMB,
+    below: true,
+  });
+  report(
+    'bag_daemon_peak_rss_anon_mb',
+    Math.max(...phases.map((p) => p.anon)) / MB,
+    'MB (its own memory, RssAnon: upload, ingest, zip and audit)',
+  );
   await d.stop();
 }
 
 // ---------------------------------------------------------------- main
 
 async function main(): Promise<void> {
-  console.log(`bench/scale: ${PACKAGES.toLocaleString('en')} packages, a bag of ${BAG_FILES.toLocaleString('en')} files; load average ${loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `bench/scale: ${PACKAGES.toLocaleString('en')} packages, a bag of ${BAG_FILES.toLocaleString('en')} files; load average ${loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   if (parts.includes('catalog') || parts.includes('show')) {
     const dataDir = CATALOG_DIR ?? mkdtempSync(join(tmpdir(), 'preservd-scale-'));
     if (CATALOG_DIR === undefined) teardowns.push(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -585,7 +809,11 @@ async function main(): Promise<void> {
       console.log(`catalog built in ${built.seconds.toFixed(0)} s:`);
     }
     const catalogBytes = statSync(join(dataDir, 'catalog', 'data.mdb')).size;
-    report('catalog_bytes_per_package', catalogBytes / PACKAGES, `bytes (${(catalogBytes / 1e9).toFixed(2)} GB in all; 20 file records each)`);
+    report(
+      'catalog_bytes_per_package',
+      catalogBytes / PACKAGES,
+      `bytes (${(catalogBytes / 1e9).toFixed(2)} GB in all; 20 file records each)`,
+    );
 
     const startups: number[] = [];
     let daemon: TestDaemon | undefined;

@@ -25,7 +25,15 @@ import { uploadLink } from './ingest/upload-link.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
-import { checkTargets, openFromReplica, Repairer, Replicator, REPLICATION_EXECUTOR, targetsFor, type ReplicaTarget } from './replicas/index.js';
+import {
+  checkTargets,
+  openFromReplica,
+  Repairer,
+  Replicator,
+  REPLICATION_EXECUTOR,
+  targetsFor,
+  type ReplicaTarget,
+} from './replicas/index.js';
 import { Lifecycle } from './service/lifecycle.js';
 import { DataLayout } from './storage/layout.js';
 import { Storage } from './storage/storage.js';
@@ -49,7 +57,9 @@ export class Daemon {
       return await Daemon.startPieces(config, logger, lifecycle);
     } catch (err) {
       // What had started is stopped in reverse, as stop() does.
-      await lifecycle.stop().catch((stopErr: unknown) => logger.error({ err: stopErr }, 'while undoing a failed start'));
+      await lifecycle
+        .stop()
+        .catch((stopErr: unknown) => logger.error({ err: stopErr }, 'while undoing a failed start'));
       throw err;
     }
   }
@@ -57,7 +67,10 @@ export class Daemon {
   private static async startPieces(config: Config, logger: Logger, lifecycle: Lifecycle): Promise<Daemon> {
     const layout = new DataLayout(config.dataDir);
     const where = whereToFind(config, layout);
-    logger.info(where, `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`);
+    logger.info(
+      where,
+      `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`,
+    );
     await layout.ensure();
     // A replica that is missing or refuses writes stops the start, before anything runs.
     const targets = targetsFor(config.replicas);
@@ -83,7 +96,15 @@ export class Daemon {
     let rsync: RsyncDaemon | undefined;
     if (config.upload.rsync.enabled) {
       const r = config.upload.rsync;
-      rsync = new RsyncDaemon({ landing, host: r.host, port: r.port, module: r.module, binary: r.binary, maxConnections: r.maxConnections, logger });
+      rsync = new RsyncDaemon({
+        landing,
+        host: r.host,
+        port: r.port,
+        module: r.module,
+        binary: r.binary,
+        maxConnections: r.maxConnections,
+        logger,
+      });
       rsync.onTransfer((t) => recordTransfer(catalog, t));
       await lifecycle.start('rsync daemon', rsync);
       metrics.watchRsync(rsync);
@@ -91,7 +112,14 @@ export class Daemon {
     // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
     const watcher = new LandingWatcher(layout, {
       logger,
-      ...(rsync === undefined ? {} : { transfers: { dir: landing.layout.active, live: async () => (await landing.liveTransfers()).map((t) => t.capability) } }),
+      ...(rsync === undefined
+        ? {}
+        : {
+            transfers: {
+              dir: landing.layout.active,
+              live: async () => (await landing.liveTransfers()).map((t) => t.capability),
+            },
+          }),
     });
     await lifecycle.start('landing watcher', watcher);
     metrics.watchLanding(watcher);
@@ -102,13 +130,29 @@ export class Daemon {
     rotations.start();
     lifecycle.onStop('rotation sweeper', () => rotations.stop());
 
-    const services = await startServices(lifecycle, { config, logger, catalog, storage, pool, landing, watcher, targets, metrics });
-    const app = await buildServer(httpContext({ config, catalog, storage, landing, watcher, targets, metrics, ...services }), logger);
+    const services = await startServices(lifecycle, {
+      config,
+      logger,
+      catalog,
+      storage,
+      pool,
+      landing,
+      watcher,
+      targets,
+      metrics,
+    });
+    const app = await buildServer(
+      httpContext({ config, catalog, storage, landing, watcher, targets, metrics, ...services }),
+      logger,
+    );
     lifecycle.onStop('HTTP server', () => closeGracefully(app, config.http.shutdownGraceSeconds * 1000));
     await app.listen({ host: config.http.host, port: config.http.port });
     const daemon = new Daemon(config, logger, lifecycle, app);
     const serving = { ...where, api: daemon.url };
-    logger.info(serving, `preservd is serving: API ${serving.api}, rsync ${serving.rsync ?? 'off'}, admin token in ${serving.adminToken}`);
+    logger.info(
+      serving,
+      `preservd is serving: API ${serving.api}, rsync ${serving.rsync ?? 'off'}, admin token in ${serving.adminToken}`,
+    );
     const { host, secureCookies, trustedProxies } = config.http;
     if (!secureCookies && trustedProxies.length === 0 && !['127.0.0.1', '::1', 'localhost'].includes(host))
       logger.warn(
@@ -160,15 +204,62 @@ interface Services {
 /** Starts the background services, each after those it calls, so the reverse walk stops it before them. */
 async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise<Services> {
   const { config, logger, catalog, storage, pool, landing, watcher, targets, metrics } = parts;
-  const replicator = await lifecycle.start('replicator', new Replicator({ catalog, storage, targets, logger, onBytes: (replica, bytes) => metrics.replicated(replica, bytes) }));
+  const replicator = await lifecycle.start(
+    'replicator',
+    new Replicator({
+      catalog,
+      storage,
+      targets,
+      logger,
+      onBytes: (replica, bytes) => metrics.replicated(replica, bytes),
+    }),
+  );
   const repairer = await lifecycle.start('repairs', new Repairer({ catalog, storage, targets, logger }));
-  const ingest = await lifecycle.start('ingest', new IngestWorker({ catalog, storage, hasher: pool, landing, watcher, config, logger, observer: metrics.ingestObserver(), replication: replicator }));
+  const ingest = await lifecycle.start(
+    'ingest',
+    new IngestWorker({
+      catalog,
+      storage,
+      hasher: pool,
+      landing,
+      watcher,
+      config,
+      logger,
+      observer: metrics.ingestObserver(),
+      replication: replicator,
+    }),
+  );
   const rates = new Map(config.replicas.map((r) => [r.name, (r.rateLimitMBps ?? 0) * 1e6]));
-  const auditedReplicas = targets.length > 0 ? { targets, bytesPerSec: (name: string) => rates.get(name) ?? 0, repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR) } : undefined;
-  const audits = await lifecycle.start('audit runner', new AuditRunner({ catalog, storage, hasher: pool, config, logger, ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }) }));
+  const auditedReplicas =
+    targets.length > 0
+      ? {
+          targets,
+          bytesPerSec: (name: string) => rates.get(name) ?? 0,
+          repair: (bagId: string) => repairer.repairSoon(bagId, REPLICATION_EXECUTOR),
+        }
+      : undefined;
+  const audits = await lifecycle.start(
+    'audit runner',
+    new AuditRunner({
+      catalog,
+      storage,
+      hasher: pool,
+      config,
+      logger,
+      ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }),
+    }),
+  );
   metrics.watchAudits(audits);
   metrics.watchReplicas(replicator.names);
-  const continuous = new ContinuousAudit({ catalog, storage, hasher: pool, config, logger, replicas: auditedReplicas, fullAuditRunning: () => catalog.audits.inProgress() !== undefined });
+  const continuous = new ContinuousAudit({
+    catalog,
+    storage,
+    hasher: pool,
+    config,
+    logger,
+    replicas: auditedReplicas,
+    fullAuditRunning: () => catalog.audits.inProgress() !== undefined,
+  });
   await lifecycle.start('continuous audits', continuous);
   metrics.watchContinuousAudits(continuous);
   return { ingest, repairer, audits };
@@ -190,11 +281,18 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): H
       ? {
           repairPackage: (bagId: string, user: string) => repairer.repairSoon(bagId, user),
           openFromReplica: (bagId: string, record: FileRecord, range: { start: number; end: number }) =>
-            openFromReplica(targets, (replica) => catalog.replication.get(bagId, replica)?.status === 'verified', bagId, record.path, range),
+            openFromReplica(
+              targets,
+              (replica) => catalog.replication.get(bagId, replica)?.status === 'verified',
+              bagId,
+              record.path,
+              range,
+            ),
         }
       : {}),
     metrics: () => metrics.render(),
-    observeResponse: (route, method, status, seconds) => metrics.observeResponse(route, method, status, seconds),
+    observeResponse: (route, method, status, seconds) =>
+      metrics.observeResponse(route, method, status, seconds),
   };
 }
 
@@ -222,7 +320,10 @@ function recordTransfer(catalog: Catalog, t: Transfer): void {
 }
 
 /** Where people reach the daemon: its API, its rsync daemon (undefined when off), the admin token. */
-function whereToFind(config: Config, layout: DataLayout): { api: string; rsync: string | undefined; adminToken: string } {
+function whereToFind(
+  config: Config,
+  layout: DataLayout,
+): { api: string; rsync: string | undefined; adminToken: string } {
   const r = config.upload.rsync;
   return {
     api: `http://${config.http.host}:${config.http.port}`,

@@ -21,4 +21,10 @@ export const NonEmpty = (options: SchemaOptions = {}) => Type.String({ minLength
  * `discriminator`: only the matching shape's problems are reported, and its defaults applied).
  */
 export const OneOf = <T extends TSchema[]>(tag: string, shapes: [...T], options: SchemaOptions = {}) =>
-  Type.Unsafe<Static<T[number]>>({ ...options, type: 'object', required: [tag], discriminator: { propertyName: tag }, oneOf: shapes });
+  Type.Unsafe<Static<T[number]>>({
+    ...options,
+    type: 'object',
+    required: [tag],
+    discriminator: { propertyName: tag },
+    oneOf: shapes,
+  });

@@ -21,10 +21,21 @@ export const silentLogger: Logger = { debug() {}, info() {}, warn() {}, error() 
 /** Fields never logged in full, whatever a caller passes. */
 const REDACT = ['req.headers.authorization', 'headers.authorization', 'token', 'secret'];
 
-export function createLogger(config: Pick<Config, 'logLevel' | 'logFormat'>, stdout: { isTTY?: boolean } = process.stdout): PinoLogger {
+export function createLogger(
+  config: Pick<Config, 'logLevel' | 'logFormat'>,
+  stdout: { isTTY?: boolean } = process.stdout,
+): PinoLogger {
   const options = { level: config.logLevel, redact: REDACT };
   const readable = config.logFormat === 'pretty' || (config.logFormat === 'auto' && stdout.isTTY === true);
   if (!readable) return pino(options);
   // Synchronous, in this thread: a crash must not lose the lines before it.
-  return pino(options, pretty({ sync: true, colorize: stdout.isTTY === true, translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname' }));
+  return pino(
+    options,
+    pretty({
+      sync: true,
+      colorize: stdout.isTTY === true,
+      translateTime: 'SYS:HH:MM:ss.l',
+      ignore: 'pid,hostname',
+    }),
+  );
 }

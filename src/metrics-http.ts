@@ -35,7 +35,16 @@ export class HttpMetrics {
     let byMethod = this.series.get(route);
     if (byMethod === undefined) this.series.set(route, (byMethod = new Map()));
     let s = byMethod.get(method);
-    if (s === undefined) byMethod.set(method, (s = { statuses: new Map(), buckets: new Array<number>(BUCKETS.length + 1).fill(0), sum: 0, count: 0 }));
+    if (s === undefined)
+      byMethod.set(
+        method,
+        (s = {
+          statuses: new Map(),
+          buckets: new Array<number>(BUCKETS.length + 1).fill(0),
+          sum: 0,
+          count: 0,
+        }),
+      );
     s.statuses.set(status, (s.statuses.get(status) ?? 0) + 1);
     let b = 0;
     while (b < BUCKETS.length && seconds > BUCKETS[b]!) b++;
@@ -46,13 +55,28 @@ export class HttpMetrics {
 
   /** Adds both metrics to `registry`: their values are read from the counts when it is scraped. */
   register(registry: Registry): void {
-    registry.registerMetric(this.metric('preservd_http_requests_total', 'HTTP responses by route, method and status', 'counter', () => this.counts()));
-    registry.registerMetric(this.metric('preservd_http_request_duration_seconds', 'HTTP response time by route and method', 'histogram', () => this.durations()));
+    registry.registerMetric(
+      this.metric(
+        'preservd_http_requests_total',
+        'HTTP responses by route, method and status',
+        'counter',
+        () => this.counts(),
+      ),
+    );
+    registry.registerMetric(
+      this.metric(
+        'preservd_http_request_duration_seconds',
+        'HTTP response time by route and method',
+        'histogram',
+        () => this.durations(),
+      ),
+    );
   }
 
   private counts(): Value[] {
     const values: Value[] = [];
-    for (const [route, method, s] of this.each()) for (const [status, n] of s.statuses) values.push({ labels: { route, method, status }, value: n });
+    for (const [route, method, s] of this.each())
+      for (const [status, n] of s.statuses) values.push({ labels: { route, method, status }, value: n });
     return values;
   }
 
@@ -63,11 +87,27 @@ export class HttpMetrics {
       let cumulative = 0;
       BUCKETS.forEach((le, i) => {
         cumulative += s.buckets[i]!;
-        values.push({ metricName: 'preservd_http_request_duration_seconds_bucket', labels: { le, route, method }, value: cumulative });
+        values.push({
+          metricName: 'preservd_http_request_duration_seconds_bucket',
+          labels: { le, route, method },
+          value: cumulative,
+        });
       });
-      values.push({ metricName: 'preservd_http_request_duration_seconds_bucket', labels: { le: '+Inf', route, method }, value: s.count });
-      values.push({ metricName: 'preservd_http_request_duration_seconds_sum', labels: { route, method }, value: s.sum });
-      values.push({ metricName: 'preservd_http_request_duration_seconds_count', labels: { route, method }, value: s.count });
+      values.push({
+        metricName: 'preservd_http_request_duration_seconds_bucket',
+        labels: { le: '+Inf', route, method },
+        value: s.count,
+      });
+      values.push({
+        metricName: 'preservd_http_request_duration_seconds_sum',
+        labels: { route, method },
+        value: s.sum,
+      });
+      values.push({
+        metricName: 'preservd_http_request_duration_seconds_count',
+        labels: { route, method },
+        value: s.count,
+      });
     }
     return values;
   }

@@ -17,7 +17,8 @@ interface RsyncStats {
   readonly restarts: number;
 }
 interface AuditProgress {
-  progress(): { auditId: number; packages: number; done: number; bytes: number; totalBytes: number } | undefined;
+  progress():
+    { auditId: number; packages: number; done: number; bytes: number; totalBytes: number } | undefined;
 }
 
 export class Metrics {
@@ -40,9 +41,23 @@ export class Metrics {
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200],
       registers,
     });
-    this.ingestBytes = new Counter({ name: 'preservd_ingest_bytes_total', help: 'Bytes of bags stored', registers });
-    this.replicaBytes = new Counter({ name: 'preservd_replica_bytes_copied_total', help: 'Bytes of files written (or found) and verified on a replica', labelNames: ['replica'], registers });
-    this.failures = new Counter({ name: 'preservd_ingest_failures_total', help: 'Problems that failed ingests, by code', labelNames: ['code'], registers });
+    this.ingestBytes = new Counter({
+      name: 'preservd_ingest_bytes_total',
+      help: 'Bytes of bags stored',
+      registers,
+    });
+    this.replicaBytes = new Counter({
+      name: 'preservd_replica_bytes_copied_total',
+      help: 'Bytes of files written (or found) and verified on a replica',
+      labelNames: ['replica'],
+      registers,
+    });
+    this.failures = new Counter({
+      name: 'preservd_ingest_failures_total',
+      help: 'Problems that failed ingests, by code',
+      labelNames: ['code'],
+      registers,
+    });
     new Gauge({
       name: 'preservd_ingest_queue_depth',
       help: 'PENDING queue items',
@@ -72,7 +87,9 @@ export class Metrics {
         this.set((catalog.audits.latestFinished()?.finishedAt ?? 0) / 1000);
       },
     });
-    counterOf('preservd_rsync_restarts_total', 'Times the rsync daemon child was restarted', registers, () => this.rsyncRestarts());
+    counterOf('preservd_rsync_restarts_total', 'Times the rsync daemon child was restarted', registers, () =>
+      this.rsyncRestarts(),
+    );
     new Gauge({
       name: 'preservd_catalog_size_bytes',
       help: 'Size of the LMDB catalog',
@@ -85,9 +102,26 @@ export class Metrics {
 
   watchPool(pool: PoolStats): void {
     const registers = [this.registry];
-    counterOf('preservd_fixity_bytes_hashed_total', 'Bytes read and hashed by the fixity pool (ingests and audits)', registers, () => pool.stats().bytesHashed);
-    counterOf('preservd_fixity_files_hashed_total', 'Files hashed by the fixity pool', registers, () => pool.stats().filesHashed);
-    new Gauge({ name: 'preservd_fixity_jobs_queued', help: 'Files waiting for a hashing worker', registers, collect() { this.set(pool.stats().queued); } });
+    counterOf(
+      'preservd_fixity_bytes_hashed_total',
+      'Bytes read and hashed by the fixity pool (ingests and audits)',
+      registers,
+      () => pool.stats().bytesHashed,
+    );
+    counterOf(
+      'preservd_fixity_files_hashed_total',
+      'Files hashed by the fixity pool',
+      registers,
+      () => pool.stats().filesHashed,
+    );
+    new Gauge({
+      name: 'preservd_fixity_jobs_queued',
+      help: 'Files waiting for a hashing worker',
+      registers,
+      collect() {
+        this.set(pool.stats().queued);
+      },
+    });
   }
 
   /** Without an rsync daemon of our own (ssh uploads) the counter stays at 0. */
@@ -97,21 +131,38 @@ export class Metrics {
 
   /** Walks of upload folders: a request's progress (cached), the ingest's wait, uploads being received. */
   watchLanding(watcher: { readonly scans: number }): void {
-    counterOf('preservd_upload_scans_total', 'Walks of upload folders (progress of open requests, waits for quiet, uploads being received)', [this.registry], () => watcher.scans);
+    counterOf(
+      'preservd_upload_scans_total',
+      'Walks of upload folders (progress of open requests, waits for quiet, uploads being received)',
+      [this.registry],
+      () => watcher.scans,
+    );
   }
 
   watchAudits(audits: AuditProgress): void {
     const registers = [this.registry];
-    new Gauge({ name: 'preservd_audit_packages', help: 'Packages of the audit in progress', labelNames: ['state'], registers, collect() {
-      const p = audits.progress();
-      this.set({ state: 'total' }, p?.packages ?? 0);
-      this.set({ state: 'done' }, p?.done ?? 0);
-    } });
-    new Gauge({ name: 'preservd_audit_bytes', help: 'Bytes of the audit in progress', labelNames: ['state'], registers, collect() {
-      const p = audits.progress();
-      this.set({ state: 'total' }, p?.totalBytes ?? 0);
-      this.set({ state: 'done' }, p?.bytes ?? 0);
-    } });
+    new Gauge({
+      name: 'preservd_audit_packages',
+      help: 'Packages of the audit in progress',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const p = audits.progress();
+        this.set({ state: 'total' }, p?.packages ?? 0);
+        this.set({ state: 'done' }, p?.done ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'preservd_audit_bytes',
+      help: 'Bytes of the audit in progress',
+      labelNames: ['state'],
+      registers,
+      collect() {
+        const p = audits.progress();
+        this.set({ state: 'total' }, p?.totalBytes ?? 0);
+        this.set({ state: 'done' }, p?.bytes ?? 0);
+      },
+    });
   }
 
   /** Copies per replica by status, bytes verified, and the age of the oldest copy not yet verified. */
@@ -120,16 +171,40 @@ export class Metrics {
     const registers = [this.registry];
     const catalog = this.catalog;
     const summary = () => summarizeReplicas(catalog, names);
-    new Gauge({ name: 'preservd_replica_copies', help: 'Package copies on each replica, by status', labelNames: ['replica', 'status'], registers, collect() {
-      for (const r of summary()) for (const status of ['pending', 'verified', 'failed'] as const) this.set({ replica: r.name, status }, r[status]);
-    } });
-    new Gauge({ name: 'preservd_replica_verified_bytes', help: 'Bytes of the packages verified on each replica', labelNames: ['replica'], registers, collect() {
-      for (const r of summary()) this.set({ replica: r.name }, r.verifiedBytes);
-    } });
-    new Gauge({ name: 'preservd_replica_oldest_unverified_seconds', help: 'Age of the oldest copy not yet verified on each replica (0: none)', labelNames: ['replica'], registers, collect() {
-      const now = Date.now();
-      for (const r of summary()) this.set({ replica: r.name }, r.oldestUnverifiedAt === undefined ? 0 : (now - r.oldestUnverifiedAt) / 1000);
-    } });
+    new Gauge({
+      name: 'preservd_replica_copies',
+      help: 'Package copies on each replica, by status',
+      labelNames: ['replica', 'status'],
+      registers,
+      collect() {
+        for (const r of summary())
+          for (const status of ['pending', 'verified', 'failed'] as const)
+            this.set({ replica: r.name, status }, r[status]);
+      },
+    });
+    new Gauge({
+      name: 'preservd_replica_verified_bytes',
+      help: 'Bytes of the packages verified on each replica',
+      labelNames: ['replica'],
+      registers,
+      collect() {
+        for (const r of summary()) this.set({ replica: r.name }, r.verifiedBytes);
+      },
+    });
+    new Gauge({
+      name: 'preservd_replica_oldest_unverified_seconds',
+      help: 'Age of the oldest copy not yet verified on each replica (0: none)',
+      labelNames: ['replica'],
+      registers,
+      collect() {
+        const now = Date.now();
+        for (const r of summary())
+          this.set(
+            { replica: r.name },
+            r.oldestUnverifiedAt === undefined ? 0 : (now - r.oldestUnverifiedAt) / 1000,
+          );
+      },
+    });
   }
 
   replicated(replica: string, bytes: number): void {

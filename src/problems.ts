@@ -29,11 +29,17 @@ export interface Problems<Init extends { code: string }> {
 export function defineProblems<Init extends { code: string }>(table: ProblemTable<Init>): Problems<Init> {
   // The table is keyed by code, so the entry for `p.code` takes exactly the value `p` is.
   const entries = table as unknown as Record<string, { severity?: Severity; describe(p: Init): string }>;
-  const CODES = Object.fromEntries(Object.entries(entries).map(([code, entry]) => [code, entry.severity ?? 'error'])) as Record<Init['code'], Severity>;
+  const CODES = Object.fromEntries(
+    Object.entries(entries).map(([code, entry]) => [code, entry.severity ?? 'error']),
+  ) as Record<Init['code'], Severity>;
   const describe = (p: Init): string => entries[p.code]!.describe(p);
   return {
     CODES,
     describe,
-    make: (init, severity) => ({ ...init, severity: severity ?? CODES[init.code as Init['code']], message: describe(init) }),
+    make: (init, severity) => ({
+      ...init,
+      severity: severity ?? CODES[init.code as Init['code']],
+      message: describe(init),
+    }),
   };
 }

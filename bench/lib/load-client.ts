@@ -26,12 +26,19 @@ export type LoadResult = { latencies: number[]; cpuSeconds: number } | { error: 
 function cannon({ url, token, inFlight, amount }: LoadRequest): Promise<number[]> {
   const latencies: number[] = [];
   return new Promise((resolve, reject) => {
-    const instance = autocannon({ url, connections: inFlight, amount, headers: { authorization: `Bearer ${token}` } }, (err, result) => {
-      if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));
-      else if (result.errors > 0 || result.non2xx > 0 || latencies.length !== amount)
-        reject(new Error(`${url}: ${result.errors} errors, ${result.non2xx} answers other than 2xx, ${latencies.length} of ${amount} timed`));
-      else resolve(latencies);
-    });
+    const instance = autocannon(
+      { url, connections: inFlight, amount, headers: { authorization: `Bearer ${token}` } },
+      (err, result) => {
+        if (err !== null && err !== undefined) reject(err instanceof Error ? err : new Error(String(err)));
+        else if (result.errors > 0 || result.non2xx > 0 || latencies.length !== amount)
+          reject(
+            new Error(
+              `${url}: ${result.errors} errors, ${result.non2xx} answers other than 2xx, ${latencies.length} of ${amount} timed`,
+            ),
+          );
+        else resolve(latencies);
+      },
+    );
     instance.on('response', (_client, statusCode, _bytes, ms) => {
       if (statusCode === 200) latencies.push(ms);
     });

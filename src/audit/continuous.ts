@@ -69,8 +69,10 @@ export class ContinuousAudit implements Service {
     this.now = opts.now ?? Date.now;
     this.fullAuditRunning = opts.fullAuditRunning ?? (() => false);
     this.tickMs = opts.tickMs ?? TICK_MS;
-    this.loop = new ServiceLoop('continuous audits', (signal) => this.round(signal), (err: unknown) =>
-      this.logger.error({ err }, 'continuous audit round failed; trying again at the next'),
+    this.loop = new ServiceLoop(
+      'continuous audits',
+      (signal) => this.round(signal),
+      (err: unknown) => this.logger.error({ err }, 'continuous audit round failed; trying again at the next'),
     );
   }
 
@@ -120,7 +122,10 @@ export class ContinuousAudit implements Service {
       const { fixity } = this.catalog;
       const total = fixity.count();
       const saved = fixity.schedule();
-      const credit = Math.min(total, (saved?.credit ?? 0) + (Math.max(0, now - (saved?.at ?? now)) * total) / period);
+      const credit = Math.min(
+        total,
+        (saved?.credit ?? 0) + (Math.max(0, now - (saved?.at ?? now)) * total) / period,
+      );
       let left = credit;
       const due = fixity.stalest(ROUND_SIZE).filter((p) => {
         if (left >= 1 || p.verifiedAt <= now - period) {
@@ -155,8 +160,12 @@ export class ContinuousAudit implements Service {
     else {
       try {
         const files = this.catalog.packages.listFiles(bagId);
-        findings = await verifyPackage(dir, files, this.hasher, { algorithms: this.config.audit.algorithms, signal });
-        if (this.replicas !== undefined) findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, files, signal)));
+        findings = await verifyPackage(dir, files, this.hasher, {
+          algorithms: this.config.audit.algorithms,
+          signal,
+        });
+        if (this.replicas !== undefined)
+          findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, files, signal)));
       } catch (err) {
         if (signal.aborted) return;
         throw err;
@@ -167,10 +176,21 @@ export class ContinuousAudit implements Service {
     const date = this.now();
     const detail = `continuous audit (every ${this.config.audit.everyDays} days)${outcome === 'failure' ? `:\n${findingsDetail(findings)}` : ''}`;
     this.catalog.transaction(() => {
-      this.catalog.events.add({ bagId, type: 'fixity check', executor: CONTINUOUS_EXECUTOR, outcome, detail, date });
+      this.catalog.events.add({
+        bagId,
+        type: 'fixity check',
+        executor: CONTINUOUS_EXECUTOR,
+        outcome,
+        detail,
+        date,
+      });
       this.catalog.fixity.checked(bagId, date, outcome);
     });
     if (outcome === 'failure' && this.config.audit.repair === 'auto') this.replicas?.repair(bagId);
-    if (outcome === 'failure') this.logger.warn({ bagId, findings: findings.length }, `continuous fixity check of ${bagId} failed: ${findingsDetail(findings.slice(0, 3)).replaceAll('\n', '; ')}`);
+    if (outcome === 'failure')
+      this.logger.warn(
+        { bagId, findings: findings.length },
+        `continuous fixity check of ${bagId} failed: ${findingsDetail(findings.slice(0, 3)).replaceAll('\n', '; ')}`,
+      );
   }
 }

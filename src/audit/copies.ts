@@ -26,8 +26,17 @@ export interface AuditedReplicas {
  * Findings on the package's replica copies, each naming its copy; a copy found damaged (not
  * merely unreachable) is marked so in the catalog, for repair.
  */
-export async function auditCopies(catalog: Catalog, replicas: AuditedReplicas, bagId: string, files: readonly FileRecord[], signal: AbortSignal): Promise<Finding[]> {
-  const perCopy = await verifyCopies(bagId, files, replicas.targets, catalog.replication.forPackage(bagId), { signal, bytesPerSec: replicas.bytesPerSec });
+export async function auditCopies(
+  catalog: Catalog,
+  replicas: AuditedReplicas,
+  bagId: string,
+  files: readonly FileRecord[],
+  signal: AbortSignal,
+): Promise<Finding[]> {
+  const perCopy = await verifyCopies(bagId, files, replicas.targets, catalog.replication.forPackage(bagId), {
+    signal,
+    bytesPerSec: replicas.bytesPerSec,
+  });
   const findings: Finding[] = [];
   for (const [replica, found] of perCopy) {
     findings.push(...found);
@@ -60,14 +69,20 @@ async function verifyCopies(
   return out;
 }
 
-async function verifyCopy(bagId: string, files: readonly FileRecord[], target: ReplicaTarget, opts: CopyCheckOptions): Promise<Finding[]> {
+async function verifyCopy(
+  bagId: string,
+  files: readonly FileRecord[],
+  target: ReplicaTarget,
+  opts: CopyCheckOptions,
+): Promise<Finding[]> {
   const copy = target.name;
   const findings: Finding[] = [];
   const recorded = new Set(files.map((f) => objectKey(bagId, f.path)));
   const prefix = packagePrefix(bagId);
   try {
     for await (const object of target.list(prefix, opts.signal)) {
-      if (!recorded.has(object.key)) findings.push({ code: 'file-extra', copy, path: object.key.slice(prefix.length), kind: 'file' });
+      if (!recorded.has(object.key))
+        findings.push({ code: 'file-extra', copy, path: object.key.slice(prefix.length), kind: 'file' });
     }
     for (const file of files) {
       const sha256 = file.digests.sha256;
@@ -75,13 +90,33 @@ async function verifyCopy(bagId: string, files: readonly FileRecord[], target: R
         findings.push({ code: 'digest-not-recorded', copy, path: file.path });
         continue;
       }
-      const back = await target.readBack(objectKey(bagId, file.path), { size: file.size, sha256 }, { signal: opts.signal, bytesPerSec: opts.bytesPerSec(copy) });
+      const back = await target.readBack(
+        objectKey(bagId, file.path),
+        { size: file.size, sha256 },
+        { signal: opts.signal, bytesPerSec: opts.bytesPerSec(copy) },
+      );
       const path = file.path;
       if (back.kind === 'missing') findings.push({ code: 'file-missing', copy, path });
-      else if (back.kind === 'unreadable') findings.push({ code: 'file-unreadable', copy, path, reason: back.reason });
+      else if (back.kind === 'unreadable')
+        findings.push({ code: 'file-unreadable', copy, path, reason: back.reason });
       else if (back.kind === 'differs') {
-        if (back.size !== file.size) findings.push({ code: 'size-changed', copy, path, expected: String(file.size), actual: String(back.size) });
-        else findings.push({ code: 'file-changed', copy, path, algorithm: 'sha256', expected: sha256, actual: back.sha256 });
+        if (back.size !== file.size)
+          findings.push({
+            code: 'size-changed',
+            copy,
+            path,
+            expected: String(file.size),
+            actual: String(back.size),
+          });
+        else
+          findings.push({
+            code: 'file-changed',
+            copy,
+            path,
+            algorithm: 'sha256',
+            expected: sha256,
+            actual: back.sha256,
+          });
       }
     }
   } catch (err) {

@@ -50,17 +50,26 @@ const KIND_NOUN: Record<EntryKind, string> = {
 /** Each code's sentence; never a server path. All are errors. */
 const FINDINGS = defineProblems<FindingOnCopy>({
   'package-missing': {
-    describe: (f) => (f.kind === undefined ? 'the package folder is missing' : `the package folder is missing: a ${KIND_NOUN[f.kind]} stands in its place`),
+    describe: (f) =>
+      f.kind === undefined
+        ? 'the package folder is missing'
+        : `the package folder is missing: a ${KIND_NOUN[f.kind]} stands in its place`,
   },
   'package-unreadable': { describe: (f) => `the package folder could not be read (${f.reason})` },
   'package-not-in-catalog': { describe: () => 'the package is no longer recorded as stored in the catalog' },
   'file-missing': { describe: (f) => `${f.path}: missing` },
-  'file-changed': { describe: (f) => `${f.path}: ${f.algorithm} changed: expected ${f.expected}, found ${f.actual || '?'}` },
-  'size-changed': { describe: (f) => `${f.path}: size changed: expected ${f.expected} bytes, found ${f.actual}` },
+  'file-changed': {
+    describe: (f) => `${f.path}: ${f.algorithm} changed: expected ${f.expected}, found ${f.actual || '?'}`,
+  },
+  'size-changed': {
+    describe: (f) => `${f.path}: size changed: expected ${f.expected} bytes, found ${f.actual}`,
+  },
   'file-unreadable': { describe: (f) => `${f.path}: could not be read (${f.reason})` },
   'file-not-regular': { describe: (f) => `${f.path}: is now a ${KIND_NOUN[f.kind]}, not a regular file` },
   'file-extra': { describe: (f) => `${f.path}: extra ${KIND_NOUN[f.kind]} not in the catalog` },
-  'digest-not-recorded': { describe: (f) => `${f.path}: no digest recorded in the catalog; only its size was checked` },
+  'digest-not-recorded': {
+    describe: (f) => `${f.path}: no digest recorded in the catalog; only its size was checked`,
+  },
   'replica-unreachable': { describe: (f) => `could not be read (${f.reason})` },
 });
 

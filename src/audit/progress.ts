@@ -65,6 +65,12 @@ export class ProgressTracker {
     if (audit === undefined || audit.finishedAt !== undefined) return undefined;
     let bytes = audit.bytes;
     if (audit === this.audit) for (const b of this.partial.values()) bytes += b;
-    return { auditId: audit.id, packages: audit.packages, done: audit.successes + audit.failures, bytes, totalBytes: audit.totalBytes };
+    return {
+      auditId: audit.id,
+      packages: audit.packages,
+      done: audit.successes + audit.failures,
+      bytes,
+      totalBytes: audit.totalBytes,
+    };
   }
 }

@@ -69,14 +69,25 @@ export class CheckRecorder {
     this.timer = undefined;
     const batch = this.unrecorded.splice(0);
     if (batch.length === 0) return;
-    let results: Array<{ checked: PackageChecked; detail: string | null; recorded: ReturnType<Catalog['audits']['record']> }>;
+    let results: Array<{
+      checked: PackageChecked;
+      detail: string | null;
+      recorded: ReturnType<Catalog['audits']['record']>;
+    }>;
     try {
       results = this.catalog.transaction(() =>
         batch.map((checked) => {
           const { auditId, bagId, outcome } = checked;
           const detail = outcome === 'success' ? null : findingsDetail(checked.findings);
           const recorded = this.catalog.audits.record(auditId, bagId, (): PreservationEvent =>
-            this.catalog.events.add({ bagId, type: 'fixity check', executor: user, outcome, detail, auditId }),
+            this.catalog.events.add({
+              bagId,
+              type: 'fixity check',
+              executor: user,
+              outcome,
+              detail,
+              auditId,
+            }),
           );
           if (recorded !== undefined) this.catalog.fixity.checked(bagId, recorded.event.date, outcome);
           return { checked, detail, recorded };

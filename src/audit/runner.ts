@@ -28,7 +28,13 @@ import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
 import type { Finding } from './findings.js';
 import { verifyPackage, type PackageHasher } from './verify.js';
-import { deliverWebhook, messageOf, webhookPayload, WEBHOOK_RETRY_DELAYS_MS, WEBHOOK_TIMEOUT_MS } from './webhook.js';
+import {
+  deliverWebhook,
+  messageOf,
+  webhookPayload,
+  WEBHOOK_RETRY_DELAYS_MS,
+  WEBHOOK_TIMEOUT_MS,
+} from './webhook.js';
 
 /** What the runner needs from the fixity pool (FixityPool satisfies it). */
 export interface AuditHasher extends PackageHasher {
@@ -80,14 +86,19 @@ export class AuditRunner implements Service {
     this.replicas = opts.replicas;
     this.webhookTimeoutMs = opts.webhook?.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
     this.webhookRetryDelaysMs = opts.webhook?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS;
-    this.loop = new ServiceLoop('the audit runner', (signal) => this.work(signal), (err: unknown) => this.logger.error({ err }, 'the audit runner could not look for work'));
+    this.loop = new ServiceLoop(
+      'the audit runner',
+      (signal) => this.work(signal),
+      (err: unknown) => this.logger.error({ err }, 'the audit runner could not look for work'),
+    );
     this.recorder = new CheckRecorder({
       catalog: this.catalog,
       logger: this.logger,
       progress: this.tracker,
       onRecorded: (checked, audit) => {
         this.onChecked?.(checked);
-        if (checked.outcome === 'failure' && this.config.audit.repair === 'auto') this.replicas?.repair(checked.bagId);
+        if (checked.outcome === 'failure' && this.config.audit.repair === 'auto')
+          this.replicas?.repair(checked.bagId);
         if (audit.finishedAt !== undefined) this.finished(audit);
       },
     });
@@ -127,11 +138,15 @@ export class AuditRunner implements Service {
     const running = this.catalog.audits.inProgress();
     if (running !== undefined) return { existing: running };
     const packages = new Map<string, number>();
-    for (const pkg of this.catalog.packages.list({ stored: true })) packages.set(pkg.bagId, this.catalog.packages.storedBytes(pkg.bagId));
+    for (const pkg of this.catalog.packages.list({ stored: true }))
+      packages.set(pkg.bagId, this.catalog.packages.storedBytes(pkg.bagId));
     const result = this.catalog.audits.start(user, packages);
     if ('created' in result) {
       const audit = result.created;
-      this.logger.info({ auditId: audit.id, user, packages: audit.packages, totalBytes: audit.totalBytes }, `audit ${audit.id} started by ${user}: ${audit.packages} packages, ${formatBytes(audit.totalBytes)}`);
+      this.logger.info(
+        { auditId: audit.id, user, packages: audit.packages, totalBytes: audit.totalBytes },
+        `audit ${audit.id} started by ${user}: ${audit.packages} packages, ${formatBytes(audit.totalBytes)}`,
+      );
       if (audit.finishedAt !== undefined) this.finished(audit);
       else this.wake();
     }
@@ -158,12 +173,18 @@ export class AuditRunner implements Service {
     if (todo.length === 0) {
       // Cannot happen (record() finishes the audit in the transaction that empties the set), but
       // looping on it would spin: say so and leave it for an operator.
-      this.logger.error({ auditId: audit.id }, `audit ${audit.id} has no packages left to check but is not finished; the catalog is inconsistent`);
+      this.logger.error(
+        { auditId: audit.id },
+        `audit ${audit.id} has no packages left to check but is not finished; the catalog is inconsistent`,
+      );
       return false;
     }
     this.tracker.begin(audit);
     if (audit.successes + audit.failures > 0)
-      this.logger.info({ auditId: audit.id, done: audit.successes + audit.failures, packages: audit.packages }, `audit ${audit.id} resumes: ${todo.length} of ${audit.packages} packages left`);
+      this.logger.info(
+        { auditId: audit.id, done: audit.successes + audit.failures, packages: audit.packages },
+        `audit ${audit.id} resumes: ${todo.length} of ${audit.packages} packages left`,
+      );
 
     let broken: { reason: unknown } | undefined;
     this.recorder.failure = undefined;
@@ -214,7 +235,13 @@ export class AuditRunner implements Service {
   }
 
   /** Verifies one package; undefined when the check was stopped (the package stays to do). */
-  private async checkPackage(auditId: number, bagId: string, bytes: number, signal: AbortSignal, onSubmitted: () => void): Promise<PackageChecked | undefined> {
+  private async checkPackage(
+    auditId: number,
+    bagId: string,
+    bytes: number,
+    signal: AbortSignal,
+    onSubmitted: () => void,
+  ): Promise<PackageChecked | undefined> {
     const pkg = this.catalog.packages.get(bagId);
     if (pkg === undefined || !pkg.stored || pkg.storagePath === undefined) {
       return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-not-in-catalog' }] };
@@ -236,7 +263,8 @@ export class AuditRunner implements Service {
         onSubmitted,
         onFileRead: (n) => this.tracker.read(bagId, n),
       });
-      if (this.replicas !== undefined) findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, [...files], signal)));
+      if (this.replicas !== undefined)
+        findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, [...files], signal)));
     } catch (err) {
       this.tracker.forget(bagId);
       // Stopped: the package stays in the to-do set; anything else goes up to runAudit.
@@ -254,7 +282,15 @@ export class AuditRunner implements Service {
     const seconds = Math.max(0.001, (finishedAt - audit.createdAt) / 1000);
     const mbps = audit.bytes / 1e6 / seconds;
     this.logger.info(
-      { auditId: audit.id, packages: audit.packages, successes: audit.successes, failures: audit.failures, bytes: audit.bytes, seconds, mbps },
+      {
+        auditId: audit.id,
+        packages: audit.packages,
+        successes: audit.successes,
+        failures: audit.failures,
+        bytes: audit.bytes,
+        seconds,
+        mbps,
+      },
       `audit ${audit.id} finished: ${audit.packages} packages, ${audit.successes} passed, ${audit.failures} failed, ${formatBytes(audit.bytes)} in ${seconds.toFixed(1)} s (${mbps.toFixed(1)} MB/s)`,
     );
     const url = this.config.audit.webhookUrl;

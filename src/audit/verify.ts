@@ -14,7 +14,15 @@
 import { lstat } from 'node:fs/promises';
 import pLimit from 'p-limit';
 import type { FileRecord } from '../catalog/types.js';
-import { ALGORITHM_STRENGTH, entriesOf, errorCode, kindOf, type Algorithm, type FolderEntries, type Tree } from '../fixity/index.js';
+import {
+  ALGORITHM_STRENGTH,
+  entriesOf,
+  errorCode,
+  kindOf,
+  type Algorithm,
+  type FolderEntries,
+  type Tree,
+} from '../fixity/index.js';
 import { inSlot } from '../service/slots.js';
 import { Storage } from '../storage/storage.js';
 import { byPackageThenPath, type Finding } from './findings.js';
@@ -61,7 +69,8 @@ export interface VerifyOptions {
 const STOP_CODES = new Set(['ABORT_ERR', 'ERR_FIXITY_POOL_CLOSED', 'ERR_FIXITY_WORKER_FAILED']);
 
 /** A stop (the caller's abort or the pool closing), never a finding about the package. */
-const isStop = (err: unknown, signal: AbortSignal | undefined): boolean => signal?.aborted === true || STOP_CODES.has(errorCode(err));
+const isStop = (err: unknown, signal: AbortSignal | undefined): boolean =>
+  signal?.aborted === true || STOP_CODES.has(errorCode(err));
 
 /** The digests to verify for one file, strongest first. */
 function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algorithm[] {
@@ -89,16 +98,27 @@ interface RecordedFiles extends Iterable<FileRecord> {
  * queued at once: the main thread only compares. Hashing results are dropped when the folder
  * turns out to be missing or unlistable (one finding for the package, not one per file).
  */
-export async function verifyPackage(dir: string, files: Iterable<FileRecord> | RecordedFiles, hasher: PackageHasher, opts: VerifyOptions): Promise<Finding[]> {
+export async function verifyPackage(
+  dir: string,
+  files: Iterable<FileRecord> | RecordedFiles,
+  hasher: PackageHasher,
+  opts: VerifyOptions,
+): Promise<Finding[]> {
   const { signal } = opts;
   signal?.throwIfAborted();
   const listing = hasher.listTree(dir, { priority: 'audit', ...(signal ? { signal } : {}) });
   const hashed: Finding[] = [];
-  const [tree, hashing] = await Promise.allSettled([listing, checkInBatches(dir, largestFirst(files), hasher, opts, hashed)]);
+  const [tree, hashing] = await Promise.allSettled([
+    listing,
+    checkInBatches(dir, largestFirst(files), hasher, opts, hashed),
+  ]);
   signal?.throwIfAborted();
   if (tree.status === 'rejected') throw tree.reason;
   const { root, dirs } = tree.value;
-  if ('code' in root) return root.code === 'ENOENT' || root.code === 'ENOTDIR' ? [{ code: 'package-missing' }] : [{ code: 'package-unreadable', reason: root.code }];
+  if ('code' in root)
+    return root.code === 'ENOENT' || root.code === 'ENOTDIR'
+      ? [{ code: 'package-missing' }]
+      : [{ code: 'package-unreadable', reason: root.code }];
   if ('kind' in root) return [{ code: 'package-missing', kind: root.kind }];
   const walked = walk(lookupOf(files), new Map(dirs));
   if ('unreadable' in walked) return [{ code: 'package-unreadable', reason: walked.unreadable }];
@@ -141,12 +161,18 @@ const WORKERS_UNKNOWN = 8;
  * message, promise or closure of its own, which is most of what an audit of small files costs
  * the main thread. A batch is made only once a slot is free, so only its records wait.
  */
-async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: PackageHasher, opts: VerifyOptions, findings: Finding[]): Promise<void> {
+async function checkInBatches(
+  dir: string,
+  order: Iterable<FileRecord>,
+  hasher: PackageHasher,
+  opts: VerifyOptions,
+  findings: Finding[],
+): Promise<void> {
   const hashOpts = { priority: 'audit' as const, ...(opts.signal ? { signal: opts.signal } : {}) };
   const inFlight = pLimit(BATCHES_PER_WORKER * Math.max(1, hasher.workers ?? WORKERS_UNKNOWN));
   const files = order[Symbol.iterator]();
   const batches: Array<Promise<void>> = [];
-  for (let more = true; more; ) {
+  for (let more = true; more;) {
     const { done } = await inSlot(inFlight, async () => {
       const batch = nextBatch(dir, files, opts, findings);
       more = batch.more;
@@ -157,7 +183,8 @@ async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: 
       for (let i = 0; i < results.length; i++) {
         const file = batch.records[i]!;
         const found = judge(file, algorithmsToVerify(file, opts.algorithms), results[i]!, opts);
-        if (found === NEEDS_LSTAT) findings.push(await notRegular(file.path, Storage.resolveInside(dir, file.path)));
+        if (found === NEEDS_LSTAT)
+          findings.push(await notRegular(file.path, Storage.resolveInside(dir, file.path)));
         else if (found !== undefined) findings.push(found);
       }
     });
@@ -171,7 +198,12 @@ async function checkInBatches(dir: string, order: Iterable<FileRecord>, hasher: 
 }
 
 /** The next files of `files` up to a batch's bytes or count; a path unsafe to open is a finding. */
-function nextBatch(dir: string, files: Iterator<FileRecord>, opts: VerifyOptions, findings: Finding[]): { records: FileRecord[]; items: Array<{ path: string; algorithms: Algorithm[] }>; more: boolean } {
+function nextBatch(
+  dir: string,
+  files: Iterator<FileRecord>,
+  opts: VerifyOptions,
+  findings: Finding[],
+): { records: FileRecord[]; items: Array<{ path: string; algorithms: Algorithm[] }>; more: boolean } {
   const records: FileRecord[] = [];
   const items: Array<{ path: string; algorithms: Algorithm[] }> = [];
   let bytes = 0;
@@ -200,7 +232,12 @@ const NEEDS_LSTAT = Symbol('needs lstat');
  * What hashing one file found, as a finding (undefined: the file is intact), or NEEDS_LSTAT when
  * the hasher refused it as not a regular file (a link, folder or special file now). Throws a stop.
  */
-function judge(file: FileRecord, algorithms: Algorithm[], found: HashResult | Error, opts: VerifyOptions): Finding | undefined | typeof NEEDS_LSTAT {
+function judge(
+  file: FileRecord,
+  algorithms: Algorithm[],
+  found: HashResult | Error,
+  opts: VerifyOptions,
+): Finding | undefined | typeof NEEDS_LSTAT {
   const path = file.path;
   if (found instanceof Error || typeof found !== 'object' || found === null || !('digests' in found)) {
     const err: unknown = found;
@@ -211,7 +248,8 @@ function judge(file: FileRecord, algorithms: Algorithm[], found: HashResult | Er
     return { code: 'file-unreadable', path, reason: code };
   }
   opts.onFileRead?.(file.size);
-  if (found.size !== file.size) return { code: 'size-changed', path, expected: String(file.size), actual: String(found.size) };
+  if (found.size !== file.size)
+    return { code: 'size-changed', path, expected: String(file.size), actual: String(found.size) };
   for (const algorithm of algorithms) {
     const expected = file.digests[algorithm]!;
     const actual = found.digests[algorithm];
@@ -251,7 +289,10 @@ const NO_ENTRIES: FolderEntries = { names: '', kinds: '' };
  * appeared); otherwise the files in it are. A subfolder that could not be listed is reported as
  * unreadable; the root folder failing to list makes the whole package unreadable.
  */
-function walk(recorded: Pick<RecordedFiles, 'has' | 'holdsUnder'>, listed: ReadonlyMap<string, FolderEntries | string>): { findings: Finding[] } | { unreadable: string } {
+function walk(
+  recorded: Pick<RecordedFiles, 'has' | 'holdsUnder'>,
+  listed: ReadonlyMap<string, FolderEntries | string>,
+): { findings: Finding[] } | { unreadable: string } {
   const findings: Finding[] = [];
 
   const visit = (rel: string, entries: FolderEntries): void => {
@@ -260,12 +301,21 @@ function walk(recorded: Pick<RecordedFiles, 'has' | 'holdsUnder'>, listed: Reado
       if (kind === 'directory') {
         const before = findings.length;
         const inside = listed.get(path) ?? NO_ENTRIES;
-        if (typeof inside === 'string') findings.push({ code: 'file-unreadable', path: `${path}/`, reason: inside });
+        if (typeof inside === 'string')
+          findings.push({ code: 'file-unreadable', path: `${path}/`, reason: inside });
         else visit(path, inside);
         // A folder the catalog does not imply, holding no files: one finding for the topmost.
         const beneath = findings.slice(before);
-        if (!recorded.holdsUnder(path) && !recorded.has(path) && beneath.every((f) => f.code === 'file-extra' && f.kind === 'directory')) {
-          findings.splice(before, beneath.length, { code: 'file-extra', path: `${path}/`, kind: 'directory' });
+        if (
+          !recorded.holdsUnder(path) &&
+          !recorded.has(path) &&
+          beneath.every((f) => f.code === 'file-extra' && f.kind === 'directory')
+        ) {
+          findings.splice(before, beneath.length, {
+            code: 'file-extra',
+            path: `${path}/`,
+            kind: 'directory',
+          });
         }
       } else if (!recorded.has(path)) {
         // A recorded path that became a link or special file is reported by judge instead.

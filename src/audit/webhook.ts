@@ -33,7 +33,11 @@ export function webhookPayload(catalog: Catalog, audit: Audit): AuditWebhookPayl
   const failures: AuditWebhookPayload['failures'] = [];
   for (const event of catalog.events.forAudit(audit.id)) {
     if (event.outcome !== 'failure') continue;
-    failures.push({ bag_id: event.bagId, external_id: catalog.packages.get(event.bagId)?.externalId ?? null, detail: event.detail });
+    failures.push({
+      bag_id: event.bagId,
+      external_id: catalog.packages.get(event.bagId)?.externalId ?? null,
+      detail: event.detail,
+    });
   }
   const iso = (ms: number) => new Date(ms).toISOString();
   return {
@@ -67,7 +71,11 @@ export interface DeliveryOptions {
  * errors, timeouts, 429 and 5xx answers; no retry after another 4xx or once the runner stops.
  * Failing is logged, never thrown.
  */
-export async function deliverWebhook(url: string, payload: AuditWebhookPayload, opts: DeliveryOptions): Promise<void> {
+export async function deliverWebhook(
+  url: string,
+  payload: AuditWebhookPayload,
+  opts: DeliveryOptions,
+): Promise<void> {
   const { logger, timeoutMs } = opts;
   const body = JSON.stringify(payload);
   const auditId = payload.audit.id;
@@ -89,17 +97,27 @@ export async function deliverWebhook(url: string, payload: AuditWebhookPayload, 
       problem = `the webhook answered ${res.status}`;
       retry = res.status >= 500 || res.status === 429;
     } catch (err) {
-      problem = (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : messageOf(err);
+      problem =
+        (err as Error).name === 'TimeoutError' ? `no answer within ${timeoutMs / 1000} s` : messageOf(err);
     }
     const delay = opts.retryDelaysMs[attempt];
     if (!retry || delay === undefined || opts.stopSignal().aborted) {
-      logger.error({ auditId, attempts: attempt + 1 }, `audit ${auditId} summary not delivered to the webhook: ${problem}`);
+      logger.error(
+        { auditId, attempts: attempt + 1 },
+        `audit ${auditId} summary not delivered to the webhook: ${problem}`,
+      );
       return;
     }
-    logger.warn({ auditId, attempt: attempt + 1 }, `audit ${auditId} summary not delivered to the webhook (${problem}); trying again in ${delay / 1000} s`);
+    logger.warn(
+      { auditId, attempt: attempt + 1 },
+      `audit ${auditId} summary not delivered to the webhook (${problem}); trying again in ${delay / 1000} s`,
+    );
     const awake = await sleep(delay, true, { signal: opts.stopSignal() }).catch(() => false);
     if (!awake) {
-      logger.error({ auditId, attempts: attempt + 1 }, `audit ${auditId} summary not delivered to the webhook: ${problem} (stopping)`);
+      logger.error(
+        { auditId, attempts: attempt + 1 },
+        `audit ${auditId} summary not delivered to the webhook: ${problem} (stopping)`,
+      );
       return;
     }
   }

@@ -22,7 +22,8 @@ import type { Grant, Package, User } from '../catalog/types.js';
  * `contentTypes`" (a role on `all` makes it everything), so a list can use indexes by owner and
  * by content type instead of testing every package.
  */
-export type Visibility = { everything: true } | { everything: false; owner: string; contentTypes: ReadonlySet<string> };
+export type Visibility =
+  { everything: true } | { everything: false; owner: string; contentTypes: ReadonlySet<string> };
 
 /** The part of a package access depends on. */
 export type Owned = Pick<Package, 'user' | 'contentType'>;
@@ -51,7 +52,10 @@ export class Access {
     this.manages = new Set(own.filter((g) => g.role !== 'viewer').map((g) => g.scope));
     this.administers = new Set(own.filter((g) => g.role === 'admin').map((g) => g.scope));
     this.isAdmin = user.admin || this.administers.has(ALL);
-    this.visibility = this.isAdmin || this.sees.has(ALL) ? { everything: true } : { everything: false, owner: user.name, contentTypes: this.sees };
+    this.visibility =
+      this.isAdmin || this.sees.has(ALL)
+        ? { everything: true }
+        : { everything: false, owner: user.name, contentTypes: this.sees };
   }
 
   static of(user: User, grants: readonly Grant[], options: AccessOptions): Access {

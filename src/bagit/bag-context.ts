@@ -38,7 +38,10 @@ export interface Read<T> {
 }
 
 /** Scan the folder `dir` (absolute); `unreadable` when it is no readable folder, and nothing else is known. */
-export async function openBag(dir: string, signal: AbortSignal | undefined): Promise<ScannedBag | { unreadable: string }> {
+export async function openBag(
+  dir: string,
+  signal: AbortSignal | undefined,
+): Promise<ScannedBag | { unreadable: string }> {
   try {
     if (!(await stat(dir)).isDirectory()) return { unreadable: 'not a directory' };
   } catch (err) {
@@ -67,7 +70,10 @@ export async function readTagBytes(bag: ScannedBag, path: string): Promise<Read<
   try {
     return { value: await readFile(join(bag.dir, path)), problems: [] };
   } catch (err) {
-    return { value: undefined, problems: [makeProblem({ code: 'file-unreadable', path, detail: readFailure(err) })] };
+    return {
+      value: undefined,
+      problems: [makeProblem({ code: 'file-unreadable', path, detail: readFailure(err) })],
+    };
   }
 }
 
@@ -77,9 +83,16 @@ export async function readTagText(bag: BagContext, path: string): Promise<Read<s
   const bytes = read.value;
   if (bytes === undefined) return { value: undefined, problems: read.problems };
   const decoded = decodeTagBytes(bytes, bag.tagEncoding);
-  if (!decoded.ok) return { value: undefined, problems: [makeProblem({ code: 'tag-file-undecodable', path, encoding: bag.tagEncoding })] };
+  if (!decoded.ok)
+    return {
+      value: undefined,
+      problems: [makeProblem({ code: 'tag-file-undecodable', path, encoding: bag.tagEncoding })],
+    };
   // The decoder may drop a byte-order mark itself: look at the bytes. (In UTF-16 the mark says
   // which byte order the file uses, and belongs there.)
-  const problems = /^utf-?8$/i.test(bag.tagEncoding) && startsWithUtf8Bom(bytes) ? [makeProblem({ code: 'tag-file-bom', path })] : [];
+  const problems =
+    /^utf-?8$/i.test(bag.tagEncoding) && startsWithUtf8Bom(bytes)
+      ? [makeProblem({ code: 'tag-file-bom', path })]
+      : [];
   return { value: decoded.text.startsWith('\ufeff') ? decoded.text.slice(1) : decoded.text, problems };
 }

@@ -7,7 +7,9 @@ import { FETCH_FILE, parseFetch, type FetchEntry } from './fetch.js';
 import type { LoadedManifest } from './load-manifests.js';
 import { makeProblem, type BagProblem } from './problems.js';
 
-export async function readFetchFile(bag: BagContext): Promise<{ entries: FetchEntry[]; problems: BagProblem[] }> {
+export async function readFetchFile(
+  bag: BagContext,
+): Promise<{ entries: FetchEntry[]; problems: BagProblem[] }> {
   if (!bag.fileIndex.has(FETCH_FILE)) return { entries: [], problems: [] };
   const read = await readTagText(bag, FETCH_FILE);
   if (read.value === undefined) return { entries: [], problems: read.problems };
@@ -17,12 +19,20 @@ export async function readFetchFile(bag: BagContext): Promise<{ entries: FetchEn
   return { entries: parsed.entries, problems };
 }
 
-export function checkFetchHoles(bag: ScannedBag, entries: readonly FetchEntry[], payloadManifests: readonly LoadedManifest[]): BagProblem[] {
+export function checkFetchHoles(
+  bag: ScannedBag,
+  entries: readonly FetchEntry[],
+  payloadManifests: readonly LoadedManifest[],
+): BagProblem[] {
   const problems: BagProblem[] = [];
   for (const entry of entries) {
-    if (!existsInBag(bag, entry.path)) problems.push(makeProblem({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE }));
+    if (!existsInBag(bag, entry.path))
+      problems.push(
+        makeProblem({ code: 'fetch-hole', path: entry.path, url: entry.url, listedIn: FETCH_FILE }),
+      );
     for (const m of payloadManifests) {
-      if (!m.entries.has(entry.path)) problems.push(makeProblem({ code: 'fetch-not-in-manifest', path: entry.path, manifest: m.fileName }));
+      if (!m.entries.has(entry.path))
+        problems.push(makeProblem({ code: 'fetch-not-in-manifest', path: entry.path, manifest: m.fileName }));
     }
   }
   return problems;

@@ -9,11 +9,16 @@ import { makeProblem, type BagProblem } from './problems.js';
 
 /** Root tag files the RFC names; each must be a file, never a folder. */
 function isNamedTagFile(name: string): boolean {
-  return ['bagit.txt', 'bag-info.txt', 'package-info.txt', FETCH_FILE].includes(name) || parseManifestFileName(name) !== undefined;
+  return (
+    ['bagit.txt', 'bag-info.txt', 'package-info.txt', FETCH_FILE].includes(name) ||
+    parseManifestFileName(name) !== undefined
+  );
 }
 
 export function checkTagFilesAreFiles(bag: ScannedBag): BagProblem[] {
-  return bag.scan.directories.filter((name) => !name.includes('/') && isNamedTagFile(name)).map((path) => makeProblem({ code: 'not-a-file', path }));
+  return bag.scan.directories
+    .filter((name) => !name.includes('/') && isNamedTagFile(name))
+    .map((path) => makeProblem({ code: 'not-a-file', path }));
 }
 
 export function checkDataDir(bag: ScannedBag): BagProblem[] {

@@ -18,7 +18,8 @@ export function checkNames(bag: ScannedBag, missing: ReadonlyMap<string, string[
     for (const f of bag.scan.files) yield f.path;
   };
   const problems: BagProblem[] = [];
-  for (const p of findSystemFiles(namesOf(filePaths(), bag.scan.directories, missing.keys()))) problems.push(makeProblem(p));
+  for (const p of findSystemFiles(namesOf(filePaths(), bag.scan.directories, missing.keys())))
+    problems.push(makeProblem(p));
   for (const p of findNameCollisions(namesOf(filePaths(), missing.keys()))) problems.push(makeProblem(p));
   return problems;
 }

@@ -32,7 +32,14 @@ export function checkOxum(bag: ScannedBag, bagInfo: BagInfo, payload: PayloadSiz
   const m = /^(\d+)\.(\d+)$/.exec(oxum);
   if (!m) return [makeProblem({ code: 'payload-oxum-malformed', path: fileName, value: oxum })];
   if (BigInt(m[1]!) !== BigInt(payload.bytes) || BigInt(m[2]!) !== BigInt(payload.files)) {
-    return [makeProblem({ code: 'payload-oxum-mismatch', path: fileName, expected: oxum, actual: `${payload.bytes}.${payload.files}` })];
+    return [
+      makeProblem({
+        code: 'payload-oxum-mismatch',
+        path: fileName,
+        expected: oxum,
+        actual: `${payload.bytes}.${payload.files}`,
+      }),
+    ];
   }
   return [];
 }

@@ -14,11 +14,27 @@ export function checkTagManifests(bag: BagContext, manifests: readonly LoadedMan
   for (const tagManifest of manifests.filter((m) => m.kind === 'tag')) {
     for (const entry of tagManifest.entries.values()) {
       if (!entry.path.includes('/') && parseManifestFileName(entry.path)?.kind === 'tag') {
-        problems.push(makeProblem({ code: 'tag-manifest-lists-tag-manifest', path: entry.path, listedIn: tagManifest.fileName, line: entry.line }, severity));
+        problems.push(
+          makeProblem(
+            {
+              code: 'tag-manifest-lists-tag-manifest',
+              path: entry.path,
+              listedIn: tagManifest.fileName,
+              line: entry.line,
+            },
+            severity,
+          ),
+        );
       }
     }
     for (const m of payloadManifests) {
-      if (!tagManifest.entries.has(m.fileName)) problems.push(makeProblem({ code: 'tag-manifest-incomplete', path: m.fileName, listedIn: tagManifest.fileName }, severity));
+      if (!tagManifest.entries.has(m.fileName))
+        problems.push(
+          makeProblem(
+            { code: 'tag-manifest-incomplete', path: m.fileName, listedIn: tagManifest.fileName },
+            severity,
+          ),
+        );
     }
   }
   return problems;

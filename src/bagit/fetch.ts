@@ -23,7 +23,10 @@ export const FETCH_FILE = 'fetch.txt';
  * Parse fetch.txt. The path is the rest of the line after the second field, so names with spaces
  * work (the suite's holey bags have `data/test 1.txt`).
  */
-export function parseFetch(text: string, opts: { decodePercent: boolean }): { entries: FetchEntry[]; problems: BagProblemInit[] } {
+export function parseFetch(
+  text: string,
+  opts: { decodePercent: boolean },
+): { entries: FetchEntry[]; problems: BagProblemInit[] } {
   const entries: FetchEntry[] = [];
   const problems: BagProblemInit[] = [];
   splitLines(text).forEach((line, i) => {

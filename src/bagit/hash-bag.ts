@@ -14,16 +14,29 @@ import { filesChangedSinceScan } from './scan.js';
 /** The report's entry of each file read, at the file's index in the scan (nothing where it could not be). */
 export type HashedBag = Array<BagFile | undefined>;
 
-export async function hashBag(bag: BagContext, manifests: readonly LoadedManifest[], opts: ValidateOptions): Promise<{ hashed: HashedBag; problems: BagProblem[] }> {
+export async function hashBag(
+  bag: BagContext,
+  manifests: readonly LoadedManifest[],
+  opts: ValidateOptions,
+): Promise<{ hashed: HashedBag; problems: BagProblem[] }> {
   const { dir, scan, signal } = bag;
   const wanted = new Set<Algorithm>([...manifests.map((m) => m.algorithm), ...(opts.alsoDigest ?? [])]);
   const algorithms = ALGORITHMS.filter((a) => wanted.has(a));
-  const { entries: hashed, failures } = await hashFiles(dir, scan.files, algorithms, opts.hasher, opts.concurrency ?? DEFAULT_CONCURRENCY, signal);
+  const { entries: hashed, failures } = await hashFiles(
+    dir,
+    scan.files,
+    algorithms,
+    opts.hasher,
+    opts.concurrency ?? DEFAULT_CONCURRENCY,
+    signal,
+  );
   signal?.throwIfAborted();
   const problems: BagProblem[] = [];
-  for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1))) problems.push(makeProblem({ code: 'file-unreadable', path, detail }));
+  for (const [path, detail] of [...failures].sort(([a], [b]) => (a < b ? -1 : 1)))
+    problems.push(makeProblem({ code: 'file-unreadable', path, detail }));
   // A file written to while it was hashed has digests of bytes that may no longer be there.
   const hashedFiles = scan.files.filter((_, i) => hashed[i] !== undefined);
-  for (const path of await filesChangedSinceScan(dir, hashedFiles, signal)) problems.push(makeProblem({ code: 'file-changed-during-validation', path }));
+  for (const path of await filesChangedSinceScan(dir, hashedFiles, signal))
+    problems.push(makeProblem({ code: 'file-changed-during-validation', path }));
   return { hashed, problems };
 }

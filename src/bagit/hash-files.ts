@@ -53,7 +53,12 @@ export async function hashFiles(
   const entries = new Array<BagFile | undefined>(files.length).fill(undefined);
   const failures = new Map<string, string>();
   const keep = (i: number, result: HashResult): void => {
-    entries[i] = { path: files[i]!.path, size: result.size, crc32: result.crc32 ?? '', digests: result.digests };
+    entries[i] = {
+      path: files[i]!.path,
+      size: result.size,
+      crc32: result.crc32 ?? '',
+      digests: result.digests,
+    };
   };
   const opts = { crc32: true, priority: 'ingest' as const, signal };
   const batchOpts = { crc32: true, priority: 'ingest' as const, ...(signal === undefined ? {} : { signal }) };
@@ -77,7 +82,10 @@ export async function hashFiles(
         const batch = takeBatch();
         let found: Array<HashResult | Error>;
         try {
-          found = await batched(batch.map((i) => ({ path: join(root, files[i]!.path), algorithms })), batchOpts);
+          found = await batched(
+            batch.map((i) => ({ path: join(root, files[i]!.path), algorithms })),
+            batchOpts,
+          );
         } catch (err) {
           // As for a single file: a stop goes up, any other failure is each file's.
           signal?.throwIfAborted();

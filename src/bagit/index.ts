@@ -16,7 +16,14 @@ export {
   type Severity,
   type UnsafePathReason,
 } from './problems.js';
-export { decodeTagBytes, parseBagDeclaration, parseTagText, splitLines, tagValue, type TagEntry } from './tagfile.js';
+export {
+  decodeTagBytes,
+  parseBagDeclaration,
+  parseTagText,
+  splitLines,
+  tagValue,
+  type TagEntry,
+} from './tagfile.js';
 export { parseManifest, parseManifestFileName, type ManifestEntry } from './manifest.js';
 export { parseFetch, type FetchEntry } from './fetch.js';
 export { decodeBagPath, isPayloadPath, nonPortableNameReason, unsafePathReason } from './paths.js';

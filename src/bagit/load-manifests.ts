@@ -17,7 +17,9 @@ export interface LoadedManifest {
   entries: ManifestView;
 }
 
-export async function loadManifests(bag: BagContext): Promise<{ manifests: LoadedManifest[]; problems: BagProblem[] }> {
+export async function loadManifests(
+  bag: BagContext,
+): Promise<{ manifests: LoadedManifest[]; problems: BagProblem[] }> {
   const manifests: LoadedManifest[] = [];
   const problems: BagProblem[] = [];
   for (const file of bag.scan.files) {
@@ -25,21 +27,40 @@ export async function loadManifests(bag: BagContext): Promise<{ manifests: Loade
     const name = parseManifestFileName(file.path);
     if (name === undefined) continue;
     if (name.algorithm === undefined) {
-      problems.push(makeProblem({ code: 'manifest-algorithm-unknown', path: file.path, algorithmName: name.algorithmName }));
+      problems.push(
+        makeProblem({
+          code: 'manifest-algorithm-unknown',
+          path: file.path,
+          algorithmName: name.algorithmName,
+        }),
+      );
       continue;
     }
     const read = await readTagText(bag, file.path);
     problems.push(...read.problems);
     if (read.value === undefined) continue;
-    const options = { fileName: file.path, kind: name.kind, algorithm: name.algorithm, decodePercent: bag.rules.decodePercent };
+    const options = {
+      fileName: file.path,
+      kind: name.kind,
+      algorithm: name.algorithm,
+      decodePercent: bag.rules.decodePercent,
+    };
     let entries: ManifestView;
     let found: BagProblemInit[];
     if (name.kind === 'payload') {
-      const table = new CompactManifest(name.algorithm, bag.fileIndex, (i) => bag.scan.files[i]!.path, bag.scan.files.length);
+      const table = new CompactManifest(
+        name.algorithm,
+        bag.fileIndex,
+        (i) => bag.scan.files[i]!.path,
+        bag.scan.files.length,
+      );
       found = readManifest(read.value, options, table);
       entries = table;
     } else ({ entries, problems: found } = parseManifest(read.value, options));
-    for (const p of found) problems.push(makeProblem(p, p.code === 'manifest-duplicate' ? bag.rules.duplicateSeverity : undefined));
+    for (const p of found)
+      problems.push(
+        makeProblem(p, p.code === 'manifest-duplicate' ? bag.rules.duplicateSeverity : undefined),
+      );
     manifests.push({ fileName: file.path, kind: name.kind, algorithm: name.algorithm, entries });
   }
   if (!manifests.some((m) => m.kind === 'payload')) problems.push(makeProblem({ code: 'manifest-missing' }));

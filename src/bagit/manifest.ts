@@ -25,7 +25,9 @@ export function parseManifestFileName(name: string): ManifestName | undefined {
   if (!m) return undefined;
   const algorithmName = m[2]!;
   const kind: ManifestKind = m[1] ? 'tag' : 'payload';
-  const algorithm = (ALGORITHMS as readonly string[]).includes(algorithmName) ? (algorithmName as Algorithm) : undefined;
+  const algorithm = (ALGORITHMS as readonly string[]).includes(algorithmName)
+    ? (algorithmName as Algorithm)
+    : undefined;
   return algorithm === undefined ? { kind, algorithmName } : { kind, algorithmName, algorithm };
 }
 
@@ -141,9 +143,11 @@ export function readManifest(text: string, opts: ManifestOptions, table: Manifes
       continue;
     }
     if (barePercent) problems.push({ code: 'manifest-path-percent', path, listedIn: fileName, line: lineNo });
-    if (/[ \t]$/.test(path)) problems.push({ code: 'path-ends-in-whitespace', path, listedIn: fileName, line: lineNo });
+    if (/[ \t]$/.test(path))
+      problems.push({ code: 'path-ends-in-whitespace', path, listedIn: fileName, line: lineNo });
     const digestWellFormed = digest.length === DIGEST_LENGTH[opts.algorithm] && /^[0-9a-f]+$/.test(digest);
-    if (!digestWellFormed) problems.push({ code: 'manifest-line-malformed', path: fileName, line: lineNo, fault: 'digest' });
+    if (!digestWellFormed)
+      problems.push({ code: 'manifest-line-malformed', path: fileName, line: lineNo, fault: 'digest' });
 
     const earlier = table.digestOf(path);
     if (earlier === undefined) {
@@ -151,12 +155,26 @@ export function readManifest(text: string, opts: ManifestOptions, table: Manifes
     } else if (earlier === digest) {
       problems.push({ code: 'manifest-duplicate', path, listedIn: fileName, line: lineNo });
     } else {
-      problems.push({ code: 'manifest-duplicate-conflict', path, listedIn: fileName, line: lineNo, expected: earlier, actual: digest });
+      problems.push({
+        code: 'manifest-duplicate-conflict',
+        path,
+        listedIn: fileName,
+        line: lineNo,
+        expected: earlier,
+        actual: digest,
+      });
       if (digestWellFormed) table.addConflict(path, digest);
     }
   }
 
-  if (binaryMarkers > 0) problems.push({ code: 'manifest-binary-marker', path: fileName, line: firstBinaryLine, count: binaryMarkers });
-  if (dotSlashes > 0) problems.push({ code: 'manifest-dot-slash', path: fileName, line: firstDotSlashLine, count: dotSlashes });
+  if (binaryMarkers > 0)
+    problems.push({
+      code: 'manifest-binary-marker',
+      path: fileName,
+      line: firstBinaryLine,
+      count: binaryMarkers,
+    });
+  if (dotSlashes > 0)
+    problems.push({ code: 'manifest-dot-slash', path: fileName, line: firstDotSlashLine, count: dotSlashes });
   return problems;
 }

@@ -37,7 +37,12 @@ function normalizationTwins(bag: ScannedBag): (path: string) => string[] {
   };
 }
 
-export function matchManifests(bag: ScannedBag, manifests: readonly LoadedManifest[], fetchEntries: readonly FetchEntry[], hashed: HashedBag): Matching {
+export function matchManifests(
+  bag: ScannedBag,
+  manifests: readonly LoadedManifest[],
+  fetchEntries: readonly FetchEntry[],
+  hashed: HashedBag,
+): Matching {
   const { scan, fileIndex } = bag;
   const fetched = new Set(fetchEntries.map((e) => e.path));
   const filesNamedLike = normalizationTwins(bag);
@@ -55,11 +60,23 @@ export function matchManifests(bag: ScannedBag, manifests: readonly LoadedManife
         }
         // A path that exists as a link or device was reported as such already, one under a folder
         // that could not be read was reported with it, and one fetch.txt lists is a fetch hole.
-        if (scan.others.has(entry.path) || unreachable(bag, entry.path) || (manifest.kind === 'payload' && fetched.has(entry.path))) continue;
+        if (
+          scan.others.has(entry.path) ||
+          unreachable(bag, entry.path) ||
+          (manifest.kind === 'payload' && fetched.has(entry.path))
+        )
+          continue;
         const twins = filesNamedLike(entry.path);
         if (twins.length === 1) {
           onDisk = twins[0]!;
-          problems.push(makeProblem({ code: 'manifest-path-normalization', path: onDisk, listed: entry.path, listedIn: manifest.fileName }));
+          problems.push(
+            makeProblem({
+              code: 'manifest-path-normalization',
+              path: onDisk,
+              listed: entry.path,
+              listedIn: manifest.fileName,
+            }),
+          );
         } else {
           const listedIn = missing.get(entry.path);
           if (listedIn === undefined) missing.set(entry.path, [manifest.fileName]);
@@ -73,12 +90,27 @@ export function matchManifests(bag: ScannedBag, manifests: readonly LoadedManife
       if (file === undefined || !entry.digestWellFormed) continue;
       const actual = file.digests[manifest.algorithm];
       if (actual === undefined) {
-        problems.push(makeProblem({ code: 'file-unreadable', path: onDisk, detail: `the hasher returned no ${manifest.algorithm} digest` }));
+        problems.push(
+          makeProblem({
+            code: 'file-unreadable',
+            path: onDisk,
+            detail: `the hasher returned no ${manifest.algorithm} digest`,
+          }),
+        );
         continue;
       }
       for (const expected of [entry.digest, ...entry.conflictingDigests]) {
         if (actual.toLowerCase() !== expected) {
-          problems.push(makeProblem({ code: 'manifest-mismatch', path: onDisk, algorithm: manifest.algorithm, expected, actual: actual.toLowerCase(), listedIn: manifest.fileName }));
+          problems.push(
+            makeProblem({
+              code: 'manifest-mismatch',
+              path: onDisk,
+              algorithm: manifest.algorithm,
+              expected,
+              actual: actual.toLowerCase(),
+              listedIn: manifest.fileName,
+            }),
+          );
         }
       }
     }
@@ -101,6 +133,10 @@ function missingFiles(bag: ScannedBag, missing: ReadonlyMap<string, string[]>): 
     .sort(([a], [b]) => (a < b ? -1 : 1))
     .map(([path, listedIn]) => {
       const similar = bySimilarKey.get(similarKey(path));
-      return makeProblem(similar === undefined ? { code: 'file-missing', path, listedIn } : { code: 'file-missing', path, listedIn, similar });
+      return makeProblem(
+        similar === undefined
+          ? { code: 'file-missing', path, listedIn }
+          : { code: 'file-missing', path, listedIn, similar },
+      );
     });
 }

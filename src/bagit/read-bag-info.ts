@@ -27,11 +27,17 @@ export async function readBagInfo(bag: BagContext): Promise<BagInfo> {
   info.problems.push(...read.problems);
   if (read.value === undefined) return info;
   const parsed = parseTagText(read.value);
-  parsed.malformedLines.forEach((line) => info.problems.push(makeProblem({ code: 'tag-file-malformed', path: fileName, line })));
-  if (bag.rules.spaceAfterColon) parsed.noSpaceLines.forEach((line) => info.problems.push(makeProblem({ code: 'tag-line-no-space', path: fileName, line })));
+  parsed.malformedLines.forEach((line) =>
+    info.problems.push(makeProblem({ code: 'tag-file-malformed', path: fileName, line })),
+  );
+  if (bag.rules.spaceAfterColon)
+    parsed.noSpaceLines.forEach((line) =>
+      info.problems.push(makeProblem({ code: 'tag-line-no-space', path: fileName, line })),
+    );
   info.entries = parsed.entries.map((e) => [e.label, e.value]);
   info.oxum = tagValue(parsed.entries, 'Payload-Oxum');
   const oxums = parsed.entries.filter((e) => e.label.toLowerCase() === 'payload-oxum').length;
-  if (oxums > 1) info.problems.push(makeProblem({ code: 'payload-oxum-repeated', path: fileName, count: oxums }));
+  if (oxums > 1)
+    info.problems.push(makeProblem({ code: 'payload-oxum-repeated', path: fileName, count: oxums }));
   return info;
 }

@@ -16,13 +16,19 @@ export interface Declaration {
 
 export async function readDeclaration(bag: ScannedBag): Promise<Declaration> {
   if (!bag.fileIndex.has('bagit.txt')) {
-    const problems = existsInBag(bag, 'bagit.txt') ? [] : [makeProblem({ code: 'bagit-txt-missing', path: 'bagit.txt' })];
+    const problems = existsInBag(bag, 'bagit.txt')
+      ? []
+      : [makeProblem({ code: 'bagit-txt-missing', path: 'bagit.txt' })];
     return { version: undefined, encoding: undefined, problems };
   }
   const read = await readTagBytes(bag, 'bagit.txt');
   if (read.value === undefined) return { version: undefined, encoding: undefined, problems: read.problems };
   const declaration = parseBagDeclaration(read.value);
-  return { version: declaration.version, encoding: declaration.encoding, problems: declaration.problems.map((p) => makeProblem(p)) };
+  return {
+    version: declaration.version,
+    encoding: declaration.encoding,
+    problems: declaration.problems.map((p) => makeProblem(p)),
+  };
 }
 
 /** The bag under the rules of the version it declares. */

@@ -48,7 +48,9 @@ export interface BagScan {
 
 /** Whether `st` is still the file scanned: same inode, size, modification and change time. */
 function sameStamp(file: ScannedFile, st: Stats): boolean {
-  return st.ino === file.ino && st.size === file.size && st.mtimeMs === file.mtimeMs && st.ctimeMs === file.ctimeMs;
+  return (
+    st.ino === file.ino && st.size === file.size && st.mtimeMs === file.mtimeMs && st.ctimeMs === file.ctimeMs
+  );
 }
 
 function specialKind(st: Stats): SpecialFileKind {
@@ -71,7 +73,9 @@ function flatString(path: string): string {
 /** The problem of a path that could not be looked at: too long for the system, or unreadable. */
 function unreachableProblem(path: string, err: unknown): BagProblemInit {
   const code = errorCode(err);
-  return code === 'ENAMETOOLONG' ? { code: 'path-beyond-path-max', path } : { code: 'file-unreadable', path, detail: code };
+  return code === 'ENAMETOOLONG'
+    ? { code: 'path-beyond-path-max', path }
+    : { code: 'file-unreadable', path, detail: code };
 }
 
 /** The names of folder `dir` that are UTF-8, sorted; each other one is a `name-not-utf8` problem. */
@@ -79,7 +83,11 @@ function utf8Names(dir: string, names: readonly Buffer[], problems: BagProblemIn
   const decoded: string[] = [];
   for (const raw of names) {
     if (isUtf8(raw)) decoded.push(raw.toString('utf8'));
-    else problems.push({ code: 'name-not-utf8', path: dir === '' ? raw.toString('utf8') : `${dir}/${raw.toString('utf8')}` });
+    else
+      problems.push({
+        code: 'name-not-utf8',
+        path: dir === '' ? raw.toString('utf8') : `${dir}/${raw.toString('utf8')}`,
+      });
   }
   return decoded.sort();
 }
@@ -88,7 +96,10 @@ function utf8Names(dir: string, names: readonly Buffer[], problems: BagProblemIn
  * Names of one file inside the bag are harmless; a name outside it lets whoever holds it change
  * the stored bytes behind the repository's back (storage is a rename, not a copy).
  */
-function hardLinksOutside(linked: ReadonlyMap<string, { nlink: number; paths: string[] }>, problems: BagProblemInit[]): void {
+function hardLinksOutside(
+  linked: ReadonlyMap<string, { nlink: number; paths: string[] }>,
+  problems: BagProblemInit[],
+): void {
   for (const { nlink, paths } of linked.values()) {
     const outside = nlink - paths.length;
     if (outside > 0) for (const path of paths) problems.push({ code: 'hard-link', path, outside });
@@ -120,7 +131,8 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       // Names as bytes: a name that is not UTF-8 would otherwise be silently mangled.
       names = await readdir(join(root, dir), { encoding: 'buffer' });
     } catch (err) {
-      if (dir === '') return { files, others, directories, unreachable, rootUnreadable: errorCode(err), problems };
+      if (dir === '')
+        return { files, others, directories, unreachable, rootUnreadable: errorCode(err), problems };
       unreachable.push(dir);
       problems.push(unreachableProblem(dir, err));
       continue;
@@ -148,14 +160,21 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       const unsafe = dirRefused ? undefined : unsafePathReason(rel);
       const portability = nonPortableNameReason(name);
       if (unsafe !== undefined) problems.push({ code: 'unsafe-path', path: rel, reason: unsafe });
-      else if (portability !== undefined) problems.push({ code: 'non-portable-name', path: rel, reason: portability });
+      else if (portability !== undefined)
+        problems.push({ code: 'non-portable-name', path: rel, reason: portability });
       if (!st.isDirectory() && !st.isFile()) others.add(rel);
       if (st.isSymbolicLink()) problems.push({ code: 'symlink', path: rel });
       else if (st.isDirectory()) {
         directories.push(rel);
         pending.push(rel);
       } else if (st.isFile()) {
-        files.push({ path: flatString(rel), size: st.size, ino: st.ino, mtimeMs: st.mtimeMs, ctimeMs: st.ctimeMs });
+        files.push({
+          path: flatString(rel),
+          size: st.size,
+          ino: st.ino,
+          mtimeMs: st.mtimeMs,
+          ctimeMs: st.ctimeMs,
+        });
         if (st.nlink > 1) {
           const key = `${st.dev}:${st.ino}`;
           const group = linked.get(key);
@@ -166,7 +185,8 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
     });
   }
   hardLinksOutside(linked, problems);
-  const byPath = (a: { path: string }, b: { path: string }): number => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0);
+  const byPath = (a: { path: string }, b: { path: string }): number =>
+    a.path < b.path ? -1 : a.path > b.path ? 1 : 0;
   files.sort(byPath);
   directories.sort();
   unreachable.sort();
@@ -181,14 +201,21 @@ const RESTAMP_CONCURRENCY = 32;
  * gone since), sorted by path. A bounded number of lstat calls at a time: one per file at once
  * would hold a promise and a Stats object for every file of the bag.
  */
-export async function filesChangedSinceScan(root: string, files: readonly ScannedFile[], signal?: AbortSignal): Promise<string[]> {
+export async function filesChangedSinceScan(
+  root: string,
+  files: readonly ScannedFile[],
+  signal?: AbortSignal,
+): Promise<string[]> {
   const changed: string[] = [];
   let next = 0;
   const runner = async (): Promise<void> => {
     while (next < files.length) {
       signal?.throwIfAborted();
       const file = files[next++]!;
-      const same = await lstat(join(root, file.path)).then((st) => sameStamp(file, st), () => false);
+      const same = await lstat(join(root, file.path)).then(
+        (st) => sameStamp(file, st),
+        () => false,
+      );
       if (!same) changed.push(file.path);
     }
   };
@@ -245,7 +272,8 @@ export function findNameCollisions(paths: Iterable<string>): BagProblemInit[] {
   const problems: BagProblemInit[] = [];
   for (const [, group] of sortedGroups(byNfc)) {
     const spellings = [...group].sort();
-    for (const other of spellings.slice(1)) problems.push({ code: 'normalization-collision', path: other, other: spellings[0]! });
+    for (const other of spellings.slice(1))
+      problems.push({ code: 'normalization-collision', path: other, other: spellings[0]! });
   }
   // Case groups in the order of their first name's NFC form, as the names are sorted.
   const byCase = groupBy(firstSpellings(byNfc), (spelling) => spelling.normalize('NFC').toLowerCase());
@@ -255,7 +283,8 @@ export function findNameCollisions(paths: Iterable<string>): BagProblemInit[] {
     .map((spellings) => ({ spellings, order: spellings.map((s) => s.normalize('NFC')).sort()[0]! }))
     .sort((a, b) => compareStrings(a.order, b.order));
   for (const { spellings } of caseGroups) {
-    for (const other of spellings.slice(1)) problems.push({ code: 'case-collision', path: other, other: spellings[0]! });
+    for (const other of spellings.slice(1))
+      problems.push({ code: 'case-collision', path: other, other: spellings[0]! });
   }
   return problems;
 }
@@ -263,7 +292,10 @@ export function findNameCollisions(paths: Iterable<string>): BagProblemInit[] {
 const compareStrings = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
 /** Names by a key; a key with one name keeps the bare string, one with more a set of them. */
-function groupBy(names: Iterable<string>, keyOf: (name: string) => string): Map<string, string | Set<string>> {
+function groupBy(
+  names: Iterable<string>,
+  keyOf: (name: string) => string,
+): Map<string, string | Set<string>> {
   const groups = new Map<string, string | Set<string>>();
   for (const name of names) {
     const key = keyOf(name);

@@ -65,11 +65,17 @@ export function decodeTagBytes(bytes: Uint8Array, encoding: string): DecodeResul
       case 'latin1':
       case 'latin-1':
       case 'l1':
-        return { ok: true, text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1') };
+        return {
+          ok: true,
+          text: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('latin1'),
+        };
       case 'utf-16':
       case 'utf16': {
         const littleEndian = bytes.length >= 2 && bytes[0] === 0xff && bytes[1] === 0xfe;
-        return { ok: true, text: new TextDecoder(littleEndian ? 'utf-16le' : 'utf-16be', { fatal: true }).decode(bytes) };
+        return {
+          ok: true,
+          text: new TextDecoder(littleEndian ? 'utf-16le' : 'utf-16be', { fatal: true }).decode(bytes),
+        };
       }
       default: {
         let decoder: TextDecoder;
@@ -99,7 +105,11 @@ function isSupportedEncoding(encoding: string): boolean {
  * space). Lines that are none of these are returned as malformed; lines whose colon is not
  * followed by whitespace are listed too (BagIt 1.0 writes `Label: value`).
  */
-export function parseTagText(text: string): { entries: TagEntry[]; malformedLines: number[]; noSpaceLines: number[] } {
+export function parseTagText(text: string): {
+  entries: TagEntry[];
+  malformedLines: number[];
+  noSpaceLines: number[];
+} {
   const entries: TagEntry[] = [];
   const malformedLines: number[] = [];
   const noSpaceLines: number[] = [];
@@ -158,13 +168,20 @@ export function startsWithUtf8Bom(bytes: Uint8Array): boolean {
 export function parseBagDeclaration(bytes: Uint8Array): BagDeclaration {
   const problems: BagProblemInit[] = [];
   const fault = (f: BagitTxtFault, line?: number): void => {
-    problems.push(line === undefined ? { code: 'bagit-txt-malformed', path: 'bagit.txt', fault: f } : { code: 'bagit-txt-malformed', path: 'bagit.txt', line, fault: f });
+    problems.push(
+      line === undefined
+        ? { code: 'bagit-txt-malformed', path: 'bagit.txt', fault: f }
+        : { code: 'bagit-txt-malformed', path: 'bagit.txt', line, fault: f },
+    );
   };
   let body = bytes;
   if (startsWithUtf8Bom(body)) {
     problems.push({ code: 'bagit-txt-bom', path: 'bagit.txt' });
     body = body.subarray(3);
-  } else if (body.length >= 2 && ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe))) {
+  } else if (
+    body.length >= 2 &&
+    ((body[0] === 0xfe && body[1] === 0xff) || (body[0] === 0xff && body[1] === 0xfe))
+  ) {
     // A UTF-16 bagit.txt: not UTF-8, so nothing more can be read from it.
     problems.push({ code: 'bagit-txt-bom', path: 'bagit.txt' });
     return { problems };
@@ -193,7 +210,11 @@ export function parseBagDeclaration(bytes: Uint8Array): BagDeclaration {
     const after = line.slice(colon + 1);
     const value = after.trim();
     const known = label === VERSION_LABEL || label === ENCODING_LABEL;
-    if (!known || rawLabel.trimStart() !== rawLabel || (label === VERSION_LABEL ? versionLine : encodingLine) !== undefined) {
+    if (
+      !known ||
+      rawLabel.trimStart() !== rawLabel ||
+      (label === VERSION_LABEL ? versionLine : encodingLine) !== undefined
+    ) {
       fault('unexpected-line', lineNo);
       return;
     }
@@ -209,10 +230,12 @@ export function parseBagDeclaration(bytes: Uint8Array): BagDeclaration {
   });
   if (versionLine === undefined) fault('missing-version');
   if (encodingLine === undefined) fault('missing-encoding');
-  if (versionLine !== undefined && encodingLine !== undefined && versionLine > encodingLine) fault('wrong-order');
+  if (versionLine !== undefined && encodingLine !== undefined && versionLine > encodingLine)
+    fault('wrong-order');
 
   if (version !== undefined) {
-    if (!/^\d+\.\d+$/.test(version)) problems.push({ code: 'bagit-version-invalid', path: 'bagit.txt', version });
+    if (!/^\d+\.\d+$/.test(version))
+      problems.push({ code: 'bagit-version-invalid', path: 'bagit.txt', version });
     else if (!SUPPORTED_VERSIONS.some((v) => compareVersions(v, version!) === 0)) {
       problems.push({ code: 'bagit-version-unsupported', path: 'bagit.txt', version });
     }

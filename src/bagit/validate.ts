@@ -26,9 +26,13 @@ import type { BagReport, ValidateOptions } from './report.js';
 
 export async function validateBag(bagDir: string, opts: ValidateOptions): Promise<BagReport> {
   const scanned = await openBag(resolve(bagDir), opts.signal);
-  if ('unreadable' in scanned) return emptyReport([makeProblem({ code: 'bag-unreadable', detail: scanned.unreadable })]);
+  if ('unreadable' in scanned)
+    return emptyReport([makeProblem({ code: 'bag-unreadable', detail: scanned.unreadable })]);
   // Each step's problems, in the order found (a list of lists: one step may find a great many).
-  const found: BagProblem[][] = [scanned.scan.problems.map((p) => makeProblem(p)), checkTagFilesAreFiles(scanned)];
+  const found: BagProblem[][] = [
+    scanned.scan.problems.map((p) => makeProblem(p)),
+    checkTagFilesAreFiles(scanned),
+  ];
   const declaration = await readDeclaration(scanned);
   found.push(declaration.problems);
   const bag = underDeclaredRules(scanned, declaration);
@@ -42,7 +46,11 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const { hashed, problems: hashProblems } = await hashBag(bag, manifests, opts);
   found.push(hashProblems);
   const matching = matchManifests(bag, manifests, fetch.entries, hashed);
-  found.push(matching.problems, checkCompleteness(bag, payloadManifests, matching.covered), checkFetchHoles(bag, fetch.entries, payloadManifests));
+  found.push(
+    matching.problems,
+    checkCompleteness(bag, payloadManifests, matching.covered),
+    checkFetchHoles(bag, fetch.entries, payloadManifests),
+  );
   const payload = payloadSize(bag, hashed);
   found.push(checkOxum(bag, bagInfo, payload), checkNames(bag, matching.missing));
 
@@ -63,7 +71,10 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
 
 /** Severity order for the report: errors first, then warnings, each in the order found. */
 function errorsFirst(problems: BagProblem[]): BagProblem[] {
-  return [...problems.filter((p) => p.severity === 'error'), ...problems.filter((p) => p.severity === 'warning')];
+  return [
+    ...problems.filter((p) => p.severity === 'error'),
+    ...problems.filter((p) => p.severity === 'warning'),
+  ];
 }
 
 /**
@@ -81,7 +92,13 @@ function limitPerCode(problems: BagProblem[]): BagProblem[] {
     return ++entry.count <= PROBLEMS_PER_CODE;
   });
   for (const [code, { count, severity }] of seen) {
-    if (count > PROBLEMS_PER_CODE) kept.push(makeProblem({ code: 'problems-omitted', omittedCode: code, count: count - PROBLEMS_PER_CODE }, severity));
+    if (count > PROBLEMS_PER_CODE)
+      kept.push(
+        makeProblem(
+          { code: 'problems-omitted', omittedCode: code, count: count - PROBLEMS_PER_CODE },
+          severity,
+        ),
+      );
   }
   return kept;
 }

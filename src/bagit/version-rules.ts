@@ -25,7 +25,10 @@ export interface VersionRules {
  * strictest reading, and the one a new bag should follow anyway.
  */
 export function rulesFor(version: string | undefined): VersionRules {
-  const known = version !== undefined && /^\d+\.\d+$/.test(version) && SUPPORTED_VERSIONS.some((v) => compareVersions(v, version) === 0);
+  const known =
+    version !== undefined &&
+    /^\d+\.\d+$/.test(version) &&
+    SUPPORTED_VERSIONS.some((v) => compareVersions(v, version) === 0);
   const effective = known ? version : '1.0';
   const atLeast10 = compareVersions(effective, '1.0') >= 0;
   return {

@@ -15,7 +15,11 @@ export class AuditStore {
   private readonly audits: Database<Audit, number>;
   private readonly todo: Database<number, [number, string]>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+    private readonly nextId: () => number,
+  ) {
     this.audits = root.openDB({ name: 'audits' });
     this.todo = root.openDB({ name: 'auditTodo' });
   }
@@ -31,7 +35,11 @@ export class AuditStore {
   /** One page of audits, oldest first, after the id `after`. */
   page(query: { after?: number | undefined; limit?: number }): Page<Audit> {
     const after = query.after ?? 0;
-    return takePage(this.audits.getKeys({ start: after + 1 }), Math.min(query.limit ?? MAX_PAGE, MAX_PAGE), (id) => this.audits.get(id));
+    return takePage(
+      this.audits.getKeys({ start: after + 1 }),
+      Math.min(query.limit ?? MAX_PAGE, MAX_PAGE),
+      (id) => this.audits.get(id),
+    );
   }
 
   /** The newest audit, or undefined before the first. */
@@ -42,7 +50,8 @@ export class AuditStore {
 
   /** The newest finished audit, or undefined before one has finished. */
   latestFinished(): Audit | undefined {
-    for (const { value } of this.audits.getRange({ reverse: true })) if (value.finishedAt !== undefined) return value;
+    for (const { value } of this.audits.getRange({ reverse: true }))
+      if (value.finishedAt !== undefined) return value;
     return undefined;
   }
 
@@ -69,7 +78,15 @@ export class AuditStore {
         totalBytes += bytes;
       }
       const audit: Audit = {
-        id, user, packages: packages.size, successes: 0, failures: 0, bytes: 0, totalBytes, createdAt: now, updatedAt: now,
+        id,
+        user,
+        packages: packages.size,
+        successes: 0,
+        failures: 0,
+        bytes: 0,
+        totalBytes,
+        createdAt: now,
+        updatedAt: now,
         ...(packages.size === 0 ? { finishedAt: now } : {}),
       };
       this.audits.putSync(id, audit);
@@ -79,14 +96,21 @@ export class AuditStore {
 
   /** Packages of this audit not yet checked, in bag_id order. */
   remaining(auditId: number): Array<{ bagId: string; bytes: number }> {
-    return [...this.todo.getRange({ start: [auditId], end: [auditId, '\uffff'] })].map((e) => ({ bagId: e.key[1], bytes: e.value }));
+    return [...this.todo.getRange({ start: [auditId], end: [auditId, '\uffff'] })].map((e) => ({
+      bagId: e.key[1],
+      bytes: e.value,
+    }));
   }
 
   /**
    * Records one package's fixity check: the event, the count, and the package leaves the to-do
    * set, all at once. Returns undefined (and writes nothing) if it was already recorded.
    */
-  record(auditId: number, bagId: string, addEvent: () => PreservationEvent): { audit: Audit; event: PreservationEvent } | undefined {
+  record(
+    auditId: number,
+    bagId: string,
+    addEvent: () => PreservationEvent,
+  ): { audit: Audit; event: PreservationEvent } | undefined {
     return this.catalog.transaction(() => {
       const bytes = this.todo.get([auditId, bagId]);
       const audit = this.audits.get(auditId);

@@ -92,7 +92,9 @@ export class Catalog implements Transactor {
     const catalog = new Catalog(root, readOnly ? undefined : new SpaceClaim(join(path, 'data.mdb')));
     if (readOnly) {
       if (catalog.schemaVersion !== SCHEMA_VERSION)
-        throw new CatalogError(`the catalog has schema ${catalog.schemaVersion}; this preservd reads ${SCHEMA_VERSION} only (open it read-write to migrate)`);
+        throw new CatalogError(
+          `the catalog has schema ${catalog.schemaVersion}; this preservd reads ${SCHEMA_VERSION} only (open it read-write to migrate)`,
+        );
     } else {
       catalog.migrate();
       catalog.sessions.indexOlderSessions();
@@ -152,7 +154,9 @@ export class Catalog implements Transactor {
   private migrate(): void {
     const found = this.schemaVersion;
     if (found > SCHEMA_VERSION)
-      throw new CatalogError(`the catalog was written by a newer preservd (schema ${found}; this one knows ${SCHEMA_VERSION}); upgrade preservd`);
+      throw new CatalogError(
+        `the catalog was written by a newer preservd (schema ${found}; this one knows ${SCHEMA_VERSION}); upgrade preservd`,
+      );
     if (found === SCHEMA_VERSION) return;
     // Version 0 is an empty catalog: nothing to carry forward. From 1, the indexes are built in
     // batches; the version is written last, so an interrupted migration simply runs again.
@@ -167,7 +171,7 @@ export class Catalog implements Transactor {
 
   /** Schema 2 → 3: the queue's indexes again, the FAILED one with them (each put is idempotent). */
   private indexQueue(): void {
-    for (let after = 0, done = false; !done; ) {
+    for (let after = 0, done = false; !done;) {
       done = this.transaction(() => {
         const batch = this.queue.everyRecord(after, MIGRATION_BATCH);
         for (const item of batch) this.queue.putIndexes(item);
@@ -179,7 +183,7 @@ export class Catalog implements Transactor {
 
   /** Schema 2 or 3 → 4: the packages' indexes again, the owner index of open requests with them (each put is idempotent). */
   private indexOpenRequests(): void {
-    for (let after = 0, done = false; !done; ) {
+    for (let after = 0, done = false; !done;) {
       done = this.transaction(() => {
         const batch = [...this.packages.everyRecord(after, MIGRATION_BATCH)];
         for (const pkg of batch) this.packages.putIndexes(pkg);
@@ -191,7 +195,7 @@ export class Catalog implements Transactor {
 
   /** Schema 1 → 4: every index, payload list and verification state from the records. */
   private buildIndexes(): void {
-    for (let after = 0, done = false; !done; ) {
+    for (let after = 0, done = false; !done;) {
       done = this.transaction(() => {
         const batch = [...this.packages.everyRecord(after, MIGRATION_BATCH)];
         for (const pkg of batch) {
@@ -201,7 +205,9 @@ export class Catalog implements Transactor {
           const check = this.events.latestOf(pkg.bagId, 'fixity check');
           this.fixity.put(
             pkg.bagId,
-            check === undefined ? { verifiedAt: pkg.updatedAt } : { verifiedAt: check.date, checkedAt: check.date, outcome: check.outcome },
+            check === undefined
+              ? { verifiedAt: pkg.updatedAt }
+              : { verifiedAt: check.date, checkedAt: check.date, outcome: check.outcome },
           );
         }
         after = batch.at(-1)?.seq ?? after;
@@ -209,7 +215,7 @@ export class Catalog implements Transactor {
       });
     }
     for (const store of [this.events, this.queue] as const) {
-      for (let after = 0, done = false; !done; ) {
+      for (let after = 0, done = false; !done;) {
         done = this.transaction(() => {
           const batch = store.everyRecord(after, MIGRATION_BATCH);
           for (const record of batch) (store.putIndexes as (r: typeof record) => void)(record);

@@ -16,7 +16,10 @@ import type { HashCheckpoint } from './types.js';
 export class CheckpointStore {
   private readonly checkpoints: Database<Buffer, [string, string]>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+  ) {
     this.checkpoints = root.openDB({ name: 'hashCheckpoints', encoding: 'binary' });
   }
 
@@ -58,6 +61,7 @@ export class CheckpointStore {
 
   /** Every checkpoint kept, in bag_id and path order (checks and tests). */
   *list(): Generator<HashCheckpoint> {
-    for (const { key, value } of this.checkpoints.getRange()) yield { bagId: key[0], path: key[1], bytes: value.length };
+    for (const { key, value } of this.checkpoints.getRange())
+      yield { bagId: key[0], path: key[1], bytes: value.length };
   }
 }

@@ -15,7 +15,12 @@ export class EventStore {
   /** By package, owner and content type. */
   private readonly log: PackageLog<PreservationEvent>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number, audience: Audience) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+    private readonly nextId: () => number,
+    audience: Audience,
+  ) {
     this.events = root.openDB({ name: 'events' });
     this.byAudit = root.openDB({ name: 'eventsByAudit' });
     this.log = new PackageLog(root, 'events', this.events, audience);

@@ -31,7 +31,10 @@ export class FixityStore {
   private readonly order: Database<null, [number, string]>;
   private readonly schedules: Database<FixitySchedule, string>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+  ) {
     this.states = root.openDB({ name: 'fixityStates' });
     this.order = root.openDB({ name: 'fixityOrder' });
     this.schedules = root.openDB({ name: 'fixitySchedule' });

@@ -53,7 +53,11 @@ export class PackageLog<T extends { id: number; bagId: string }> {
 
   /** The records of one package, oldest first (ids grow with time), or newest first. */
   *ofPackage(bagId: string, order: 'oldest first' | 'newest first' = 'oldest first'): Generator<T> {
-    for (const id of indexRange(this.byPackage, bagId, order === 'oldest first' ? { after: 0 } : { before: Infinity })) {
+    for (const id of indexRange(
+      this.byPackage,
+      bagId,
+      order === 'oldest first' ? { after: 0 } : { before: Infinity },
+    )) {
       const record = this.records.get(id);
       if (record !== undefined) yield record;
     }
@@ -61,14 +65,22 @@ export class PackageLog<T extends { id: number; bagId: string }> {
 
   /** The ids `scope` may see after `after`, ascending: for `all` the log's own order, else its audience's index ranges merged. */
   idsInScope(scope: Scope, after = 0): Iterable<number> {
-    return keysInScope(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.records.getKeys({ start: a + 1 }), after);
+    return keysInScope(
+      scope,
+      { byOwner: this.byOwner, byContentType: this.byContentType },
+      (a) => this.records.getKeys({ start: a + 1 }),
+      after,
+    );
   }
 
   /** One page, in id order after `after`: of one package, or of every package `scope` may see. */
   page(query: LogQuery): Page<T> {
     const after = query.after ?? 0;
     const limit = Math.min(query.limit ?? MAX_PAGE, MAX_PAGE);
-    const ids = query.bagId !== undefined ? indexRange(this.byPackage, query.bagId, { after }) : this.idsInScope(query.scope ?? EVERYTHING, after);
+    const ids =
+      query.bagId !== undefined
+        ? indexRange(this.byPackage, query.bagId, { after })
+        : this.idsInScope(query.scope ?? EVERYTHING, after);
     return takePage(ids, limit, (id) => this.records.get(id));
   }
 }

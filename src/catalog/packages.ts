@@ -8,7 +8,16 @@
 import type { Database, RootDatabase } from 'lmdb';
 import type { FixityStore } from './fixity.js';
 import { fitsKey, isUuid } from './keys.js';
-import { EVERYTHING, indexRange, keysInScope, keysInScopeNewestFirst, MAX_PAGE, takePage, type Page, type Scope } from './scan.js';
+import {
+  EVERYTHING,
+  indexRange,
+  keysInScope,
+  keysInScopeNewestFirst,
+  MAX_PAGE,
+  takePage,
+  type Page,
+  type Scope,
+} from './scan.js';
 import type { Transactor } from './transaction.js';
 import type { FileRecord, Package } from './types.js';
 
@@ -100,7 +109,10 @@ export class PackageStore {
    * Creates the package unless its bag_id or external_id is taken, in which case the package
    * holding it is returned and nothing is written. Check and insert are one transaction.
    */
-  create(fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt' | 'version'>, limits: { openPerOwner?: number } = {}): CreateResult {
+  create(
+    fields: Omit<Package, 'stored' | 'createdAt' | 'updatedAt' | 'version'>,
+    limits: { openPerOwner?: number } = {},
+  ): CreateResult {
     return this.catalog.transaction(() => {
       const bagId = fields.bagId.toLowerCase();
       const existing = this.get(bagId) ?? this.withExternalId(fields.externalId);
@@ -149,11 +161,24 @@ export class PackageStore {
     const limit = Math.min(query.limit ?? MAX_PAGE, MAX_PAGE);
     const { contentType, stored } = query;
     let keys: Iterable<number>;
-    if (scope.kind === 'all' && contentType !== undefined) keys = indexRange(this.byContentType, contentType, { after });
-    else if (scope.kind === 'all' && stored !== undefined) keys = indexRange(this.byState, stateOf(stored), { after });
-    else keys = keysInScope(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, (a) => this.order.getKeys({ start: a + 1 }), after);
-    return takePage(keys, limit, (seq) => this.bySeq(seq), (pkg) =>
-      (contentType === undefined || pkg.contentType === contentType) && (stored === undefined || pkg.stored === stored),
+    if (scope.kind === 'all' && contentType !== undefined)
+      keys = indexRange(this.byContentType, contentType, { after });
+    else if (scope.kind === 'all' && stored !== undefined)
+      keys = indexRange(this.byState, stateOf(stored), { after });
+    else
+      keys = keysInScope(
+        scope,
+        { byOwner: this.byOwner, byContentType: this.byContentType },
+        (a) => this.order.getKeys({ start: a + 1 }),
+        after,
+      );
+    return takePage(
+      keys,
+      limit,
+      (seq) => this.bySeq(seq),
+      (pkg) =>
+        (contentType === undefined || pkg.contentType === contentType) &&
+        (stored === undefined || pkg.stored === stored),
     );
   }
 
@@ -173,17 +198,25 @@ export class PackageStore {
    * pages' search shows the latest deposits first), each with its sequence number to continue
    * from. Lazy: a caller that stops early reads nothing further.
    */
-  *newestFirst(query: { scope?: Scope | undefined; contentType?: string | undefined; before?: number | undefined } = {}): Generator<{ seq: number; pkg: Package }> {
+  *newestFirst(
+    query: { scope?: Scope | undefined; contentType?: string | undefined; before?: number | undefined } = {},
+  ): Generator<{ seq: number; pkg: Package }> {
     const scope = query.scope ?? EVERYTHING;
     const before = query.before ?? Number.MAX_SAFE_INTEGER;
     const { contentType } = query;
     const keys =
       scope.kind === 'all' && contentType !== undefined
         ? indexRange(this.byContentType, contentType, { before })
-        : keysInScopeNewestFirst(scope, { byOwner: this.byOwner, byContentType: this.byContentType }, (b) => this.order.getKeys({ start: b - 1, end: 0, reverse: true }), before);
+        : keysInScopeNewestFirst(
+            scope,
+            { byOwner: this.byOwner, byContentType: this.byContentType },
+            (b) => this.order.getKeys({ start: b - 1, end: 0, reverse: true }),
+            before,
+          );
     for (const seq of keys) {
       const pkg = this.bySeq(seq);
-      if (pkg !== undefined && (contentType === undefined || pkg.contentType === contentType)) yield { seq, pkg };
+      if (pkg !== undefined && (contentType === undefined || pkg.contentType === contentType))
+        yield { seq, pkg };
     }
   }
 
@@ -324,7 +357,13 @@ export class PackageStore {
     return this.catalog.transaction(() => {
       const current = this.packages.get(bagId);
       if (current === undefined) throw new Error(`no package ${bagId}`);
-      const updated = { ...current, stored: true, storagePath, updatedAt: Date.now(), version: nextVersion(current) };
+      const updated = {
+        ...current,
+        stored: true,
+        storagePath,
+        updatedAt: Date.now(),
+        version: nextVersion(current),
+      };
       this.packages.putSync(bagId, updated);
       this.putIndexes(updated);
       this.fixity.stored(bagId, updated.updatedAt);
@@ -369,7 +408,12 @@ export class PackageStore {
       holdsUnder: (folder) => {
         // A folder too long for a key holds no recorded file (every recorded path fits one).
         if (!fitsKey(`${folder}0`)) return false;
-        for (const _ of this.files.getKeys({ start: [bagId, `${folder}/`], end: [bagId, `${folder}0`], limit: 1 })) return true;
+        for (const _ of this.files.getKeys({
+          start: [bagId, `${folder}/`],
+          end: [bagId, `${folder}0`],
+          limit: 1,
+        }))
+          return true;
         return false;
       },
     };
@@ -379,7 +423,6 @@ export class PackageStore {
     if (!fitsKey(path)) return undefined;
     return this.files.get([bagId, path]);
   }
-
 
   /** Total size of a stored package's files (kept with them by filesStaged; 0 with none). */
   storedBytes(bagId: string): number {

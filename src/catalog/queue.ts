@@ -19,7 +19,12 @@ export class QueueStore {
   /** Ids of FAILED items: the overview's count and latest failures, without a scan. */
   private readonly failedIds: Database<null, number>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor, private readonly nextId: () => number, audience: Audience) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+    private readonly nextId: () => number,
+    audience: Audience,
+  ) {
     this.items = root.openDB({ name: 'queue' });
     this.log = new PackageLog(root, 'queue', this.items, audience);
     this.pendingIds = root.openDB({ name: 'queuePending' });
@@ -40,7 +45,15 @@ export class QueueStore {
       const blocking = this.forPackage(bagId).find((i) => i.status !== 'FAILED');
       if (blocking !== undefined) return { existing: blocking };
       const now = Date.now();
-      const item: QueueItem = { id: this.nextId(), bagId, status: 'PENDING', stage: 'waiting', user, createdAt: now, updatedAt: now };
+      const item: QueueItem = {
+        id: this.nextId(),
+        bagId,
+        status: 'PENDING',
+        stage: 'waiting',
+        user,
+        createdAt: now,
+        updatedAt: now,
+      };
       this.items.putSync(item.id, item);
       this.log.index(item);
       this.putStateIndexes(item);

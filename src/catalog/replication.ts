@@ -33,7 +33,10 @@ export class ReplicationStore {
   /** Replica names whose copies of every stored package have been enqueued. */
   private readonly known: Database<number, string>;
 
-  constructor(root: RootDatabase, private readonly catalog: Transactor) {
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+  ) {
     this.copies = root.openDB({ name: 'replicaCopies' });
     this.open = root.openDB({ name: 'replicaCopiesOpen' });
     this.progress = root.openDB({ name: 'replicaProgress' });
@@ -60,7 +63,12 @@ export class ReplicationStore {
 
   countsOf(replica: string): ReplicaCounts {
     const n = (k: CountKey) => this.counts.get([replica, k]) ?? 0;
-    return { pending: n('pending'), verified: n('verified'), failed: n('failed'), verifiedBytes: n('verifiedBytes') };
+    return {
+      pending: n('pending'),
+      verified: n('verified'),
+      failed: n('failed'),
+      verifiedBytes: n('verifiedBytes'),
+    };
   }
 
   isKnown(replica: string): boolean {
@@ -79,7 +87,19 @@ export class ReplicationStore {
       const now = Date.now();
       for (const replica of replicas) {
         if (this.copies.get([bagId, replica]) !== undefined) continue;
-        this.put({ bagId, replica, status: 'pending', bytes, attempts: 0, nextAttemptAt: now, createdAt: now, updatedAt: now }, undefined);
+        this.put(
+          {
+            bagId,
+            replica,
+            status: 'pending',
+            bytes,
+            attempts: 0,
+            nextAttemptAt: now,
+            createdAt: now,
+            updatedAt: now,
+          },
+          undefined,
+        );
       }
     });
   }
@@ -87,7 +107,11 @@ export class ReplicationStore {
   /** Paths already verified in a copy still being made. */
   verifiedFiles(replica: string, bagId: string): Set<string> {
     const out = new Set<string>();
-    for (const { key } of this.progress.getRange({ start: [replica, bagId], end: [replica, bagId, '\uffff'] })) out.add(key[2]);
+    for (const { key } of this.progress.getRange({
+      start: [replica, bagId],
+      end: [replica, bagId, '\uffff'],
+    }))
+      out.add(key[2]);
     return out;
   }
 
@@ -109,14 +133,23 @@ export class ReplicationStore {
       const now = Date.now();
       const { error: _error, damaged: _damaged, ownWrongCopies: _own, ...rest } = copy;
       this.put({ ...rest, status: 'verified', verifiedAt: now, updatedAt: now }, copy);
-      for (const { key } of this.progress.getRange({ start: [replica, bagId], end: [replica, bagId, '\uffff'] })) this.progress.removeSync(key);
+      for (const { key } of this.progress.getRange({
+        start: [replica, bagId],
+        end: [replica, bagId, '\uffff'],
+      }))
+        this.progress.removeSync(key);
       return addEvent();
     });
   }
 
   /** The replica was unavailable: the copy stays pending and is tried again at `nextAttemptAt`. */
   postpone(bagId: string, replica: string, reason: string, nextAttemptAt: number): void {
-    this.change(bagId, replica, (copy) => ({ ...copy, attempts: copy.attempts + 1, nextAttemptAt, lastReason: reason }));
+    this.change(bagId, replica, (copy) => ({
+      ...copy,
+      attempts: copy.attempts + 1,
+      nextAttemptAt,
+      lastReason: reason,
+    }));
   }
 
   /**
@@ -124,14 +157,30 @@ export class ReplicationStore {
    * at `nextAttemptAt`. `ownWrongCopy`: a path whose wrong object this daemon wrote itself, which a
    * retry may therefore replace. With `addEvent`, the event is added only on the first failure.
    */
-  fail(bagId: string, replica: string, fields: { error: string; nextAttemptAt: number; ownWrongCopy?: string | undefined }, addEvent?: () => PreservationEvent): void {
+  fail(
+    bagId: string,
+    replica: string,
+    fields: { error: string; nextAttemptAt: number; ownWrongCopy?: string | undefined },
+    addEvent?: () => PreservationEvent,
+  ): void {
     this.catalog.transaction(() => {
       const copy = this.copies.get([bagId, replica]);
       if (copy === undefined) return;
       const own = new Set(copy.ownWrongCopies ?? []);
       if (fields.ownWrongCopy !== undefined) own.add(fields.ownWrongCopy);
       const wasFailed = copy.status === 'failed';
-      this.put({ ...copy, status: 'failed', error: fields.error, attempts: copy.attempts + 1, nextAttemptAt: fields.nextAttemptAt, ownWrongCopies: [...own], updatedAt: Date.now() }, copy);
+      this.put(
+        {
+          ...copy,
+          status: 'failed',
+          error: fields.error,
+          attempts: copy.attempts + 1,
+          nextAttemptAt: fields.nextAttemptAt,
+          ownWrongCopies: [...own],
+          updatedAt: Date.now(),
+        },
+        copy,
+      );
       if (!wasFailed) addEvent?.();
     });
   }
@@ -166,7 +215,8 @@ export class ReplicationStore {
     if (next.status === 'verified') this.open.removeSync(key);
     else this.open.putSync(key, null);
     if (before?.status === next.status) return;
-    const bump = (k: CountKey, by: number) => this.counts.putSync([next.replica, k], (this.counts.get([next.replica, k]) ?? 0) + by);
+    const bump = (k: CountKey, by: number) =>
+      this.counts.putSync([next.replica, k], (this.counts.get([next.replica, k]) ?? 0) + by);
     if (before !== undefined) bump(before.status, -1);
     bump(next.status, 1);
     if (before?.status === 'verified') bump('verifiedBytes', -before.bytes);

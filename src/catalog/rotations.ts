@@ -39,7 +39,11 @@ export class RotationStore {
       if (pkg.stored) throw new Error(`${bagId} is stored: its upload link is closed for good`);
       const earlier = this.rotations.get(pkg.bagId)?.retired ?? [];
       const rotated = this.packages.replaceCapability(pkg.bagId, fresh);
-      this.rotations.putSync(pkg.bagId, { bagId: pkg.bagId, retired: [...earlier, pkg.capability], capability: fresh });
+      this.rotations.putSync(pkg.bagId, {
+        bagId: pkg.bagId,
+        retired: [...earlier, pkg.capability],
+        capability: fresh,
+      });
       return rotated;
     });
   }
@@ -52,7 +56,8 @@ export class RotationStore {
   /** Drops the record of a finished rotation, unless a newer one has replaced it meanwhile. */
   finish(rotation: Rotation): void {
     this.catalog.transaction(() => {
-      if (this.rotations.get(rotation.bagId)?.capability === rotation.capability) this.rotations.removeSync(rotation.bagId);
+      if (this.rotations.get(rotation.bagId)?.capability === rotation.capability)
+        this.rotations.removeSync(rotation.bagId);
     });
   }
 }

@@ -13,7 +13,8 @@ import type { Database } from 'lmdb';
  * content types (grants). Lists read the owner and content-type indexes of a `some` scope
  * merged in order, never the whole catalog.
  */
-export type Scope = { kind: 'all' } | { kind: 'some'; users: readonly string[]; contentTypes: readonly string[] };
+export type Scope =
+  { kind: 'all' } | { kind: 'some'; users: readonly string[]; contentTypes: readonly string[] };
 
 export const EVERYTHING: Scope = { kind: 'all' };
 
@@ -37,22 +38,45 @@ export interface ScopeIndexes {
  * The order keys (ascending, each once) of what `scope` may see, after `after`: for `all` the
  * store's own order, for `some` its owners' and content types' index ranges merged.
  */
-export function keysInScope(scope: Scope, indexes: ScopeIndexes, all: (after: number) => Iterable<number>, after: number): Iterable<number> {
+export function keysInScope(
+  scope: Scope,
+  indexes: ScopeIndexes,
+  all: (after: number) => Iterable<number>,
+  after: number,
+): Iterable<number> {
   if (scope.kind === 'all') return all(after);
-  return merge(rangesOf(scope, indexes, (index, name) => indexRange(index, name, { after })), 'ascending');
+  return merge(
+    rangesOf(scope, indexes, (index, name) => indexRange(index, name, { after })),
+    'ascending',
+  );
 }
 
 /**
  * The same keys newest first (descending), below `before`: what a search that shows the latest
  * first reads, stopping when its page is full.
  */
-export function keysInScopeNewestFirst(scope: Scope, indexes: ScopeIndexes, all: (before: number) => Iterable<number>, before: number): Iterable<number> {
+export function keysInScopeNewestFirst(
+  scope: Scope,
+  indexes: ScopeIndexes,
+  all: (before: number) => Iterable<number>,
+  before: number,
+): Iterable<number> {
   if (scope.kind === 'all') return all(before);
-  return merge(rangesOf(scope, indexes, (index, name) => indexRange(index, name, { before })), 'descending');
+  return merge(
+    rangesOf(scope, indexes, (index, name) => indexRange(index, name, { before })),
+    'descending',
+  );
 }
 
-function rangesOf(scope: Scope & { kind: 'some' }, indexes: ScopeIndexes, range: (index: ScopeIndexes['byOwner'], name: string) => Iterable<number>): Iterable<number>[] {
-  return [...[...new Set(scope.users)].map((u) => range(indexes.byOwner, u)), ...[...new Set(scope.contentTypes)].map((c) => range(indexes.byContentType, c))];
+function rangesOf(
+  scope: Scope & { kind: 'some' },
+  indexes: ScopeIndexes,
+  range: (index: ScopeIndexes['byOwner'], name: string) => Iterable<number>,
+): Iterable<number>[] {
+  return [
+    ...[...new Set(scope.users)].map((u) => range(indexes.byOwner, u)),
+    ...[...new Set(scope.contentTypes)].map((c) => range(indexes.byContentType, c)),
+  ];
 }
 
 /** The keys of one `[name, key]` index range: ascending after `after`, or descending below `before`. */
@@ -99,7 +123,12 @@ function* merge(sources: Iterable<number>[], order: 'ascending' | 'descending'):
  * Up to `limit` items from `keys` that `load` finds and `keep` accepts, and whether more follow
  * (one more is looked for, never more).
  */
-export function takePage<T>(keys: Iterable<number>, limit: number, load: (key: number) => T | undefined, keep: (item: T) => boolean = () => true): Page<T> {
+export function takePage<T>(
+  keys: Iterable<number>,
+  limit: number,
+  load: (key: number) => T | undefined,
+  keep: (item: T) => boolean = () => true,
+): Page<T> {
   const items: T[] = [];
   let lastKey = 0;
   for (const key of keys) {

@@ -51,7 +51,12 @@ export class SessionStore {
   }
 
   /** Opens a session for the holder of `token` (already authenticated); returns the cookie's secret. */
-  open(userName: string, token: string, lifetimeMs: number, limits: SessionLimits = DEFAULT_LIMITS): { secret: string; session: Session } {
+  open(
+    userName: string,
+    token: string,
+    lifetimeMs: number,
+    limits: SessionLimits = DEFAULT_LIMITS,
+  ): { secret: string; session: Session } {
     const secret = randomBytes(32).toString('base64url');
     const now = Date.now();
     const session: Session = {
@@ -65,9 +70,15 @@ export class SessionStore {
     };
     this.catalog.transaction(() => {
       this.sweep(now, SWEEP_BATCH);
-      if (limits.replaces !== undefined && limits.replaces.length <= 256) this.remove(tokenDigest(limits.replaces));
+      if (limits.replaces !== undefined && limits.replaces.length <= 256)
+        this.remove(tokenDigest(limits.replaces));
       // The user's newest sessions first: every one after the newest maxPerUser - 1 makes room.
-      const older = this.byUser.getKeys({ start: [userName, Number.MAX_SAFE_INTEGER, ''], end: [userName], reverse: true, offset: limits.maxPerUser - 1 });
+      const older = this.byUser.getKeys({
+        start: [userName, Number.MAX_SAFE_INTEGER, ''],
+        end: [userName],
+        reverse: true,
+        offset: limits.maxPerUser - 1,
+      });
       for (const key of [...older]) this.remove(key[2]);
       this.put(session);
     });
@@ -81,7 +92,8 @@ export class SessionStore {
     if (session === undefined || !this.tokenLive(session.tokenDigest)) return undefined;
     const now = Date.now();
     const lastSeen = session.lastSeenAt ?? session.createdAt;
-    if (session.expiresAt <= now || (session.idleMs !== undefined && lastSeen + session.idleMs <= now)) return undefined;
+    if (session.expiresAt <= now || (session.idleMs !== undefined && lastSeen + session.idleMs <= now))
+      return undefined;
     if (now - lastSeen >= Math.min(TOUCH_EVERY_MS, (session.idleMs ?? Infinity) / 4)) {
       this.catalog.transaction(() => {
         const current = this.sessions.get(session.digest);
@@ -110,7 +122,8 @@ export class SessionStore {
    * half done). Cheap when there is nothing to do: it looks at one key of each.
    */
   indexOlderSessions(): void {
-    const any = (db: Database<unknown, string> | Database<true, ExpiryKey>) => [...db.getKeys({ limit: 1 })].length > 0;
+    const any = (db: Database<unknown, string> | Database<true, ExpiryKey>) =>
+      [...db.getKeys({ limit: 1 })].length > 0;
     if (!any(this.sessions) || any(this.byExpiry)) return;
     this.catalog.transaction(() => {
       for (const { value } of this.sessions.getRange()) this.put(value);

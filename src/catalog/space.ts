@@ -63,7 +63,8 @@ export class SpaceClaim {
     if (this.mode === 'statfs') return this.checkFree(need);
     // Refused before and the disk still cannot give the blocks missing: say so without asking
     // fallocate again.
-    if (this.refused && freeBytes(this.file) < size + need - allocated) throw new CatalogSpaceError(this.refused, `${need} bytes past the end of ${this.file}`);
+    if (this.refused && freeBytes(this.file) < size + need - allocated)
+      throw new CatalogSpaceError(this.refused, `${need} bytes past the end of ${this.file}`);
     // A headroom more than this write needs, so that fallocate runs once per many writes; if the
     // disk cannot give that much, exactly what this write needs.
     let refusal: 'ENOSPC' | 'EDQUOT' = 'ENOSPC';
@@ -85,7 +86,8 @@ export class SpaceClaim {
 
   private checkFree(need: number): void {
     const free = freeBytes(this.file);
-    if (free < need) throw new CatalogSpaceError('ENOSPC', `${free} bytes free where ${need} are kept in reserve`);
+    if (free < need)
+      throw new CatalogSpaceError('ENOSPC', `${free} bytes free where ${need} are kept in reserve`);
   }
 }
 
@@ -119,7 +121,9 @@ function fileSpace(file: string): { size: number; allocated: number } {
 
 /** `fallocate --keep-size` of [0, length): done, refused for space or quota, or unsupported here. */
 function preallocate(file: string, length: number): 'done' | 'ENOSPC' | 'EDQUOT' | 'unsupported' {
-  const r = spawnSync('fallocate', ['--keep-size', '--offset', '0', '--length', String(length), file], { encoding: 'utf8' });
+  const r = spawnSync('fallocate', ['--keep-size', '--offset', '0', '--length', String(length), file], {
+    encoding: 'utf8',
+  });
   if (r.error !== undefined) return 'unsupported'; // no fallocate(1) on this machine
   if (r.status === 0) return 'done';
   if (/No space left/i.test(r.stderr)) return 'ENOSPC';

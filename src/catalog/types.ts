@@ -123,7 +123,8 @@ export interface QueueItem {
   updatedAt: number;
 }
 
-type EventType = 'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'recovery' | 'deletion';
+type EventType =
+  'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'recovery' | 'deletion';
 type Outcome = 'success' | 'failure';
 
 export interface PreservationEvent {

@@ -40,7 +40,9 @@ export class UserStore {
 
   add(name: string, admin: boolean): User {
     if (!UserStore.isValidName(name))
-      throw new CatalogError(`"${name}" is not a valid user name: lower-case letters, digits, ".", "_" and "-", at most 64`);
+      throw new CatalogError(
+        `"${name}" is not a valid user name: lower-case letters, digits, ".", "_" and "-", at most 64`,
+      );
     return this.catalog.transaction(() => {
       if (this.users.get(name) !== undefined) throw new CatalogError(`user "${name}" already exists`);
       const user: User = { name, admin, createdAt: Date.now() };
@@ -55,7 +57,10 @@ export class UserStore {
     for (const { value } of this.tokens.getRange()) {
       if (value.revokedAt === undefined) live.set(value.userName, (live.get(value.userName) ?? 0) + 1);
     }
-    return [...this.users.getRange()].map(({ value }) => ({ ...value, liveTokens: live.get(value.name) ?? 0 }));
+    return [...this.users.getRange()].map(({ value }) => ({
+      ...value,
+      liveTokens: live.get(value.name) ?? 0,
+    }));
   }
 
   /** Issues a new token for `userName`; the returned secret is never stored. */

@@ -49,7 +49,12 @@ interface AuditEventView {
 
 const USAGE = 'usage: preservd audit [--wait]\n';
 
-export async function runAudit(argv: string[], io: AuditCommandIO, config: Config, opts: AuditCommandOptions = {}): Promise<number> {
+export async function runAudit(
+  argv: string[],
+  io: AuditCommandIO,
+  config: Config,
+  opts: AuditCommandOptions = {},
+): Promise<number> {
   const unknown = argv.filter((a) => a !== '--wait');
   if (unknown.length > 0) {
     io.stderr.write(`preservd audit: unknown argument ${unknown[0]}\n${USAGE}`);
@@ -81,7 +86,9 @@ async function requestAudit(client: DaemonClient): Promise<{ audit: AuditSummary
   const res = await client.post('/v1/audits');
   const id = /\/v1\/audits\/(\d+)$/.exec(res.location ?? '')?.[1];
   if ((res.status !== 201 && res.status !== 303) || id === undefined)
-    throw new DaemonError(`unexpected answer to POST /v1/audits: ${res.status}${res.location ? ` (Location ${res.location})` : ''}`);
+    throw new DaemonError(
+      `unexpected answer to POST /v1/audits: ${res.status}${res.location ? ` (Location ${res.location})` : ''}`,
+    );
   if (res.status === 201 && isAuditSummary(res.body)) return { audit: res.body, created: true };
   return { audit: await fetchSummary(client, Number(id)), created: res.status === 201 };
 }
@@ -89,20 +96,34 @@ async function requestAudit(client: DaemonClient): Promise<{ audit: AuditSummary
 /** The summary of one audit from the list (the single-audit view carries every event: too big to poll). */
 async function fetchSummary(client: DaemonClient, id: number): Promise<AuditSummary> {
   const res = await client.get('/v1/audits');
-  const found = Array.isArray(res.body) ? res.body.find((a: unknown) => isAuditSummary(a) && a.id === id) : undefined;
+  const found = Array.isArray(res.body)
+    ? res.body.find((a: unknown) => isAuditSummary(a) && a.id === id)
+    : undefined;
   if (found === undefined) throw new DaemonError(`audit ${id} is not in GET /v1/audits`);
   return found as AuditSummary;
 }
 
 function isAuditSummary(v: unknown): v is AuditSummary {
   const a = v as Partial<AuditSummary> | null;
-  return typeof a === 'object' && a !== null && typeof a.id === 'number' && typeof a.packages === 'number' && typeof a.successes === 'number' && typeof a.failures === 'number';
+  return (
+    typeof a === 'object' &&
+    a !== null &&
+    typeof a.id === 'number' &&
+    typeof a.packages === 'number' &&
+    typeof a.successes === 'number' &&
+    typeof a.failures === 'number'
+  );
 }
 
 export const isComplete = (a: AuditSummary): boolean => a.successes + a.failures >= a.packages;
 
 /** Polls until the audit is complete, drawing progress; tolerates the daemon restarting for a while. */
-async function follow(client: DaemonClient, first: AuditSummary, io: AuditCommandIO, opts: AuditCommandOptions): Promise<AuditSummary> {
+async function follow(
+  client: DaemonClient,
+  first: AuditSummary,
+  io: AuditCommandIO,
+  opts: AuditCommandOptions,
+): Promise<AuditSummary> {
   const pollMs = opts.pollMs ?? 1000;
   const plainEveryMs = opts.plainEveryMs ?? 10_000;
   const graceMs = opts.unreachableGraceMs ?? 120_000;
@@ -126,27 +147,39 @@ async function follow(client: DaemonClient, first: AuditSummary, io: AuditComman
     await sleep(pollMs);
     try {
       audit = await fetchSummary(client, audit.id);
-      if (unreachableSince !== undefined) io.stderr.write(`${drawn ? '\n' : ''}preservd audit: the daemon answers again; still following audit ${audit.id}\n`);
+      if (unreachableSince !== undefined)
+        io.stderr.write(
+          `${drawn ? '\n' : ''}preservd audit: the daemon answers again; still following audit ${audit.id}\n`,
+        );
       unreachableSince = undefined;
     } catch (err) {
       if (!(err instanceof DaemonError) || !err.unreachable) throw err;
       const now = Date.now();
       if (unreachableSince === undefined) {
         unreachableSince = now;
-        io.stderr.write(`${drawn ? '\n' : ''}preservd audit: ${err.message}; waiting up to ${Math.round(graceMs / 1000)} s for it to come back (the audit resumes after a restart)\n`);
+        io.stderr.write(
+          `${drawn ? '\n' : ''}preservd audit: ${err.message}; waiting up to ${Math.round(graceMs / 1000)} s for it to come back (the audit resumes after a restart)\n`,
+        );
         drawn = false;
       } else if (now - unreachableSince > graceMs) {
-        throw new DaemonError(`${err.message}; gave up following audit ${audit.id} after ${Math.round(graceMs / 1000)} s`);
+        throw new DaemonError(
+          `${err.message}; gave up following audit ${audit.id} after ${Math.round(graceMs / 1000)} s`,
+        );
       }
     }
   }
-  if (drawn) io.stdout.write(`\r${progressBar(audit, meter.rate(), (io.stdout as { columns?: number }).columns ?? 80)}\x1b[K\n`);
+  if (drawn)
+    io.stdout.write(
+      `\r${progressBar(audit, meter.rate(), (io.stdout as { columns?: number }).columns ?? 80)}\x1b[K\n`,
+    );
   return audit;
 }
 
 /** Prints the outcome; lists the failed packages with their details. */
 async function report(client: DaemonClient, audit: AuditSummary, io: AuditCommandIO): Promise<number> {
-  const seconds = audit.finished_at ? (Date.parse(audit.finished_at) - Date.parse(audit.created_at)) / 1000 : undefined;
+  const seconds = audit.finished_at
+    ? (Date.parse(audit.finished_at) - Date.parse(audit.created_at)) / 1000
+    : undefined;
   io.stdout.write(
     `audit ${audit.id} finished: ${audit.packages} packages, ${audit.successes} passed, ${audit.failures} failed` +
       `${audit.bytes === undefined ? '' : `, ${formatBytes(audit.bytes)}`}${seconds === undefined ? '' : ` in ${formatDuration(seconds)}`}\n`,
@@ -185,10 +218,16 @@ function etaText(audit: AuditSummary, rate: number): string {
 /** `[=====>      ]  120/200 packages  640 MB/1.07 GB  85.3 MB/s  ETA 0:07`, fitted to `columns`. */
 export function progressBar(audit: AuditSummary, rate: number, columns: number): string {
   const done = audit.successes + audit.failures;
-  const fraction = audit.total_bytes ? (audit.bytes ?? 0) / audit.total_bytes : audit.packages ? done / audit.packages : 1;
+  const fraction = audit.total_bytes
+    ? (audit.bytes ?? 0) / audit.total_bytes
+    : audit.packages
+      ? done / audit.packages
+      : 1;
   const parts = [
     `${done}/${audit.packages} packages${audit.failures > 0 ? ` (${audit.failures} failed)` : ''}`,
-    ...(audit.total_bytes === undefined ? [] : [`${formatBytes(audit.bytes ?? 0)}/${formatBytes(audit.total_bytes)}`]),
+    ...(audit.total_bytes === undefined
+      ? []
+      : [`${formatBytes(audit.bytes ?? 0)}/${formatBytes(audit.total_bytes)}`]),
     `${(rate / 1e6).toFixed(1)} MB/s`,
     etaText(audit, rate),
   ];
@@ -203,7 +242,10 @@ export function progressBar(audit: AuditSummary, rate: number, columns: number):
 /** `audit 3: 120/200 packages checked (1 failed), 640 MB of 1.07 GB, 85.3 MB/s, ETA 0:07` */
 export function progressLine(audit: AuditSummary, rate: number): string {
   const done = audit.successes + audit.failures;
-  const bytes = audit.total_bytes === undefined ? '' : `, ${formatBytes(audit.bytes ?? 0)} of ${formatBytes(audit.total_bytes)}`;
+  const bytes =
+    audit.total_bytes === undefined
+      ? ''
+      : `, ${formatBytes(audit.bytes ?? 0)} of ${formatBytes(audit.total_bytes)}`;
   return `audit ${audit.id}: ${done}/${audit.packages} packages checked${audit.failures > 0 ? ` (${audit.failures} failed)` : ''}${bytes}, ${(rate / 1e6).toFixed(1)} MB/s, ${etaText(audit, rate)}`;
 }
 

@@ -44,7 +44,12 @@ function adminToken(file: string, env: NodeJS.ProcessEnv): string {
     text = readFileSync(file, 'utf8');
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    const why = code === 'ENOENT' ? 'does not exist' : code === 'EACCES' ? 'is not readable by this user' : `could not be read (${code})`;
+    const why =
+      code === 'ENOENT'
+        ? 'does not exist'
+        : code === 'EACCES'
+          ? 'is not readable by this user'
+          : `could not be read (${code})`;
     throw new DaemonError(`no admin token: PRESERVD_TOKEN is not set and ${file} ${why}`);
   }
   const token = text.split('\n')[0]?.trim() ?? '';
@@ -60,7 +65,11 @@ export class DaemonClient {
     private readonly tokenSource: string,
   ) {}
 
-  static fromConfig(config: Pick<Config, 'http'>, layout: Pick<DataLayout, 'adminToken'>, env: NodeJS.ProcessEnv): DaemonClient {
+  static fromConfig(
+    config: Pick<Config, 'http'>,
+    layout: Pick<DataLayout, 'adminToken'>,
+    env: NodeJS.ProcessEnv,
+  ): DaemonClient {
     const file = layout.adminToken;
     const source = env.PRESERVD_TOKEN?.trim() ? 'PRESERVD_TOKEN' : file;
     return new DaemonClient(daemonBaseUrl(config), adminToken(file, env), source);
@@ -85,7 +94,10 @@ export class DaemonClient {
         signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
       });
     } catch (err) {
-      throw new DaemonError(`could not reach preservd at ${this.baseUrl} (${networkReason(err)}); is the daemon running? (preservd serve)`, true);
+      throw new DaemonError(
+        `could not reach preservd at ${this.baseUrl} (${networkReason(err)}); is the daemon running? (preservd serve)`,
+        true,
+      );
     }
     const text = await res.text().catch(() => '');
     let body: unknown = undefined;
@@ -95,10 +107,22 @@ export class DaemonClient {
       body = undefined;
     }
     if (res.status < 400) return { status: res.status, location: res.headers.get('location'), body };
-    const said = typeof (body as { error?: unknown } | undefined)?.error === 'string' ? (body as { error: string }).error : text.slice(0, 200);
-    if (res.status === 401) throw new DaemonError(`preservd refused the token from ${this.tokenSource} (${said || '401'}); issue a new one with \`preservd token issue admin\``);
-    if (res.status === 403) throw new DaemonError(`the token from ${this.tokenSource} is not an admin's; audits need an admin token (${said || '403'})`);
-    throw new DaemonError(`preservd answered ${res.status} to ${method} ${path}${said ? `: ${said}` : ''}`, res.status >= 500);
+    const said =
+      typeof (body as { error?: unknown } | undefined)?.error === 'string'
+        ? (body as { error: string }).error
+        : text.slice(0, 200);
+    if (res.status === 401)
+      throw new DaemonError(
+        `preservd refused the token from ${this.tokenSource} (${said || '401'}); issue a new one with \`preservd token issue admin\``,
+      );
+    if (res.status === 403)
+      throw new DaemonError(
+        `the token from ${this.tokenSource} is not an admin's; audits need an admin token (${said || '403'})`,
+      );
+    throw new DaemonError(
+      `preservd answered ${res.status} to ${method} ${path}${said ? `: ${said}` : ''}`,
+      res.status >= 500,
+    );
   }
 }
 

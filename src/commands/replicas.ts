@@ -30,15 +30,19 @@ export async function runReplicas(argv: string[], io: AuditCommandIO, config: Co
   try {
     catalog = Catalog.open(new DataLayout(config.dataDir), { readOnly: true });
   } catch (err) {
-    io.stderr.write(`preservd replicas: cannot read the catalog in ${config.dataDir}: ${(err as Error).message}\n`);
+    io.stderr.write(
+      `preservd replicas: cannot read the catalog in ${config.dataDir}: ${(err as Error).message}\n`,
+    );
     return 2;
   }
   try {
     const { lines, short } = replicaLines(catalog, config, Date.now());
     io.stdout.write(lines.join('\n') + '\n');
     const failed = [...catalog.replication.unverified()].filter((c) => c.status === 'failed');
-    for (const copy of failed.slice(0, FAILED_SHOWN)) io.stdout.write(`  failed: ${copy.bagId} on ${copy.replica}: ${copy.error ?? 'failed'}\n`);
-    if (failed.length > FAILED_SHOWN) io.stdout.write(`  … and ${failed.length - FAILED_SHOWN} more failed copies\n`);
+    for (const copy of failed.slice(0, FAILED_SHOWN))
+      io.stdout.write(`  failed: ${copy.bagId} on ${copy.replica}: ${copy.error ?? 'failed'}\n`);
+    if (failed.length > FAILED_SHOWN)
+      io.stdout.write(`  … and ${failed.length - FAILED_SHOWN} more failed copies\n`);
     return short ? 1 : 0;
   } finally {
     await catalog.close();
@@ -46,14 +50,25 @@ export async function runReplicas(argv: string[], io: AuditCommandIO, config: Co
 }
 
 /** One line per replica; `short` when any stored package lacks a verified copy on one. */
-export function replicaLines(catalog: Catalog, config: Pick<Config, 'replicas'>, now: number): { lines: string[]; short: boolean } {
+export function replicaLines(
+  catalog: Catalog,
+  config: Pick<Config, 'replicas'>,
+  now: number,
+): { lines: string[]; short: boolean } {
   const stored = catalog.packages.count({ stored: true });
   let short = false;
-  const lines = summarizeReplicas(catalog, config.replicas.map((r) => r.name)).map((r) => {
+  const lines = summarizeReplicas(
+    catalog,
+    config.replicas.map((r) => r.name),
+  ).map((r) => {
     const replica = config.replicas.find((c) => c.name === r.name)!;
-    const where = replica.kind === 's3' ? `s3, bucket ${replica.bucket} at ${replica.endpoint}` : `dir, ${replica.path}`;
+    const where =
+      replica.kind === 's3' ? `s3, bucket ${replica.bucket} at ${replica.endpoint}` : `dir, ${replica.path}`;
     if (r.verified < stored) short = true;
-    const oldest = r.oldestUnverifiedAt === undefined ? '' : `; oldest not verified owed for ${formatDuration((now - r.oldestUnverifiedAt) / 1000)}`;
+    const oldest =
+      r.oldestUnverifiedAt === undefined
+        ? ''
+        : `; oldest not verified owed for ${formatDuration((now - r.oldestUnverifiedAt) / 1000)}`;
     return `replica ${r.name} (${where}): ${r.verified} of ${stored} packages verified (${formatBytes(r.verifiedBytes)}), ${r.pending} pending, ${r.failed} failed${oldest}`;
   });
   return { lines, short };

@@ -32,7 +32,8 @@ export async function runStatus(argv: string[], io: AuditCommandIO, config: Conf
     const list = Array.isArray(audits.body) ? (audits.body as AuditSummary[]) : [];
     const latest = list.at(-1);
     io.stdout.write(`${latest === undefined ? 'audits: none yet' : describeAudit(latest, Date.now())}\n`);
-    if (config.audit.everyDays !== undefined) io.stdout.write(`${await describeContinuous(layout, config.audit.everyDays)}\n`);
+    if (config.audit.everyDays !== undefined)
+      io.stdout.write(`${await describeContinuous(layout, config.audit.everyDays)}\n`);
     if (config.replicas.length > 0) {
       const catalog = Catalog.open(layout, { readOnly: true });
       try {
@@ -63,7 +64,8 @@ async function describeContinuous(layout: DataLayout, everyDays: number): Promis
     catalog = Catalog.open(layout, { readOnly: true });
     const overdue = catalog.fixity.countVerifiedBefore(Date.now() - everyDays * 86_400_000);
     const stalest = catalog.fixity.stalest(1)[0];
-    const since = stalest === undefined ? '' : `, least recently verified ${new Date(stalest.verifiedAt).toISOString()}`;
+    const since =
+      stalest === undefined ? '' : `, least recently verified ${new Date(stalest.verifiedAt).toISOString()}`;
     return `continuous audits: every ${everyDays} days: ${overdue} of ${catalog.fixity.count()} stored packages overdue${since}`;
   } catch (err) {
     return `continuous audits: every ${everyDays} days (the catalog could not be read: ${(err as Error).message})`;

@@ -17,13 +17,18 @@ export async function runUser(argv: string[], io: CommandIO, config: Config): Pr
     return withCatalog(config, io, (catalog) => {
       const user = catalog.users.add(name, rest.includes('--admin'));
       const token = catalog.users.issueToken(user.name);
-      io.stdout.write(`created ${user.admin ? 'admin' : 'user'} ${user.name}; token id ${token.id} (shown once, keep it safe):\n${token.secret}\n`);
+      io.stdout.write(
+        `created ${user.admin ? 'admin' : 'user'} ${user.name}; token id ${token.id} (shown once, keep it safe):\n${token.secret}\n`,
+      );
     });
   }
   if (verb === 'list') {
     return withCatalog(config, io, (catalog) => {
       io.stdout.write('name\tadmin\ttokens\tcreated\n');
-      for (const u of catalog.users.list()) io.stdout.write(`${u.name}\t${u.admin ? 'yes' : 'no'}\t${u.liveTokens}\t${new Date(u.createdAt).toISOString()}\n`);
+      for (const u of catalog.users.list())
+        io.stdout.write(
+          `${u.name}\t${u.admin ? 'yes' : 'no'}\t${u.liveTokens}\t${new Date(u.createdAt).toISOString()}\n`,
+        );
     });
   }
   return usage(io, 'preservd user add NAME [--admin] | preservd user list');
@@ -46,7 +51,11 @@ export async function runToken(argv: string[], io: CommandIO, config: Config): P
   return usage(io, 'preservd token issue NAME | preservd token revoke TOKEN_ID');
 }
 
-export async function withCatalog(config: Config, io: CommandIO, fn: (catalog: Catalog, layout: DataLayout) => void | Promise<void>): Promise<number> {
+export async function withCatalog(
+  config: Config,
+  io: CommandIO,
+  fn: (catalog: Catalog, layout: DataLayout) => void | Promise<void>,
+): Promise<number> {
   let catalog: Catalog | undefined;
   try {
     const layout = new DataLayout(config.dataDir);

@@ -28,7 +28,11 @@ interface ValidateArgs {
   request?: ExpectedRequest;
 }
 
-const REQUEST_FLAGS = { '--content-type': 'contentType', '--external-id': 'externalId', '--bag-id': 'bagId' } as const;
+const REQUEST_FLAGS = {
+  '--content-type': 'contentType',
+  '--external-id': 'externalId',
+  '--bag-id': 'bagId',
+} as const;
 type RequestFlag = keyof typeof REQUEST_FLAGS;
 
 /** Parse the arguments, or say what is wrong with them. Flags take `--flag value` or `--flag=value`. */
@@ -57,22 +61,35 @@ export function parseValidateArgs(argv: readonly string[]): ValidateArgs | { err
   if (dir === undefined) return { error: 'no bag directory given' };
   const given = Object.keys(request).length;
   if (given === 0) return { dir, json };
-  if (given < 3) return { error: '--content-type, --external-id and --bag-id go together: give all three or none' };
+  if (given < 3)
+    return { error: '--content-type, --external-id and --bag-id go together: give all three or none' };
   return { dir, json, request: request as ExpectedRequest };
 }
 
 /** The content type's rules from the daemon's configuration, or why there are none. */
-function contentTypeRules(contentType: string, env: NodeJS.ProcessEnv): { rules: ContentTypeRules } | { error: string } {
+function contentTypeRules(
+  contentType: string,
+  env: NodeJS.ProcessEnv,
+): { rules: ContentTypeRules } | { error: string } {
   let contentTypes;
   try {
     contentTypes = loadConfig(env).contentTypes;
   } catch (err) {
-    return { error: err instanceof ConfigError ? err.message : `the configuration could not be read: ${(err as Error).message}` };
+    return {
+      error:
+        err instanceof ConfigError
+          ? err.message
+          : `the configuration could not be read: ${(err as Error).message}`,
+    };
   }
   const rules = Object.hasOwn(contentTypes, contentType) ? contentTypes[contentType] : undefined;
   if (rules === undefined) {
-    const source = env.PRESERVD_CONFIG ? `the configuration ${env.PRESERVD_CONFIG}` : 'the default configuration (PRESERVD_CONFIG is not set)';
-    return { error: `unknown content type "${contentType}": ${source} has ${Object.keys(contentTypes).join(', ')}` };
+    const source = env.PRESERVD_CONFIG
+      ? `the configuration ${env.PRESERVD_CONFIG}`
+      : 'the default configuration (PRESERVD_CONFIG is not set)';
+    return {
+      error: `unknown content type "${contentType}": ${source} has ${Object.keys(contentTypes).join(', ')}`,
+    };
   }
   return { rules };
 }
@@ -91,7 +108,11 @@ function plural(n: number, word: string): string {
  * Run the command. `deps.hasher` lets a caller that validates many bags share one hashing pool
  * (tests do); by default the command starts its own fixity pool and closes it when done.
  */
-export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher?: FileHasher; env?: NodeJS.ProcessEnv } = {}): Promise<number> {
+export async function runValidate(
+  argv: string[],
+  io: ValidateIO,
+  deps: { hasher?: FileHasher; env?: NodeJS.ProcessEnv } = {},
+): Promise<number> {
   const args = parseValidateArgs(argv);
   if ('error' in args) {
     io.stderr.write(`preservd validate: ${args.error}\n${USAGE}`);
@@ -104,7 +125,9 @@ export async function runValidate(argv: string[], io: ValidateIO, deps: { hasher
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    io.stderr.write(`preservd validate: cannot open ${args.dir}${code === 'ENOENT' ? ': no such directory' : ` (${code ?? 'error'})`}\n`);
+    io.stderr.write(
+      `preservd validate: cannot open ${args.dir}${code === 'ENOENT' ? ': no such directory' : ` (${code ?? 'error'})`}\n`,
+    );
     return 2;
   }
 

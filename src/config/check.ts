@@ -28,7 +28,11 @@ interface Schema {
 }
 
 const FORMATS: Record<string, string> = { 'http-url': 'must be an http(s) URL' };
-const quoted = (values: readonly string[]) => values.map((v) => `"${v}"`).join(', ').replace(/, ([^,]*)$/, ' or $1');
+const quoted = (values: readonly string[]) =>
+  values
+    .map((v) => `"${v}"`)
+    .join(', ')
+    .replace(/, ([^,]*)$/, ' or $1');
 
 /** What a value of `s` must be, in words. */
 function expected(s: Schema): string {
@@ -37,7 +41,9 @@ function expected(s: Schema): string {
   if (s.oneOf !== undefined) return 'must be an object';
   switch (s.type ?? 'string') {
     case 'integer':
-      return s.maximum === undefined ? `must be an integer ≥ ${s.minimum}` : `must be an integer from ${s.minimum} to ${s.maximum}`;
+      return s.maximum === undefined
+        ? `must be an integer ≥ ${s.minimum}`
+        : `must be an integer from ${s.minimum} to ${s.maximum}`;
     case 'number':
       return `must be a number ≥ ${s.minimum}`;
     case 'boolean':
@@ -53,7 +59,8 @@ function expected(s: Schema): string {
 }
 
 /** `/replicas/0/name` → `replicas[0].name`. */
-const keyOf = (segments: string[]) => segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
+const keyOf = (segments: string[]) =>
+  segments.map((s, i) => (/^\d+$/.test(s) ? `[${s}]` : i === 0 ? s : `.${s}`)).join('');
 
 /** What property `key` of an object of schema `parent` must be; a shape's tag names the shapes'. */
 function expectedOf(parent: Schema, key: string): string {
@@ -67,7 +74,8 @@ function problemOf(e: ErrorObject): [string[], string] {
   const at = e.instancePath.split('/').slice(1);
   const parent = e.parentSchema as Schema;
   const params = e.params as { missingProperty?: string; tag?: string };
-  if (e.keyword === 'required') return [[...at, params.missingProperty!], expectedOf(parent, params.missingProperty!)];
+  if (e.keyword === 'required')
+    return [[...at, params.missingProperty!], expectedOf(parent, params.missingProperty!)];
   if (e.keyword === 'discriminator') return [[...at, params.tag!], expectedOf(parent, params.tag!)];
   return [at, expected(parent)];
 }
@@ -80,7 +88,10 @@ function placeOf(segments: string[]): number[] {
       s = s?.items;
       return Number(segment);
     }
-    const siblings: Record<string, Schema> = Object.assign({}, ...[s, ...(s?.oneOf ?? [])].map((b) => b?.properties ?? {}));
+    const siblings: Record<string, Schema> = Object.assign(
+      {},
+      ...[s, ...(s?.oneOf ?? [])].map((b) => b?.properties ?? {}),
+    );
     const keys = Object.keys(siblings);
     s = siblings[segment] ?? Object.values(s?.patternProperties ?? {})[0];
     return keys.includes(segment) ? keys.indexOf(segment) : keys.length;
@@ -104,7 +115,11 @@ export function checkConfig(config: Record<string, unknown>): string[] {
   if (upload?.rsync?.enabled === false && upload.linkTemplate === undefined)
     found.push([['upload', 'linkTemplate'], 'required when upload.rsync.enabled is false']);
   found.push(...checkReplicas(config.replicas));
-  const ordered = found.map(([segments, problem]) => ({ place: placeOf(segments), key: keyOf(segments), problem }));
+  const ordered = found.map(([segments, problem]) => ({
+    place: placeOf(segments),
+    key: keyOf(segments),
+    problem,
+  }));
   ordered.sort((a, b) => before(a.place, b.place)); // stable: a key's schema problem before a hand-checked one
   const lines = new Map<string, string>();
   for (const { key, problem } of ordered) if (!lines.has(key)) lines.set(key, `${key}: ${problem}`);

@@ -89,7 +89,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, cwd = process.c
   if (problems.length > 0) throw new ConfigError(problems);
   const config = fromFile as unknown as Config;
   config.dataDir = resolve(cwd, config.dataDir);
-  for (const replica of config.replicas) if (replica.kind === 'dir') replica.path = resolve(cwd, replica.path);
+  for (const replica of config.replicas)
+    if (replica.kind === 'dir') replica.path = resolve(cwd, replica.path);
   const configDir = dirname(file);
   for (const rules of Object.values(config.contentTypes)) {
     if (rules.profile !== undefined && !isAbsolute(rules.profile)) {

@@ -79,7 +79,8 @@ export function checkReplicas(replicas: unknown): Array<[key: string[], problem:
     if (r.kind === 's3' && typeof r.caFile === 'string' && r.caFile !== '') {
       const pem = readable(r.caFile);
       if (pem instanceof Error) p.push([key('caFile'), `cannot be read: ${pem.message}`]);
-      else if (!pem.includes('-----BEGIN CERTIFICATE-----')) p.push([key('caFile'), `${r.caFile} holds no PEM certificate`]);
+      else if (!pem.includes('-----BEGIN CERTIFICATE-----'))
+        p.push([key('caFile'), `${r.caFile} holds no PEM certificate`]);
     }
   });
   return p;

@@ -9,15 +9,22 @@ import { Type, type Static } from '@sinclair/typebox';
 import { NonEmpty, StringEnum } from '../json-schema.js';
 import { ReplicasSchema } from './replicas.js';
 
-const Port = (min: number, defaultPort: number) => Type.Integer({ minimum: min, maximum: 65535, default: defaultPort });
+const Port = (min: number, defaultPort: number) =>
+  Type.Integer({ minimum: min, maximum: 65535, default: defaultPort });
 /** A section of the configuration: absent, it is all defaults. */
-const Section = <T extends Parameters<typeof Type.Object>[0]>(properties: T) => Type.Object(properties, { default: {} });
+const Section = <T extends Parameters<typeof Type.Object>[0]>(properties: T) =>
+  Type.Object(properties, { default: {} });
 
 const ContentTypeSchema = Type.Object({
   /** A chipmunk bag-info profile (JSON), absolute or relative to the config file. */
   profile: Type.Optional(NonEmpty()),
   /** An argument vector run without a shell; `{external_id}` and `{bag}` are replaced. */
-  validator: Type.Optional(Type.Array(Type.String(), { minItems: 1, problem: 'must be a non-empty array of strings (an argument vector)' })),
+  validator: Type.Optional(
+    Type.Array(Type.String(), {
+      minItems: 1,
+      problem: 'must be a non-empty array of strings (an argument vector)',
+    }),
+  ),
   timeoutMs: Type.Optional(Type.Integer({ minimum: 1 })),
 });
 
@@ -41,7 +48,10 @@ export const ConfigSchema = Type.Object({
      * Addresses or CIDR ranges of the proxies in front (e.g. `["127.0.0.1"]`). Only their
      * `X-Forwarded-For`, `X-Forwarded-Proto` and `X-Request-Id` are believed.
      */
-    trustedProxies: Type.Array(NonEmpty(), { default: [], problem: 'must be an array of addresses or CIDR ranges' }),
+    trustedProxies: Type.Array(NonEmpty(), {
+      default: [],
+      problem: 'must be an array of addresses or CIDR ranges',
+    }),
   }),
   auth: Section({
     /** chipmunk's rule: creating a request needs `content_manager` or `admin` on its content type. */
@@ -62,14 +72,20 @@ export const ConfigSchema = Type.Object({
       enabled: Type.Boolean({ default: true }),
       host: NonEmpty({ default: '127.0.0.1' }),
       port: Port(1, 8873), // the upload link names it: no ephemeral port
-      module: Type.String({ pattern: '^[A-Za-z0-9_-]+$', default: 'preservd', problem: 'letters, digits, _ and - only' }),
+      module: Type.String({
+        pattern: '^[A-Za-z0-9_-]+$',
+        default: 'preservd',
+        problem: 'letters, digits, _ and - only',
+      }),
       binary: NonEmpty({ default: 'rsync' }),
       /** Host name put in upload links; defaults to `host`. */
       advertisedHost: Type.Optional(NonEmpty()),
       maxConnections: Type.Integer({ minimum: 1, default: 20 }),
     }),
     /** Upload link when rsync is not ours, e.g. `preservd@repo.example.org:landing/{capability}/`. */
-    linkTemplate: Type.Optional(Type.String({ pattern: '\\{capability\\}', problem: 'must be a string containing {capability}' })),
+    linkTemplate: Type.Optional(
+      Type.String({ pattern: '\\{capability\\}', problem: 'must be a string containing {capability}' }),
+    ),
     /** An upload is quiet, and may be ingested, after this long without writes. */
     quietMs: Type.Integer({ minimum: 0, default: 2000 }),
     /**
@@ -115,7 +131,12 @@ export const ConfigSchema = Type.Object({
   replicas: ReplicasSchema,
   download: Section({
     /** Hand file bodies to a front proxy instead of streaming them ourselves. */
-    offload: Type.Optional(Type.Object({ header: StringEnum(['X-Sendfile', 'X-Accel-Redirect']), prefix: Type.Optional(Type.String()) })),
+    offload: Type.Optional(
+      Type.Object({
+        header: StringEnum(['X-Sendfile', 'X-Accel-Redirect']),
+        prefix: Type.Optional(Type.String()),
+      }),
+    ),
   }),
   metrics: Section({
     /** `loopback`: /metrics answers loopback clients without a token; `admin`: admins only. */

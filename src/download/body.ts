@@ -43,16 +43,26 @@ export class StoredFileError extends Error {
  * Opens a stored file (not following a symlink) and checks it is a regular file of the size the
  * catalog records. The caller owns the handle.
  */
-export async function openStoredFile(absPath: string, record: FileRecord): Promise<{ handle: FileHandle; mtime: Date }> {
+export async function openStoredFile(
+  absPath: string,
+  record: FileRecord,
+): Promise<{ handle: FileHandle; mtime: Date }> {
   let handle: FileHandle;
   try {
     handle = await open(absPath, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
-    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, { cause: err });
+    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, {
+      cause: err,
+    });
   }
   try {
     const stats = await handle.stat();
-    if (!stats.isFile()) throw new StoredFileError('not-a-file', record.path, `stored file ${record.path} is not a regular file`);
+    if (!stats.isFile())
+      throw new StoredFileError(
+        'not-a-file',
+        record.path,
+        `stored file ${record.path} is not a regular file`,
+      );
     if (stats.size !== record.size) {
       throw new StoredFileError(
         'size-mismatch',
@@ -64,7 +74,9 @@ export async function openStoredFile(absPath: string, record: FileRecord): Promi
   } catch (err) {
     closeQuietly(handle);
     if (err instanceof StoredFileError) throw err;
-    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, { cause: err });
+    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, {
+      cause: err,
+    });
   }
 }
 
@@ -73,17 +85,33 @@ export function closeQuietly(handle: FileHandle): void {
 }
 
 /** Fills `buffer[offset, offset+length)` from `position`, or throws if the file ends first. */
-export async function readFully(handle: FileHandle, buffer: Buffer, offset: number, length: number, position: number, path: string): Promise<void> {
+export async function readFully(
+  handle: FileHandle,
+  buffer: Buffer,
+  offset: number,
+  length: number,
+  position: number,
+  path: string,
+): Promise<void> {
   let done = 0;
   while (done < length) {
     let bytesRead: number;
     try {
       ({ bytesRead } = await handle.read(buffer, offset + done, length - done, position + done));
     } catch (err) {
-      throw new StoredFileError('unreadable', path, `stored file ${path} could not be read while being sent`, { cause: err });
+      throw new StoredFileError(
+        'unreadable',
+        path,
+        `stored file ${path} could not be read while being sent`,
+        { cause: err },
+      );
     }
     if (bytesRead === 0) {
-      throw new StoredFileError('short-read', path, `stored file ${path} ended after ${position + done} bytes while being sent`);
+      throw new StoredFileError(
+        'short-read',
+        path,
+        `stored file ${path} ended after ${position + done} bytes while being sent`,
+      );
     }
     done += bytesRead;
   }
@@ -129,14 +157,21 @@ class BufferRing {
 }
 
 /** How writing a body ended: all of it, the client gone first, or a failure (the connection destroyed). */
-export type BodyOutcome = { outcome: 'sent'; sent: number } | { outcome: 'client-gone'; sent: number } | { outcome: 'failed'; sent: number; err: unknown };
+export type BodyOutcome =
+  | { outcome: 'sent'; sent: number }
+  | { outcome: 'client-gone'; sent: number }
+  | { outcome: 'failed'; sent: number; err: unknown };
 
 /**
  * Writes `length` bytes from `source` to a response whose status and headers have been written.
  * The body is exactly `length` bytes or the connection is destroyed; the source is closed in
  * every case.
  */
-export async function writeBody(res: ServerResponse, source: BodySource, length: number): Promise<BodyOutcome> {
+export async function writeBody(
+  res: ServerResponse,
+  source: BodySource,
+  length: number,
+): Promise<BodyOutcome> {
   const ring = new BufferRing(RING_SIZE, READ_CHUNK);
   let gone = false;
   const onClose = () => {

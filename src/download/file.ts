@@ -24,7 +24,12 @@ export interface Offload {
 /** The parts of a request a file download depends on (header names lower-case, as node gives them). */
 export interface FileRequest {
   method: string;
-  headers: { 'if-none-match'?: string | undefined; 'if-modified-since'?: string | undefined; 'if-range'?: string | undefined; range?: string | undefined };
+  headers: {
+    'if-none-match'?: string | undefined;
+    'if-modified-since'?: string | undefined;
+    'if-range'?: string | undefined;
+    range?: string | undefined;
+  };
 }
 
 export interface StoredFile {
@@ -36,15 +41,42 @@ export interface StoredFile {
 }
 
 const CONTENT_TYPES: Readonly<Record<string, string>> = {
-  txt: 'text/plain', md: 'text/markdown', csv: 'text/csv', tsv: 'text/tab-separated-values',
-  xml: 'application/xml', json: 'application/json', yaml: 'application/yaml', yml: 'application/yaml',
-  html: 'text/html', htm: 'text/html', pdf: 'application/pdf', epub: 'application/epub+zip',
-  jpg: 'image/jpeg', jpeg: 'image/jpeg', png: 'image/png', tif: 'image/tiff', tiff: 'image/tiff',
-  gif: 'image/gif', jp2: 'image/jp2', webp: 'image/webp', svg: 'image/svg+xml',
-  wav: 'audio/wav', mp3: 'audio/mpeg', flac: 'audio/flac', ogg: 'audio/ogg', m4a: 'audio/mp4',
-  aif: 'audio/aiff', aiff: 'audio/aiff',
-  mov: 'video/quicktime', mp4: 'video/mp4', mkv: 'video/x-matroska', avi: 'video/x-msvideo', mxf: 'application/mxf',
-  zip: 'application/zip', gz: 'application/gzip', tar: 'application/x-tar',
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  tsv: 'text/tab-separated-values',
+  xml: 'application/xml',
+  json: 'application/json',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+  html: 'text/html',
+  htm: 'text/html',
+  pdf: 'application/pdf',
+  epub: 'application/epub+zip',
+  jpg: 'image/jpeg',
+  jpeg: 'image/jpeg',
+  png: 'image/png',
+  tif: 'image/tiff',
+  tiff: 'image/tiff',
+  gif: 'image/gif',
+  jp2: 'image/jp2',
+  webp: 'image/webp',
+  svg: 'image/svg+xml',
+  wav: 'audio/wav',
+  mp3: 'audio/mpeg',
+  flac: 'audio/flac',
+  ogg: 'audio/ogg',
+  m4a: 'audio/mp4',
+  aif: 'audio/aiff',
+  aiff: 'audio/aiff',
+  mov: 'video/quicktime',
+  mp4: 'video/mp4',
+  mkv: 'video/x-matroska',
+  avi: 'video/x-msvideo',
+  mxf: 'application/mxf',
+  zip: 'application/zip',
+  gz: 'application/gzip',
+  tar: 'application/x-tar',
 };
 
 /** Content-Type from the file name's extension; unknown ones are plain bytes. */
@@ -64,19 +96,25 @@ export function contentDisposition(fileName: string): string {
   const fallback = fileName.replace(/[^\x20-\x7e]/gu, '_').replace(/["\\]/g, '\\$&');
   if (plain) return `attachment; filename="${fallback}"`;
   // encodeURIComponent leaves ' ( ) * unescaped; RFC 8187 attr-char does not allow them.
-  const encoded = encodeURIComponent(fileName).replace(/['()*]/g, (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase());
+  const encoded = encodeURIComponent(fileName).replace(
+    /['()*]/g,
+    (c) => '%' + c.charCodeAt(0).toString(16).toUpperCase(),
+  );
   return `attachment; filename="${fallback}"; filename*=UTF-8''${encoded}`;
 }
 
 /** RFC 9530 field value (`sha-256=:…:, sha-512=:…:`) from the recorded hex digests, or undefined. */
 export function digestField(record: FileRecord): string | undefined {
   const parts: string[] = [];
-  if (record.digests.sha256 !== undefined) parts.push(`sha-256=:${Buffer.from(record.digests.sha256, 'hex').toString('base64')}:`);
-  if (record.digests.sha512 !== undefined) parts.push(`sha-512=:${Buffer.from(record.digests.sha512, 'hex').toString('base64')}:`);
+  if (record.digests.sha256 !== undefined)
+    parts.push(`sha-256=:${Buffer.from(record.digests.sha256, 'hex').toString('base64')}:`);
+  if (record.digests.sha512 !== undefined)
+    parts.push(`sha-512=:${Buffer.from(record.digests.sha512, 'hex').toString('base64')}:`);
   return parts.length === 0 ? undefined : parts.join(', ');
 }
 
-export type RangeRequest = { kind: 'none' } | { kind: 'unsatisfiable' } | { kind: 'range'; start: number; end: number };
+export type RangeRequest =
+  { kind: 'none' } | { kind: 'unsatisfiable' } | { kind: 'range'; start: number; end: number };
 
 /**
  * One `bytes=` range against a representation of `size` bytes (RFC 9110 §14). A malformed
@@ -124,14 +162,19 @@ function ifRangeHolds(header: string, etag: string | undefined, lastModified: st
  * (and any Range) itself while we keep the validators and digests. A body answer holds the open
  * file: send it (which closes it) or close its source.
  */
-export async function answerFile(file: StoredFile, request: FileRequest, opts: { offload?: Offload | undefined } = {}): Promise<DownloadAnswer> {
+export async function answerFile(
+  file: StoredFile,
+  request: FileRequest,
+  opts: { offload?: Offload | undefined } = {},
+): Promise<DownloadAnswer> {
   const { record } = file;
   const context = { file: file.absPath, path: record.path };
   let opened: { handle: FileHandle; mtime: Date };
   try {
     opened = await openStoredFile(file.absPath, record);
   } catch (err) {
-    const message = err instanceof StoredFileError ? err.message : `stored file ${record.path} cannot be read`;
+    const message =
+      err instanceof StoredFileError ? err.message : `stored file ${record.path} cannot be read`;
     return { kind: 'error', status: 500, headers: {}, message, cause: err, context };
   }
   const { handle } = opened;
@@ -144,11 +187,16 @@ export async function answerFile(file: StoredFile, request: FileRequest, opts: {
     const validators: Record<string, string> = { 'last-modified': lastModified };
     if (etag !== undefined) validators.etag = etag;
 
-    const { 'if-none-match': ifNoneMatch, 'if-modified-since': ifModifiedSince, 'if-range': ifRange } = request.headers;
+    const {
+      'if-none-match': ifNoneMatch,
+      'if-modified-since': ifModifiedSince,
+      'if-range': ifRange,
+    } = request.headers;
     const notModified =
       ifNoneMatch !== undefined
         ? etag !== undefined && noneMatchHits(ifNoneMatch, etag)
-        : ifModifiedSince !== undefined && Math.floor(opened.mtime.getTime() / 1000) * 1000 <= Date.parse(ifModifiedSince);
+        : ifModifiedSince !== undefined &&
+          Math.floor(opened.mtime.getTime() / 1000) * 1000 <= Date.parse(ifModifiedSince);
     if (notModified) return { kind: 'headers', status: 304, headers: validators };
 
     const representation: Record<string, string> = {
@@ -159,7 +207,8 @@ export async function answerFile(file: StoredFile, request: FileRequest, opts: {
       ...validators,
     };
     if (reprDigest !== undefined) representation['repr-digest'] = reprDigest;
-    if (opts.offload !== undefined) return { kind: 'offload', headers: { ...representation, ...offloadHeaders(file, opts.offload) } };
+    if (opts.offload !== undefined)
+      return { kind: 'offload', headers: { ...representation, ...offloadHeaders(file, opts.offload) } };
 
     let range: RangeRequest = { kind: 'none' };
     if (request.method === 'GET' && (ifRange === undefined || ifRangeHolds(ifRange, etag, lastModified))) {
@@ -209,7 +258,8 @@ export async function answerFile(file: StoredFile, request: FileRequest, opts: {
 function offloadHeaders(file: StoredFile, offload: Offload): Record<string, string> {
   const escaped = (path: string) => path.split('/').map(encodeURIComponent).join('/');
   if (offload.header === 'X-Sendfile') return { 'x-sendfile': escaped(file.absPath) };
-  if (file.storageRelativePath === undefined) throw new Error('X-Accel-Redirect needs the file path relative to the storage root');
+  if (file.storageRelativePath === undefined)
+    throw new Error('X-Accel-Redirect needs the file path relative to the storage root');
   const prefix = (offload.prefix ?? '').replace(/\/+$/, '');
   return { 'x-accel-redirect': `${prefix}/${escaped(file.storageRelativePath)}` };
 }

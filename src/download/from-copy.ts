@@ -15,11 +15,19 @@ import { contentDisposition, contentTypeFor, digestField, parseRange, type FileR
 /** Opens bytes `start` to `end` (inclusive) of the copy, or undefined when it has none. */
 export type OpenRange = (range: { start: number; end: number }) => Promise<Readable | undefined>;
 
-export async function answerFromCopy(record: FileRecord, request: FileRequest, openRange: OpenRange): Promise<DownloadAnswer | undefined> {
+export async function answerFromCopy(
+  record: FileRecord,
+  request: FileRequest,
+  openRange: OpenRange,
+): Promise<DownloadAnswer | undefined> {
   const size = record.size;
   const etag = record.digests.sha256 === undefined ? undefined : `"${record.digests.sha256}"`;
   const ifNoneMatch = request.headers['if-none-match'];
-  if (etag !== undefined && ifNoneMatch !== undefined && ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag))
+  if (
+    etag !== undefined &&
+    ifNoneMatch !== undefined &&
+    ifNoneMatch.split(',').some((tag) => tag.trim().replace(/^W\//, '') === etag)
+  )
     return { kind: 'headers', status: 304, headers: { etag } };
   const headers: Record<string, string> = {
     'content-type': contentTypeFor(record.path),
@@ -31,10 +39,19 @@ export async function answerFromCopy(record: FileRecord, request: FileRequest, o
   const digest = digestField(record);
   if (digest !== undefined) headers['repr-digest'] = digest;
   const ifRange = request.headers['if-range'];
-  const range = request.method === 'GET' && (ifRange === undefined || ifRange.trim() === etag) ? parseRange(request.headers.range, size) : { kind: 'none' as const };
+  const range =
+    request.method === 'GET' && (ifRange === undefined || ifRange.trim() === etag)
+      ? parseRange(request.headers.range, size)
+      : { kind: 'none' as const };
   const context = { path: record.path, from: 'replica' };
   if (range.kind === 'unsatisfiable')
-    return { kind: 'error', status: 416, headers: { 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` }, message: `range not satisfiable: ${record.path} has ${size} bytes`, context };
+    return {
+      kind: 'error',
+      status: 416,
+      headers: { 'accept-ranges': 'bytes', 'content-range': `bytes */${size}` },
+      message: `range not satisfiable: ${record.path} has ${size} bytes`,
+      context,
+    };
   const [start, end] = range.kind === 'range' ? [range.start, range.end] : [0, size - 1];
   if (range.kind === 'range') headers['content-range'] = `bytes ${start}-${end}/${size}`;
   else if (digest !== undefined) headers['content-digest'] = digest;

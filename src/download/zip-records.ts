@@ -73,11 +73,20 @@ export interface ZipPlan extends ZipLayout {
 
 /** The entry of `record` with its local header at `offset`; throws for a record no zip can hold. */
 function planEntry(topFolder: string, record: FileRecord, offset: number): ZipEntryPlan {
-  if (!/^[0-9a-f]{8}$/i.test(record.crc32)) throw new Error(`${record.path} has no usable CRC-32 in the catalog (${JSON.stringify(record.crc32)})`);
-  if (!Number.isSafeInteger(record.size) || record.size < 0) throw new Error(`${record.path} has an impossible size ${record.size}`);
+  if (!/^[0-9a-f]{8}$/i.test(record.crc32))
+    throw new Error(`${record.path} has no usable CRC-32 in the catalog (${JSON.stringify(record.crc32)})`);
+  if (!Number.isSafeInteger(record.size) || record.size < 0)
+    throw new Error(`${record.path} has an impossible size ${record.size}`);
   const name = Buffer.from(`${topFolder}/${record.path}`, 'utf8');
   if (name.length > U16_MAX) throw new Error(`${record.path} is too long a name for a zip entry`);
-  return { record, name, crc32: parseInt(record.crc32, 16), offset, zip64Size: record.size >= U32_MAX, zip64Offset: offset >= U32_MAX };
+  return {
+    record,
+    name,
+    crc32: parseInt(record.crc32, 16),
+    offset,
+    zip64Size: record.size >= U32_MAX,
+    zip64Offset: offset >= U32_MAX,
+  };
 }
 
 /**
@@ -86,7 +95,8 @@ function planEntry(topFolder: string, record: FileRecord, offset: number): ZipEn
  * path in a row are refused (the catalog yields each path once, sorted).
  */
 export function* walkEntries(topFolder: string, files: Iterable<FileRecord>): Generator<ZipEntryPlan> {
-  if (topFolder === '' || topFolder.includes('/') || topFolder.includes('\\')) throw new Error(`unusable zip top folder ${JSON.stringify(topFolder)}`);
+  if (topFolder === '' || topFolder.includes('/') || topFolder.includes('\\'))
+    throw new Error(`unusable zip top folder ${JSON.stringify(topFolder)}`);
   let offset = 0;
   let previous: string | undefined;
   for (const record of files) {
@@ -112,7 +122,11 @@ export function layOutZip(topFolder: string, files: Iterable<FileRecord>): ZipLa
     centralDirectorySize += centralHeaderLength(entry);
   }
   const zip64End = count >= U16_MAX || centralDirectorySize >= U32_MAX || centralDirectoryOffset >= U32_MAX;
-  const size = centralDirectoryOffset + centralDirectorySize + (zip64End ? ZIP64_END_RECORD + ZIP64_END_LOCATOR : 0) + END_RECORD;
+  const size =
+    centralDirectoryOffset +
+    centralDirectorySize +
+    (zip64End ? ZIP64_END_RECORD + ZIP64_END_LOCATOR : 0) +
+    END_RECORD;
   return { size, count, centralDirectoryOffset, centralDirectorySize, zip64End };
 }
 

@@ -29,7 +29,17 @@ import { Storage } from '../storage/storage.js';
 import type { DownloadAnswer } from './answer.js';
 import { closeQuietly, openStoredFile, readFully, type BodySource } from './body.js';
 import { contentDisposition } from './file.js';
-import { centralHeaderLength, endRecords, layOutZip, localHeaderLength, walkEntries, writeCentralHeader, writeLocalHeader, type ZipEntryPlan, type ZipLayout } from './zip-records.js';
+import {
+  centralHeaderLength,
+  endRecords,
+  layOutZip,
+  localHeaderLength,
+  walkEntries,
+  writeCentralHeader,
+  writeLocalHeader,
+  type ZipEntryPlan,
+  type ZipLayout,
+} from './zip-records.js';
 export interface ZipSource {
   bagId: string;
   /** Absolute package folder. */
@@ -104,14 +114,18 @@ class ZipBody implements BodySource {
   /** The next entry of a walk; the files must still be the ones laid out. */
   private static next(walk: Iterator<ZipEntryPlan>, index: number): ZipEntryPlan {
     const step = walk.next();
-    if (step.done === true) throw new Error(`zip layout error: the package has fewer files than the ${index + 1} planned`);
+    if (step.done === true)
+      throw new Error(`zip layout error: the package has fewer files than the ${index + 1} planned`);
     return step.value;
   }
 
   private openAhead(): void {
     while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < this.plan.count) {
       const entry = ZipBody.next(this.toOpen, this.nextToOpen++);
-      const opening = openStoredFile(Storage.resolveInside(this.source.dir, entry.record.path), entry.record).then(({ handle, mtime }) => {
+      const opening = openStoredFile(
+        Storage.resolveInside(this.source.dir, entry.record.path),
+        entry.record,
+      ).then(({ handle, mtime }) => {
         const mtimeMs = this.fixedMs ?? mtime.getTime();
         const header = Buffer.allocUnsafe(localHeaderLength(entry));
         writeLocalHeader(header, entry, mtimeMs);
@@ -128,7 +142,10 @@ class ZipBody implements BodySource {
     const index = ++this.sending;
     const opened = await this.ahead.shift()!;
     const { entry } = opened;
-    if (this.offset !== entry.offset) throw new Error(`zip layout error: entry ${entry.record.path} at ${this.offset}, planned ${entry.offset}`);
+    if (this.offset !== entry.offset)
+      throw new Error(
+        `zip layout error: entry ${entry.record.path} at ${this.offset}, planned ${entry.offset}`,
+      );
     if (this.mtimes !== undefined) this.mtimes[index] = opened.mtimeMs;
     this.memory = opened.header;
     this.memoryAt = 0;
@@ -139,11 +156,16 @@ class ZipBody implements BodySource {
   /** As many central directory headers as fit in one batch (at least one). */
   private centralBatch(): Buffer {
     if (this.nextCentral === 0 && this.offset !== this.plan.centralDirectoryOffset) {
-      throw new Error(`zip layout error: central directory at ${this.offset}, planned ${this.plan.centralDirectoryOffset}`);
+      throw new Error(
+        `zip layout error: central directory at ${this.offset}, planned ${this.plan.centralDirectoryOffset}`,
+      );
     }
     const headers: Array<{ entry: ZipEntryPlan; mtimeMs: number }> = [];
     let length = 0;
-    while (this.nextCentral < this.plan.count && (length === 0 || length + centralHeaderLength(this.peekCentral()) <= CENTRAL_BATCH)) {
+    while (
+      this.nextCentral < this.plan.count &&
+      (length === 0 || length + centralHeaderLength(this.peekCentral()) <= CENTRAL_BATCH)
+    ) {
       const entry = this.takeCentral();
       length += centralHeaderLength(entry);
       headers.push({ entry, mtimeMs: this.fixedMs ?? this.mtimes![this.nextCentral]! });
@@ -226,5 +248,12 @@ export function answerZip(pkg: ZipSource, method: string): DownloadAnswer {
     'x-content-type-options': 'nosniff',
   };
   if (method === 'HEAD') return { kind: 'headers', status: 200, headers };
-  return { kind: 'body', status: 200, headers, length: plan.size, source: new ZipBody(plan, pkg), context: { bagId: pkg.bagId, dir: pkg.dir } };
+  return {
+    kind: 'body',
+    status: 200,
+    headers,
+    length: plan.size,
+    source: new ZipBody(plan, pkg),
+    context: { bagId: pkg.bagId, dir: pkg.dir },
+  };
 }

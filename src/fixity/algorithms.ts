@@ -4,7 +4,14 @@ export type Algorithm = 'md5' | 'sha1' | 'sha224' | 'sha256' | 'sha384' | 'sha51
 export const ALGORITHMS: readonly Algorithm[] = ['md5', 'sha1', 'sha224', 'sha256', 'sha384', 'sha512'];
 
 /** Strongest first: the order audits pick "the strongest recorded digest" by. */
-export const ALGORITHM_STRENGTH: readonly Algorithm[] = ['sha512', 'sha384', 'sha256', 'sha224', 'sha1', 'md5'];
+export const ALGORITHM_STRENGTH: readonly Algorithm[] = [
+  'sha512',
+  'sha384',
+  'sha256',
+  'sha224',
+  'sha1',
+  'md5',
+];
 
 /** Hex digits of each algorithm's digest. */
 export const DIGEST_LENGTH: Readonly<Record<Algorithm, number>> = {

@@ -26,7 +26,12 @@ export interface Checkpoint {
 export type FileIdentity = Pick<Checkpoint, 'size' | 'mtimeNs' | 'ino' | 'dev'>;
 
 export function fileIdentity(stat: BigIntStats): FileIdentity {
-  return { size: String(stat.size), mtimeNs: String(stat.mtimeNs), ino: String(stat.ino), dev: String(stat.dev) };
+  return {
+    size: String(stat.size),
+    mtimeNs: String(stat.mtimeNs),
+    ino: String(stat.ino),
+    dev: String(stat.dev),
+  };
 }
 
 export function encodeCheckpoint(checkpoint: Omit<Checkpoint, 'format'>): Uint8Array {

@@ -86,7 +86,8 @@ export class ResumableDigester {
 
   save(): { crc32: number | null; states: Partial<Record<Algorithm, string>> } {
     const states: Partial<Record<Algorithm, string>> = {};
-    for (const [algorithm, hasher] of this.hashers) states[algorithm] = Buffer.from(hasher.save()).toString('base64');
+    for (const [algorithm, hasher] of this.hashers)
+      states[algorithm] = Buffer.from(hasher.save()).toString('base64');
     return { crc32: this.crc ?? null, states };
   }
 

@@ -15,7 +15,11 @@ export class FixityError extends Error {
   readonly path?: string;
   readonly syscall?: string;
 
-  constructor(code: string, message: string, details: { path?: string | undefined; syscall?: string | undefined; cause?: unknown } = {}) {
+  constructor(
+    code: string,
+    message: string,
+    details: { path?: string | undefined; syscall?: string | undefined; cause?: unknown } = {},
+  ) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = 'FixityError';
     this.code = code;

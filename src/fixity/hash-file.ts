@@ -46,7 +46,10 @@ function openRegularFile<B extends boolean>(
     fd = openSync(path, OPEN_FLAGS);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ELOOP') {
-      throw new FixityError('ELOOP', `${path} is a symbolic link; it is not followed`, { path, syscall: 'open' });
+      throw new FixityError('ELOOP', `${path} is a symbolic link; it is not followed`, {
+        path,
+        syscall: 'open',
+      });
     }
     throw err;
   }
@@ -143,7 +146,9 @@ export function hashFileResumable(
     let lastCheckpoint = start;
     const size = readToEnd(fd, buffer, start, digester, hooks, (position) => {
       if (position - lastCheckpoint < resume.everyBytes) return;
-      hooks.checkpoint(encodeCheckpoint({ ...identity, offset: position, algorithms: [...algorithms], ...digester.save() }));
+      hooks.checkpoint(
+        encodeCheckpoint({ ...identity, offset: position, algorithms: [...algorithms], ...digester.save() }),
+      );
       lastCheckpoint = position;
     });
     return { size, ...digester.finish() };

@@ -12,7 +12,16 @@
 export { ALGORITHMS, ALGORITHM_STRENGTH, DIGEST_LENGTH, type Algorithm } from './algorithms.js';
 export { FixityPool, createHasher } from './pool.js';
 export { entriesOf, errorCode, kindOf } from './types.js';
-export { AbortError, FixityError, NOT_REGULAR_FILE, POOL_CLOSED, WORKER_FAILED, deserializeError, serializeError, type SerializedError } from './errors.js';
+export {
+  AbortError,
+  FixityError,
+  NOT_REGULAR_FILE,
+  POOL_CLOSED,
+  WORKER_FAILED,
+  deserializeError,
+  serializeError,
+  type SerializedError,
+} from './errors.js';
 export { workerExecArgv } from './worker-options.js';
 export type {
   EntryKind,

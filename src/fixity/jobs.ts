@@ -102,5 +102,12 @@ export function jobMessage(job: Job): JobMessage {
 }
 
 export function fileJobMessage(job: FileJob): FileJobMessage {
-  return { kind: 'file', id: job.id, audit: job.priority === 'audit', path: job.path, algorithms: job.algorithms, crc32: job.crc32 };
+  return {
+    kind: 'file',
+    id: job.id,
+    audit: job.priority === 'audit',
+    path: job.path,
+    algorithms: job.algorithms,
+    crc32: job.crc32,
+  };
 }

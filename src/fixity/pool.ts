@@ -16,7 +16,16 @@ import { Worker } from 'node:worker_threads';
 import type { Algorithm } from './algorithms.js';
 import { AbortSignals } from './abort-signals.js';
 import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
-import { checkAbsolute, checkAlgorithms, checkPriority, invalidArgument, jobMessage, type FileJob, type Job, type WorkerSlot } from './jobs.js';
+import {
+  checkAbsolute,
+  checkAlgorithms,
+  checkPriority,
+  invalidArgument,
+  jobMessage,
+  type FileJob,
+  type Job,
+  type WorkerSlot,
+} from './jobs.js';
 import {
   CONTROL_INTS,
   MAIL,
@@ -69,9 +78,11 @@ export class FixityPool {
 
   constructor(opts: FixityPoolOptions = {}) {
     let workers = opts.workers ?? availableParallelism();
-    if (!Number.isSafeInteger(workers) || workers < 1) throw new RangeError(`workers must be an integer ≥ 1, got ${workers}`);
+    if (!Number.isSafeInteger(workers) || workers < 1)
+      throw new RangeError(`workers must be an integer ≥ 1, got ${workers}`);
     const readSize = opts.readSize ?? DEFAULT_READ_SIZE;
-    if (!Number.isSafeInteger(readSize) || readSize < 1) throw new RangeError(`readSize must be a positive integer, got ${readSize}`);
+    if (!Number.isSafeInteger(readSize) || readSize < 1)
+      throw new RangeError(`readSize must be a positive integer, got ${readSize}`);
     this.readSize = Math.max(MIN_READ_SIZE, readSize);
     const maxOpenFiles = opts.maxOpenFiles ?? Infinity;
     if (!(maxOpenFiles >= 1)) throw new RangeError(`maxOpenFiles must be ≥ 1, got ${maxOpenFiles}`);
@@ -100,8 +111,20 @@ export class FixityPool {
       const { resume, signal } = opts;
       // One literal, every field present (resume, signal even when undefined), no spread: this runs
       // once per file, and V8 builds a spread-together object far more slowly.
-      this.enqueue({ kind: 'file', id: this.nextId++, path: absPath, algorithms: unique, crc32, priority, resume, signal,
-        resolve, reject, settled: false, posted: false });
+      this.enqueue({
+        kind: 'file',
+        id: this.nextId++,
+        path: absPath,
+        algorithms: unique,
+        crc32,
+        priority,
+        resume,
+        signal,
+        resolve,
+        reject,
+        settled: false,
+        posted: false,
+      });
     });
   }
 
@@ -130,8 +153,19 @@ export class FixityPool {
       if (batch.length === 0) return resolve([]);
       const crc32 = opts.crc32 === true;
       const { signal } = opts;
-      this.enqueue({ kind: 'batch', id: this.nextId++, path: batch[0]![0], files: batch, crc32, priority, signal,
-        resolve, reject, settled: false, posted: false });
+      this.enqueue({
+        kind: 'batch',
+        id: this.nextId++,
+        path: batch[0]![0],
+        files: batch,
+        crc32,
+        priority,
+        signal,
+        resolve,
+        reject,
+        settled: false,
+        posted: false,
+      });
     });
   }
 
@@ -148,7 +182,17 @@ export class FixityPool {
       const priority = checkPriority(opts.priority);
       if (opts.signal?.aborted) throw new AbortError(absDir, opts.signal.reason);
       const { signal } = opts;
-      this.enqueue({ kind: 'list', id: this.nextId++, path: absDir, priority, signal, resolve, reject, settled: false, posted: false });
+      this.enqueue({
+        kind: 'list',
+        id: this.nextId++,
+        path: absDir,
+        priority,
+        signal,
+        resolve,
+        reject,
+        settled: false,
+        posted: false,
+      });
     });
   }
 
@@ -178,7 +222,9 @@ export class FixityPool {
     this.closed = true;
     clearTimeout(this.idleTimer);
     const closedError = (job: Job): FixityError =>
-      new FixityError(POOL_CLOSED, 'the fixity pool was closed before the file was hashed', { path: job.path });
+      new FixityError(POOL_CLOSED, 'the fixity pool was closed before the file was hashed', {
+        path: job.path,
+      });
     for (const job of this.scheduler.takeAllQueued()) this.fail(job, closedError(job));
     for (const slot of this.slots) {
       for (const job of slot.jobs.values()) this.fail(job, closedError(job));
@@ -195,7 +241,8 @@ export class FixityPool {
 
   private enqueue(job: Job): void {
     // The workers ended while the pool was idle: the first job starts them again.
-    if (this.slots.length === 0 && this.broken === undefined) for (let i = 0; i < this.workerCount; i++) this.slots.push(this.spawn());
+    if (this.slots.length === 0 && this.broken === undefined)
+      for (let i = 0; i < this.workerCount; i++) this.slots.push(this.spawn());
     if (job.signal) this.signals.watch(job.signal, job);
     this.scheduler.enqueue(job);
     this.dispatch();
@@ -203,7 +250,12 @@ export class FixityPool {
 
   private spawn(): WorkerSlot {
     const control = new SharedArrayBuffer(CONTROL_INTS * Int32Array.BYTES_PER_ELEMENT);
-    const workerData: WorkerData = { readSize: this.readSize, preemption: this.preemption, control, shared: this.shared };
+    const workerData: WorkerData = {
+      readSize: this.readSize,
+      preemption: this.preemption,
+      control,
+      shared: this.shared,
+    };
     const slot: WorkerSlot = {
       worker: new Worker(WORKER_URL, { workerData, ...workerOptions() }),
       control: new Int32Array(control),
@@ -291,7 +343,9 @@ export class FixityPool {
       job.resolve(outcome.tree);
     } else if (outcome.t === 'batch' && job.kind === 'batch') {
       const files = job.files;
-      const results = outcome.results.map((r, i) => ('error' in r ? deserializeError(r.error, files[i]![0]) : r));
+      const results = outcome.results.map((r, i) =>
+        'error' in r ? deserializeError(r.error, files[i]![0]) : r,
+      );
       if (job.settled) return;
       this.filesHashed += files.length;
       this.settle(job);
@@ -331,7 +385,8 @@ export class FixityPool {
     const slot = job.slot;
     if (!slot) this.scheduler.settledWhileQueued(); // dispatch skips settled jobs
     this.fail(job, new AbortError(job.path, reason));
-    if (slot && job.posted) this.post(slot, { t: 'cancel', id: job.id }); // released when the worker answers
+    if (slot && job.posted)
+      this.post(slot, { t: 'cancel', id: job.id }); // released when the worker answers
     else if (slot) this.scheduler.release(slot, job); // its checkpoint is still loading
     this.dispatch();
   }
@@ -342,7 +397,13 @@ export class FixityPool {
     const cause = slot.error;
     for (const job of slot.jobs.values()) {
       this.scheduler.release(slot, job);
-      this.fail(job, new FixityError(WORKER_FAILED, `a fixity worker stopped while hashing ${job.path}`, { path: job.path, cause }));
+      this.fail(
+        job,
+        new FixityError(WORKER_FAILED, `a fixity worker stopped while hashing ${job.path}`, {
+          path: job.path,
+          cause,
+        }),
+      );
     }
     if (!slot.ready) {
       // The worker could not even start: replacing it would fail the same way.

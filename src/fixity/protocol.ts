@@ -45,7 +45,8 @@ export interface ListJobMessage extends JobMessageBase {
 export type BatchFile = [path: string, algorithms: Algorithm[]];
 
 /** One file's result in a batch: its digests, or why it could not be hashed. */
-export type BatchResult = { size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> } | { error: SerializedError };
+export type BatchResult =
+  { size: number; crc32?: string; digests: Partial<Record<Algorithm, string>> } | { error: SerializedError };
 
 export type ToWorker =
   | { t: 'jobs'; jobs: JobMessage[] }

@@ -74,10 +74,22 @@ export interface FixityStats {
 }
 
 /** What a folder entry is, as FixityPool.listTree reports it (from lstat, links not followed). */
-export type EntryKind = 'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block device' | 'character device' | 'unknown';
+export type EntryKind =
+  'file' | 'directory' | 'symlink' | 'fifo' | 'socket' | 'block device' | 'character device' | 'unknown';
 
 /** The kind of a Dirent or lstat result. */
-export function kindOf(entry: Pick<Stats, 'isFile' | 'isDirectory' | 'isSymbolicLink' | 'isFIFO' | 'isSocket' | 'isBlockDevice' | 'isCharacterDevice'>): EntryKind {
+export function kindOf(
+  entry: Pick<
+    Stats,
+    | 'isFile'
+    | 'isDirectory'
+    | 'isSymbolicLink'
+    | 'isFIFO'
+    | 'isSocket'
+    | 'isBlockDevice'
+    | 'isCharacterDevice'
+  >,
+): EntryKind {
   if (entry.isFile()) return 'file';
   if (entry.isDirectory()) return 'directory';
   if (entry.isSymbolicLink()) return 'symlink';
@@ -111,7 +123,9 @@ const KIND_LETTERS: Record<EntryKind, string> = {
   'character device': 'c',
   unknown: '?',
 };
-const KIND_OF_LETTER = new Map(Object.entries(KIND_LETTERS).map(([kind, letter]) => [letter, kind as EntryKind]));
+const KIND_OF_LETTER = new Map(
+  Object.entries(KIND_LETTERS).map(([kind, letter]) => [letter, kind as EntryKind]),
+);
 
 /** Builds a folder's FolderEntries one entry at a time. */
 export class FolderEntriesBuilder {

@@ -37,7 +37,8 @@ export function workerExecArgv(): string[] {
   for (let i = 0; i < process.execArgv.length; i++) {
     const arg = process.execArgv[i]!;
     if (withValue.has(arg)) i++;
-    else if (!arg.startsWith('--input-type=') && !arg.startsWith('--eval=') && !arg.startsWith('--print=')) args.push(arg);
+    else if (!arg.startsWith('--input-type=') && !arg.startsWith('--eval=') && !arg.startsWith('--print='))
+      args.push(arg);
   }
   return args;
 }

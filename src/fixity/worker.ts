@@ -239,7 +239,9 @@ function run(job: JobMessage, depth: number): void {
       : hashFileNative(job.path, job.algorithms, job.crc32, buffer, hooks);
     report({ t: 'done', id: job.id, ...result });
   } catch (err) {
-    report(err === STOP ? { t: 'aborted', id: job.id } : { t: 'fail', id: job.id, error: serializeError(err) });
+    report(
+      err === STOP ? { t: 'aborted', id: job.id } : { t: 'fail', id: job.id, error: serializeError(err) },
+    );
   } finally {
     running.pop();
     cancelled.delete(job.id);
@@ -275,7 +277,8 @@ async function drain(): Promise<void> {
       pump();
       const job = ingestQueue.shift() ?? auditQueue.shift();
       if (!job) break;
-      if ((job.audit || (job.kind === 'file' && job.resume)) && !wasmSets && !(await prepareWasm(job))) continue;
+      if ((job.audit || (job.kind === 'file' && job.resume)) && !wasmSets && !(await prepareWasm(job)))
+        continue;
       run(job, 0);
     }
   } finally {

@@ -14,7 +14,11 @@ export interface AtomicWriteOptions {
   fsync?: boolean;
 }
 
-export async function writeAtomically(file: string, content: string | Uint8Array, options: AtomicWriteOptions = {}): Promise<void> {
+export async function writeAtomically(
+  file: string,
+  content: string | Uint8Array,
+  options: AtomicWriteOptions = {},
+): Promise<void> {
   const { mode = 0o600, fsync = false } = options;
   const tmp = join(dirname(file), `.${process.pid}.${Math.random().toString(36).slice(2)}.tmp`);
   try {

@@ -50,7 +50,10 @@ function tokenFromHeader(header: string | undefined): string | undefined {
     const eq = piece.indexOf('=');
     if (eq < 0) continue;
     const key = piece.slice(0, eq).trim().toLowerCase();
-    const val = piece.slice(eq + 1).replaceAll('"', '').trim();
+    const val = piece
+      .slice(eq + 1)
+      .replaceAll('"', '')
+      .trim();
     if (key === 'token' && val !== '') return val;
   }
   return undefined;
@@ -121,9 +124,11 @@ export function authenticate(catalog: Catalog, config: Config, countFailure: Fai
     }
     const token = tokenFromHeader(request.headers.authorization);
     if (token === undefined) {
-      const reading = (request.method === 'GET' || request.method === 'HEAD') && request.url.startsWith('/v1/');
+      const reading =
+        (request.method === 'GET' || request.method === 'HEAD') && request.url.startsWith('/v1/');
       const user = reading ? sessionUser(request, catalog) : undefined;
-      if (user === undefined) throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
+      if (user === undefined)
+        throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
       signIn(request, user, accessOf(catalog, config, user));
       return true;
     }

@@ -29,7 +29,11 @@ export interface HttpContext {
    * Bytes of a stored file from a replica whose copy is verified, for a download when the
    * primary cannot be read; undefined when no replica has one.
    */
-  openFromReplica?: (bagId: string, record: FileRecord, range: { start: number; end: number }) => Promise<Readable | undefined>;
+  openFromReplica?: (
+    bagId: string,
+    record: FileRecord,
+    range: { start: number; end: number },
+  ) => Promise<Readable | undefined>;
   /** Prometheus text for /metrics, if metrics are on. */
   metrics?: () => Promise<{ contentType: string; body: string }>;
   /** Records an HTTP response for metrics. */

@@ -20,7 +20,13 @@ export const notFound = (message: string) => new HttpError(404, message);
 export const conflict = (message: string) => new HttpError(409, message);
 export const tooMany = (message: string) => new HttpError(429, message);
 export const unprocessable = (fields: Record<string, string[]>) =>
-  new HttpError(422, `invalid request: ${Object.entries(fields).map(([f, p]) => `${f} ${p.join(', ')}`).join('; ')}`, fields);
+  new HttpError(
+    422,
+    `invalid request: ${Object.entries(fields)
+      .map(([f, p]) => `${f} ${p.join(', ')}`)
+      .join('; ')}`,
+    fields,
+  );
 
 /** One problem fastify's ajv found in a body (`verbose`: with the schema that failed). */
 interface BodyError {
@@ -36,7 +42,10 @@ interface BodyError {
  * words, in the order of the schema's `properties`; the body itself under `body` when it is not
  * an object at all.
  */
-export function bodyFields(errors: readonly BodyError[], schema: { properties?: object } | undefined): Record<string, string[]> {
+export function bodyFields(
+  errors: readonly BodyError[],
+  schema: { properties?: object } | undefined,
+): Record<string, string[]> {
   const fields: Record<string, string[]> = {};
   const add = (field: string, problem: string) => {
     const list = (fields[field] ??= []);
@@ -45,7 +54,11 @@ export function bodyFields(errors: readonly BodyError[], schema: { properties?: 
   for (const e of errors) {
     const field = e.instancePath.split('/').slice(1).join('.');
     if (e.keyword === 'required') add(e.params.missingProperty as string, 'is required');
-    else if (field === '') add('body', `must be an object with ${(e.parentSchema?.required ?? []).join(', ').replace(/, ([^,]*)$/, ' and $1')}`);
+    else if (field === '')
+      add(
+        'body',
+        `must be an object with ${(e.parentSchema?.required ?? []).join(', ').replace(/, ([^,]*)$/, ' and $1')}`,
+      );
     else if (e.keyword === 'type') add(field, `must be a ${String(e.params.type).split(',')[0]}`);
     else add(field, e.parentSchema?.problem ?? e.message ?? 'is not valid');
   }

@@ -25,9 +25,14 @@ export async function registerFailureLimit(app: FastifyInstance, config: Config)
   if (maxFailedAttempts === 0) return async () => undefined;
   // Not global: no route is limited as such; only the failures counted below.
   await app.register(rateLimit, { global: false });
-  const count = app.createRateLimit({ max: maxFailedAttempts, timeWindow: failedAttemptsWindowSeconds * 1000 });
+  const count = app.createRateLimit({
+    max: maxFailedAttempts,
+    timeWindow: failedAttemptsWindowSeconds * 1000,
+  });
   return async (request) => {
     const result = await count(request);
-    return !result.isAllowed && result.isExceeded ? new TooManyFailures(Math.max(1, result.ttlInSeconds)) : undefined;
+    return !result.isAllowed && result.isExceeded
+      ? new TooManyFailures(Math.max(1, result.ttlInSeconds))
+      : undefined;
   };
 }

@@ -54,7 +54,8 @@ export class KeptShows {
   keep(pkg: Package, storage: StorageState | undefined, body: Buffer): Buffer {
     const version = pkg.version ?? 0;
     const entry = this.entries.get(pkg.bagId);
-    const shows: Entry['shows'] = entry?.version === version ? [entry.shows[0], entry.shows[1]] : [undefined, undefined];
+    const shows: Entry['shows'] =
+      entry?.version === version ? [entry.shows[0], entry.shows[1]] : [undefined, undefined];
     shows[storage === undefined ? 0 : 1] = { storage, body };
     // A new entry, not the held one changed: lru-cache sizes an entry only when it is set anew.
     // One larger than maxSize is not stored (lru-cache's maxEntrySize defaults to maxSize).

@@ -26,14 +26,25 @@ const STREAM_PAGE = 256;
 
 /** The query parameters every list takes, for the route schemas (and so the OpenAPI document). */
 export const pagingQuery = {
-  limit: { type: 'string', pattern: '^[0-9]+$', description: `At most this many items (1–${MAX_PAGE}); without it the whole list is streamed.` },
-  after: { type: 'string', description: 'Where the page starts: the cursor of a previous page’s `Link: rel="next"` header.' },
+  limit: {
+    type: 'string',
+    pattern: '^[0-9]+$',
+    description: `At most this many items (1–${MAX_PAGE}); without it the whole list is streamed.`,
+  },
+  after: {
+    type: 'string',
+    description: 'Where the page starts: the cursor of a previous page’s `Link: rel="next"` header.',
+  },
 } as const;
 
 /** The filters of the package lists. */
 export const packageFilters = {
   content_type: { type: 'string', description: 'Only packages of this content type.' },
-  stored: { type: 'string', enum: ['true', 'false'], description: 'Only stored packages (true) or open requests (false).' },
+  stored: {
+    type: 'string',
+    enum: ['true', 'false'],
+    description: 'Only stored packages (true) or open requests (false).',
+  },
 } as const;
 
 /** `limit` and `after` of a request; 400 when either is not acceptable. */
@@ -41,12 +52,16 @@ export function pagingOf(query: { limit?: string | undefined; after?: string | u
   let limit: number | undefined;
   if (query.limit !== undefined) {
     limit = /^[0-9]{1,4}$/.test(query.limit) ? Number(query.limit) : NaN;
-    if (!(limit >= 1 && limit <= MAX_PAGE)) throw badRequest(`limit must be an integer from 1 to ${MAX_PAGE}`);
+    if (!(limit >= 1 && limit <= MAX_PAGE))
+      throw badRequest(`limit must be an integer from 1 to ${MAX_PAGE}`);
   }
   let after = 0;
   if (query.after !== undefined) {
     const key = decodeCursor(query.after);
-    if (key === undefined) throw badRequest('after is not a cursor this server gave out (take it from the Link header of the previous page)');
+    if (key === undefined)
+      throw badRequest(
+        'after is not a cursor this server gave out (take it from the Link header of the previous page)',
+      );
     after = key;
   }
   return { limit, after };
@@ -61,11 +76,18 @@ export function storedFilterOf(value: string | undefined): boolean | undefined {
 }
 
 /** Sends the list `read` gives, paged or streamed as `paging` says, each item through `view`. */
-export function sendList<T>(request: FastifyRequest, reply: FastifyReply, paging: Paging, read: PageReader<T>, view: (item: T) => unknown): FastifyReply {
+export function sendList<T>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  paging: Paging,
+  read: PageReader<T>,
+  view: (item: T) => unknown,
+): FastifyReply {
   reply.type('application/json; charset=utf-8');
   if (paging.limit !== undefined) {
     const page = read(paging.after, paging.limit);
-    if (page.next !== undefined) reply.header('link', `<${nextPageUrl(request.url, paging.limit, page.next)}>; rel="next"`);
+    if (page.next !== undefined)
+      reply.header('link', `<${nextPageUrl(request.url, paging.limit, page.next)}>; rel="next"`);
     return reply.send(`[${page.items.map((item) => JSON.stringify(view(item))).join(',')}]`);
   }
   return reply.send(Readable.from(streamList(paging.after, read, view), { objectMode: false }));
@@ -75,7 +97,11 @@ export function sendList<T>(request: FastifyRequest, reply: FastifyReply, paging
  * The whole list as JSON text, a page per chunk; each page is read only when the socket has
  * taken the one before (Readable.from pulls on demand).
  */
-async function* streamList<T>(after: number, read: PageReader<T>, view: (item: T) => unknown): AsyncGenerator<string> {
+async function* streamList<T>(
+  after: number,
+  read: PageReader<T>,
+  view: (item: T) => unknown,
+): AsyncGenerator<string> {
   let first = true;
   let from = after;
   yield '[';

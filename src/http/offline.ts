@@ -28,7 +28,10 @@ function offline(what: string): never {
   throw new Error(`${what} needs a running daemon`);
 }
 
-export async function offlineServer(config: Partial<Config> = {}, overrides: Partial<HttpContext> = {}): Promise<OfflineServer> {
+export async function offlineServer(
+  config: Partial<Config> = {},
+  overrides: Partial<HttpContext> = {},
+): Promise<OfflineServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-offline-'));
   const full: Config = { ...defaults(), ...config, dataDir };
   const layout = new DataLayout(dataDir);
@@ -45,7 +48,8 @@ export async function offlineServer(config: Partial<Config> = {}, overrides: Par
     startAudit: () => offline('an audit'),
     // As the daemon wires them, so that the same routes exist.
     metrics: () => metrics.render(),
-    observeResponse: (route, method, status, seconds) => metrics.observeResponse(route, method, status, seconds),
+    observeResponse: (route, method, status, seconds) =>
+      metrics.observeResponse(route, method, status, seconds),
     ...overrides,
   };
   const app = await buildServer(ctx);

@@ -24,7 +24,11 @@ export interface QueueReport {
  * `before`/`after`: epoch ms, strict bounds on `updated_at`. A regular caller's report reads only
  * its scope's index ranges; an admin's reads the whole queue, as chipmunk's report does.
  */
-export function queueReport(catalog: Catalog, rights: Access, bounds: { before?: number | undefined; after?: number | undefined }): QueueReport {
+export function queueReport(
+  catalog: Catalog,
+  rights: Access,
+  bounds: { before?: number | undefined; after?: number | undefined },
+): QueueReport {
   const report: QueueReport = { done: [], pending: [], failed: [] };
   const packages = new Map<string, Package | undefined>();
   for (const item of catalog.queue.list(scopeFor(rights))) {
@@ -33,9 +37,13 @@ export function queueReport(catalog: Catalog, rights: Access, bounds: { before?:
     if (!packages.has(item.bagId)) packages.set(item.bagId, catalog.packages.get(item.bagId));
     const pkg = packages.get(item.bagId);
     if (pkg === undefined || !rights.canSee(pkg)) continue;
-    report[item.status === 'DONE' ? 'done' : item.status === 'FAILED' ? 'failed' : 'pending'].push({ item, pkg });
+    report[item.status === 'DONE' ? 'done' : item.status === 'FAILED' ? 'failed' : 'pending'].push({
+      item,
+      pkg,
+    });
   }
-  const newestFirst = (a: ReportItem, b: ReportItem) => b.item.updatedAt - a.item.updatedAt || b.item.id - a.item.id;
+  const newestFirst = (a: ReportItem, b: ReportItem) =>
+    b.item.updatedAt - a.item.updatedAt || b.item.id - a.item.id;
   for (const list of [report.done, report.pending, report.failed]) list.sort(newestFirst);
   return report;
 }
@@ -78,6 +86,7 @@ export function parseTime(text: string | undefined, name: string): number | unde
   // Date.parse reads a date-time without an offset as local time, a bare date as UTC: say UTC.
   const utc = /T/i.test(iso) && !/(?:Z|[+-]\d{2}:\d{2})$/i.test(iso) ? `${iso}Z` : iso;
   const ms = RFC3339.test(text) ? Date.parse(utc) : NaN;
-  if (Number.isNaN(ms)) throw badRequest(`${name}: ${JSON.stringify(text)} is not an RFC 3339 time, e.g. 2026-11-25T10:00:00Z`);
+  if (Number.isNaN(ms))
+    throw badRequest(`${name}: ${JSON.stringify(text)} is not an RFC 3339 time, e.g. 2026-11-25T10:00:00Z`);
   return ms;
 }

@@ -73,7 +73,9 @@ export const requestLogSerializers = {
       url: redactUrl(request.url),
       remoteAddress: request.ip,
       remotePort: request.socket?.remotePort,
-      ...(request.headers?.['x-request-id'] === undefined ? {} : { clientRequestId: refusedRequestId(request) }),
+      ...(request.headers?.['x-request-id'] === undefined
+        ? {}
+        : { clientRequestId: refusedRequestId(request) }),
     };
   },
   res(reply: FastifyReply) {

@@ -8,7 +8,8 @@ import { Nullable, StringEnum } from '../json-schema.js';
 
 const date = Type.String({ format: 'date-time' });
 /** A reference to a shared schema (`sharedSchemas`), typed as the schema it names. */
-const Ref = <T extends TSchema & { $id?: string }>(schema: T) => Type.Unsafe<Static<T>>({ $ref: `${schema.$id}#` });
+const Ref = <T extends TSchema & { $id?: string }>(schema: T) =>
+  Type.Unsafe<Static<T>>({ $ref: `${schema.$id}#` });
 
 const errorSchema = {
   $id: 'Error',
@@ -30,10 +31,13 @@ const packageSchema = Type.Object(
     external_id: Type.Optional(Type.String()),
     upload_link: Type.Optional(
       Nullable(Type.String(), {
-        description: 'Where to rsync the bag: rsync://host:port/module/<capability>/. A write capability: null for callers who may not complete the request, and once stored.',
+        description:
+          'Where to rsync the bag: rsync://host:port/module/<capability>/. A write capability: null for callers who may not complete the request, and once stored.',
       }),
     ),
-    storage_location: Type.Optional(Nullable(Type.String(), { description: 'Admins only; null until stored.' })),
+    storage_location: Type.Optional(
+      Nullable(Type.String(), { description: 'Admins only; null until stored.' }),
+    ),
     replicas: Type.Optional(
       Type.Array(
         Type.Object({
@@ -46,8 +50,16 @@ const packageSchema = Type.Object(
       ),
     ),
     stored: Type.Optional(Type.Boolean()),
-    last_fixity_check: Type.Optional(Nullable(date, { description: 'Admins only: when an audit last verified the package; null before its first.' })),
-    files: Type.Optional(Type.Array(Type.String(), { description: 'Single-item responses only: payload paths relative to data/, sorted.' })),
+    last_fixity_check: Type.Optional(
+      Nullable(date, {
+        description: 'Admins only: when an audit last verified the package; null before its first.',
+      }),
+    ),
+    files: Type.Optional(
+      Type.Array(Type.String(), {
+        description: 'Single-item responses only: payload paths relative to data/, sorted.',
+      }),
+    ),
     upload: Type.Optional(
       Type.Object(
         {
@@ -56,7 +68,10 @@ const packageSchema = Type.Object(
           last_write_at: Type.Optional(Nullable(date)),
           in_progress: Type.Optional(Type.Boolean()),
         },
-        { description: 'Single-item responses of unstored requests: what has arrived in the landing folder so far.' },
+        {
+          description:
+            'Single-item responses of unstored requests: what has arrived in the landing folder so far.',
+        },
       ),
     ),
     created_at: Type.Optional(date),
@@ -80,7 +95,9 @@ const problemSchema = Type.Object(
 );
 
 const queueStatus = StringEnum(['PENDING', 'DONE', 'FAILED']);
-const failedError = Type.Optional(Type.String({ description: 'FAILED only: every problem, joined by blank lines.' }));
+const failedError = Type.Optional(
+  Type.String({ description: 'FAILED only: every problem, joined by blank lines.' }),
+);
 
 // No `required` list, for the same reason as Package.
 const queueItemSchema = Type.Object(
@@ -94,7 +111,10 @@ const queueItemSchema = Type.Object(
     created_at: Type.Optional(date),
     updated_at: Type.Optional(date),
   },
-  { $id: 'QueueItem', description: 'One completion attempt. Always present: id, status, request, created_at, updated_at.' },
+  {
+    $id: 'QueueItem',
+    description: 'One completion attempt. Always present: id, status, request, created_at, updated_at.',
+  },
 );
 
 const queueStatusItem = Type.Object({
@@ -122,7 +142,15 @@ const queueStatusSchema = {
 export const eventSchema = Type.Object(
   {
     id: Type.Integer(),
-    type: StringEnum(['transfer', 'validation', 'ingestion', 'fixity check', 'replication', 'recovery', 'deletion']),
+    type: StringEnum([
+      'transfer',
+      'validation',
+      'ingestion',
+      'fixity check',
+      'replication',
+      'recovery',
+      'deletion',
+    ]),
     executor: Type.String(),
     outcome: StringEnum(['success', 'failure']),
     detail: Nullable(Type.String()),
@@ -142,7 +170,10 @@ const auditCommon = {
   updated_at: date,
 };
 
-const auditSummarySchema = Type.Object({ ...auditCommon, successes: Type.Integer(), failures: Type.Integer() }, { $id: 'AuditSummary' });
+const auditSummarySchema = Type.Object(
+  { ...auditCommon, successes: Type.Integer(), failures: Type.Integer() },
+  { $id: 'AuditSummary' },
+);
 
 const auditEventSchema = {
   $id: 'AuditEvent',
@@ -160,7 +191,11 @@ const auditSchema = Type.Object(
     successes: Type.Array(Type.Unsafe({ $ref: 'AuditEvent#' })),
     failures: Type.Array(Type.Unsafe({ $ref: 'AuditEvent#' })),
   },
-  { $id: 'Audit', description: 'One audit, with its successes and failures as fixity check events (bag_id and external_id added).' },
+  {
+    $id: 'Audit',
+    description:
+      'One audit, with its successes and failures as fixity check events (bag_id and external_id added).',
+  },
 );
 
 export type PackageWire = Static<typeof packageSchema>;
@@ -170,7 +205,17 @@ export type QueueStatusItemWire = Static<typeof queueStatusItem>;
 export type EventWire = Static<typeof eventSchema>;
 export type AuditSummaryWire = Static<typeof auditSummarySchema>;
 
-export const sharedSchemas = [errorSchema, packageSchema, problemSchema, queueItemSchema, queueStatusSchema, eventSchema, auditSummarySchema, auditEventSchema, auditSchema];
+export const sharedSchemas = [
+  errorSchema,
+  packageSchema,
+  problemSchema,
+  queueItemSchema,
+  queueStatusSchema,
+  eventSchema,
+  auditSummarySchema,
+  auditEventSchema,
+  auditSchema,
+];
 
 export const ref = (id: string) => ({ $ref: `${id}#` });
 /** A collection, oldest first: all of it streamed, or a page of it with `?limit=` (http/lists.ts). */
@@ -178,14 +223,20 @@ export const listOf = (id: string) => ({
   type: 'array',
   items: ref(id),
   description: `Every visible ${id}, oldest first; with ?limit= a page of them.`,
-  headers: { Link: { type: 'string', description: 'With ?limit=, when more items follow: <the same list, limit, after=CURSOR>; rel="next" (RFC 8288).' } },
+  headers: {
+    Link: {
+      type: 'string',
+      description:
+        'With ?limit=, when more items follow: <the same list, limit, after=CURSOR>; rel="next" (RFC 8288).',
+    },
+  },
 });
 
 /** When each error status is given (API.md), for the OpenAPI document. */
 const errorDescriptions: Record<number, string> = {
   400: 'Malformed JSON, or a path parameter of the wrong shape.',
   401: 'No credentials, or an unknown or revoked token.',
-  403: 'The caller may not see or do this: another user\'s resource outside their grants, a content type they hold no role for, or an operation for administrators only.',
+  403: "The caller may not see or do this: another user's resource outside their grants, a content type they hold no role for, or an operation for administrators only.",
   404: 'No such resource.',
   409: 'The bag_id or external_id is already used by a package the caller may not see.',
   413: 'The body is larger than the configured limit.',
@@ -199,8 +250,12 @@ const errorDescriptions: Record<number, string> = {
 export function errors(...codes: number[]): Record<number, unknown> {
   return Object.fromEntries(
     codes.map((c) => {
-      const response: Record<string, unknown> = { ...ref('Error'), description: errorDescriptions[c] ?? 'An error.' };
-      if (c === 401) response.headers = { 'WWW-Authenticate': { type: 'string', description: 'Bearer realm="preservd"' } };
+      const response: Record<string, unknown> = {
+        ...ref('Error'),
+        description: errorDescriptions[c] ?? 'An error.',
+      };
+      if (c === 401)
+        response.headers = { 'WWW-Authenticate': { type: 'string', description: 'Bearer realm="preservd"' } };
       return [c, response];
     }),
   );

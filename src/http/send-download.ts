@@ -9,12 +9,17 @@ import { Readable } from 'node:stream';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { writeBody, type DownloadAnswer } from '../download/index.js';
 
-export async function sendDownload(request: FastifyRequest, reply: FastifyReply, answer: DownloadAnswer): Promise<FastifyReply> {
+export async function sendDownload(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  answer: DownloadAnswer,
+): Promise<FastifyReply> {
   // A stored file may be kept by the caller's browser, never by a shared cache (errors stay no-store).
   if (answer.kind !== 'error') reply.header('cache-control', 'private');
   switch (answer.kind) {
     case 'error':
-      if (answer.status === 500) request.log.error({ ...answer.context, err: answer.cause }, 'stored file cannot be served');
+      if (answer.status === 500)
+        request.log.error({ ...answer.context, err: answer.cause }, 'stored file cannot be served');
       reply.code(answer.status).headers(answer.headers);
       return reply.type('application/json; charset=utf-8').send({ error: answer.message });
     case 'headers':
@@ -27,8 +32,16 @@ export async function sendDownload(request: FastifyRequest, reply: FastifyReply,
     case 'body': {
       const res = hijackWithHead(reply, answer.status, answer.headers);
       const result = await writeBody(res, answer.source, answer.length);
-      if (result.outcome === 'client-gone') request.log.info({ ...answer.context, sent: result.sent, length: answer.length }, 'download stopped: the client went away');
-      if (result.outcome === 'failed') request.log.error({ ...answer.context, err: result.err, sent: result.sent, length: answer.length }, 'download aborted');
+      if (result.outcome === 'client-gone')
+        request.log.info(
+          { ...answer.context, sent: result.sent, length: answer.length },
+          'download stopped: the client went away',
+        );
+      if (result.outcome === 'failed')
+        request.log.error(
+          { ...answer.context, err: result.err, sent: result.sent, length: answer.length },
+          'download aborted',
+        );
       return reply;
     }
   }

@@ -2,7 +2,14 @@
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
  * one plugin of routes per resource, and the web pages (pages/).
  */
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifySchema } from 'fastify';
+import Fastify, {
+  type FastifyBaseLogger,
+  type FastifyError,
+  type FastifyInstance,
+  type FastifyReply,
+  type FastifyRequest,
+  type FastifySchema,
+} from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import formbody from '@fastify/formbody';
@@ -42,34 +49,50 @@ export function registeredRoutes(app: FastifyInstance): RouteEntry[] {
 const OPENAPI: Parameters<typeof swagger>[1] = {
   openapi: {
     openapi: '3.1.0',
-    info: { title: 'preservd', version: API_VERSION, description: 'A digital-preservation repository: the v1 API.' },
+    info: {
+      title: 'preservd',
+      version: API_VERSION,
+      description: 'A digital-preservation repository: the v1 API.',
+    },
     components: {
       securitySchemes: {
         bearer: {
           type: 'http',
           scheme: 'bearer',
-          description: 'A token from `preservd user add` or `preservd token issue`. chipmunk-client’s `Token token=<token>` is accepted too.',
+          description:
+            'A token from `preservd user add` or `preservd token issue`. chipmunk-client’s `Token token=<token>` is accepted too.',
         },
       },
     },
     security: [{ bearer: [] }],
     tags: [
-      { name: 'requests', description: 'Requests and packages (one object, two names); /v1/bags is the deprecated name.' },
+      {
+        name: 'requests',
+        description: 'Requests and packages (one object, two names); /v1/bags is the deprecated name.',
+      },
       { name: 'queue', description: 'Ingest attempts started by complete.' },
       { name: 'downloads', description: 'Stored packages, file by file or as one zip.' },
       { name: 'events', description: 'PREMIS events of packages.' },
       { name: 'audits', description: 'Fixity audits of the whole repository (administrators only).' },
-      { name: 'replicas', description: 'Repair of a package from its copies on replicas (administrators only).' },
+      {
+        name: 'replicas',
+        description: 'Repair of a package from its copies on replicas (administrators only).',
+      },
       { name: 'meta', description: 'This document and the metrics.' },
     ],
   },
-  refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+  refResolver: {
+    buildLocalReference: (json, _baseUri, _fragment, i) =>
+      typeof json.$id === 'string' ? json.$id : `def-${i}`,
+  },
 };
 
 export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger): Promise<FastifyInstance> {
   const app = Fastify({
     // Request lines name the route template and never carry a credential (request-log.ts).
-    ...(logger === undefined ? { logger: false } : { loggerInstance: logger.child({}, { serializers: requestLogSerializers }) }),
+    ...(logger === undefined
+      ? { logger: false }
+      : { loggerInstance: logger.child({}, { serializers: requestLogSerializers }) }),
     bodyLimit: ctx.config.http.bodyLimit,
     // X-Forwarded-For and -Proto are believed from the configured proxies only.
     trustProxy: ctx.config.http.trustedProxies.length > 0 ? ctx.config.http.trustedProxies : false,
@@ -88,7 +111,9 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     // the API's error shape, without echoing the URL back.
     frameworkErrors: (error, _request, reply) => {
       const tooLong = error.statusCode === 414;
-      void (reply as unknown as FastifyReply).code(tooLong ? 414 : 400).send({ error: tooLong ? 'a path segment is too long' : 'the URL cannot be decoded' });
+      void (reply as unknown as FastifyReply)
+        .code(tooLong ? 414 : 400)
+        .send({ error: tooLong ? 'a path segment is too long' : 'the URL cannot be decoded' });
     },
   });
   const routeTable: RouteEntry[] = [];
@@ -117,7 +142,8 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   // The API's answers are for the caller alone (downloads say `private` themselves, send-download.ts),
   // and never sniffed. The pages get theirs from helmet, in their own scope below.
   app.addHook('onRequest', (request, reply, done) => {
-    if (request.url.startsWith('/v1/')) reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
+    if (request.url.startsWith('/v1/'))
+      reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
     done();
   });
   const countFailure = await registerFailureLimit(app, ctx.config);
@@ -126,7 +152,12 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     const observe = ctx.observeResponse;
     // Callback style: an async hook costs every request a promise and a microtask for nothing.
     app.addHook('onResponse', (request, reply, done) => {
-      observe(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000);
+      observe(
+        request.routeOptions.url ?? 'unmatched',
+        request.method,
+        reply.statusCode,
+        reply.elapsedTime / 1000,
+      );
       done();
     });
   }
@@ -146,7 +177,8 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
     await pages.register(async (scope) => pageRoutes(scope, ctx));
     pages.setNotFoundHandler((request, reply) => {
-      if (wantsPage(request)) return renderErrorPage(request, reply, 404, 'There is no page at this address.');
+      if (wantsPage(request))
+        return renderErrorPage(request, reply, 404, 'There is no page at this address.');
       return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
     });
   });
@@ -167,7 +199,10 @@ function connectionLimits(requestTimeoutMs: number) {
     // its own side; AWS ALB 60 s), so the server never closes a connection a client is reusing.
     keepAliveTimeout: 72_000,
     connectionTimeout: 120_000,
-    http: { headersTimeout: requestTimeoutMs, connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeoutMs / 4))) },
+    http: {
+      headersTimeout: requestTimeoutMs,
+      connectionsCheckingInterval: Math.min(30_000, Math.max(50, Math.floor(requestTimeoutMs / 4))),
+    },
   };
 }
 
@@ -194,7 +229,10 @@ function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
 }
 
 function isLoopback(address: string | undefined): boolean {
-  return address !== undefined && (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'));
+  return (
+    address !== undefined &&
+    (address.startsWith('127.') || address === '::1' || address.startsWith('::ffff:127.'))
+  );
 }
 
 /**
@@ -204,7 +242,8 @@ function isLoopback(address: string | undefined): boolean {
  */
 function isLoopbackClient(request: FastifyRequest): boolean {
   const h = request.headers;
-  const forwarded = h.forwarded !== undefined || h['x-forwarded-for'] !== undefined || h['x-real-ip'] !== undefined;
+  const forwarded =
+    h.forwarded !== undefined || h['x-forwarded-for'] !== undefined || h['x-real-ip'] !== undefined;
   return !forwarded && isLoopback(request.socket.remoteAddress);
 }
 
@@ -227,14 +266,28 @@ function errorHandler(ctx: HttpContext) {
     }
     if (wantsPage(request)) {
       const csrf = (error as FastifyError).code?.startsWith('FST_CSRF_') === true;
-      return renderErrorPage(request, reply, status, csrf ? 'The form had expired or did not come from this site; load the page again and retry.' : error.message);
+      return renderErrorPage(
+        request,
+        reply,
+        status,
+        csrf
+          ? 'The form had expired or did not come from this site; load the page again and retry.'
+          : error.message,
+      );
     }
     if ('validation' in error && error.validation !== undefined) {
       if (error.validationContext === 'body') {
-        const problems = unprocessable(bodyFields(error.validation, request.routeOptions.schema?.body as { properties?: object } | undefined));
+        const problems = unprocessable(
+          bodyFields(
+            error.validation,
+            request.routeOptions.schema?.body as { properties?: object } | undefined,
+          ),
+        );
         return reply.code(422).send({ error: problems.message, fields: problems.fields });
       }
-      return reply.code(400).send({ error: `invalid ${error.validationContext ?? 'request'}: ${error.message}` });
+      return reply
+        .code(400)
+        .send({ error: `invalid ${error.validationContext ?? 'request'}: ${error.message}` });
     }
     const body: Record<string, unknown> = { error: error.message };
     if (error instanceof HttpError && error.fields !== undefined) body.fields = error.fields;
@@ -252,7 +305,12 @@ function metaRoutes(app: FastifyInstance, ctx: HttpContext): void {
         tags: ['meta'],
         summary: 'This document: the OpenAPI 3.1 description of the v1 API',
         security: [],
-        response: { 200: { description: 'The OpenAPI document.', content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } } } },
+        response: {
+          200: {
+            description: 'The OpenAPI document.',
+            content: { 'application/json': { schema: { type: 'object', additionalProperties: true } } },
+          },
+        },
       },
     },
     async () => app.swagger(),
@@ -270,7 +328,10 @@ function metaRoutes(app: FastifyInstance, ctx: HttpContext): void {
       // Loopback mode needs no token; admin mode takes the API's bearer token.
       ...(access === 'loopback' ? { security: [] } : {}),
       response: {
-        200: { description: 'Every metric, in the Prometheus text format.', content: { 'text/plain': { schema: { type: 'string' } } } },
+        200: {
+          description: 'Every metric, in the Prometheus text format.',
+          content: { 'text/plain': { schema: { type: 'string' } } },
+        },
         ...errors(...(access === 'loopback' ? [403] : [401, 403])),
       },
     };
@@ -278,7 +339,8 @@ function metaRoutes(app: FastifyInstance, ctx: HttpContext): void {
       if (access === 'loopback' && !isLoopbackClient(request)) {
         return reply.code(403).send({ error: 'metrics are served to loopback clients only' });
       }
-      if (access === 'admin' && request.access?.isAdmin !== true) return reply.code(403).send({ error: 'only administrators may read metrics' });
+      if (access === 'admin' && request.access?.isAdmin !== true)
+        return reply.code(403).send({ error: 'only administrators may read metrics' });
       const m = await metrics();
       return reply.type(m.contentType).send(m.body);
     });

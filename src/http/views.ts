@@ -3,9 +3,24 @@
  * the documented order, `storage_location` for admins only.
  */
 import type { FixityState } from '../catalog/fixity.js';
-import { errorsOf, type Audit, type Package, type PreservationEvent, type QueueItem, type ReplicaCopy, type StoredProblem } from '../catalog/types.js';
+import {
+  errorsOf,
+  type Audit,
+  type Package,
+  type PreservationEvent,
+  type QueueItem,
+  type ReplicaCopy,
+  type StoredProblem,
+} from '../catalog/types.js';
 import type { UploadProgress } from '../ingest/watcher.js';
-import type { AuditSummaryWire, EventWire, PackageWire, ProblemWire, QueueItemWire, QueueStatusItemWire } from './schemas.js';
+import type {
+  AuditSummaryWire,
+  EventWire,
+  PackageWire,
+  ProblemWire,
+  QueueItemWire,
+  QueueStatusItemWire,
+} from './schemas.js';
 
 type ReplicaCopyWire = NonNullable<PackageWire['replicas']>[number];
 
@@ -35,9 +50,11 @@ export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
     upload_link: pkg.stored ? null : o.uploadLink,
   };
   if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
-  if (o.storageVisible && o.replicas !== undefined) view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
+  if (o.storageVisible && o.replicas !== undefined)
+    view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
   view.stored = pkg.stored;
-  if (o.storageVisible && pkg.stored) view.last_fixity_check = o.fixity?.checkedAt === undefined ? null : rfc3339(o.fixity.checkedAt);
+  if (o.storageVisible && pkg.stored)
+    view.last_fixity_check = o.fixity?.checkedAt === undefined ? null : rfc3339(o.fixity.checkedAt);
   if (o.files !== undefined) view.files = o.files;
   if (o.upload !== undefined && !pkg.stored)
     view.upload = {
@@ -53,7 +70,11 @@ export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
 
 /** A package's copy on one replica (API.md, Replicas): a copy not yet made is `pending`. */
 function replicaView(name: string, copy: ReplicaCopy | undefined): ReplicaCopyWire {
-  const view: ReplicaCopyWire = { name, status: copy?.status ?? 'pending', verified_at: copy?.verifiedAt === undefined ? null : rfc3339(copy.verifiedAt) };
+  const view: ReplicaCopyWire = {
+    name,
+    status: copy?.status ?? 'pending',
+    verified_at: copy?.verifiedAt === undefined ? null : rfc3339(copy.verifiedAt),
+  };
   if (copy?.status === 'failed') view.error = copy.error ?? 'failed';
   return view;
 }
@@ -97,7 +118,14 @@ export function queueStatusItemView(item: QueueItem, pkg: Package): QueueStatusI
 }
 
 export function eventView(e: PreservationEvent): EventWire {
-  return { id: e.id, type: e.type, executor: e.executor, outcome: e.outcome, detail: e.detail, date: rfc3339(e.date) };
+  return {
+    id: e.id,
+    type: e.type,
+    executor: e.executor,
+    outcome: e.outcome,
+    detail: e.detail,
+    date: rfc3339(e.date),
+  };
 }
 
 export function auditSummaryView(a: Audit): AuditSummaryWire {

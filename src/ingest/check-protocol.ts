@@ -29,7 +29,12 @@ export type ReportSummary = Omit<BagReport, 'files'> & { fileCount: number };
 
 export type FromCheckWorker =
   | { kind: 'hashFile'; id: number; path: string; algorithms: Algorithm[]; opts: CrossingHashOptions }
-  | { kind: 'hashFiles'; id: number; files: Array<{ path: string; algorithms: Algorithm[] }>; opts: CrossingHashOptions }
+  | {
+      kind: 'hashFiles';
+      id: number;
+      files: Array<{ path: string; algorithms: Algorithm[] }>;
+      opts: CrossingHashOptions;
+    }
   | { kind: 'verdict'; report: ReportSummary; problems: StoredProblem[]; valid: boolean }
   | { kind: 'files'; files: BagFile[]; done: boolean };
 

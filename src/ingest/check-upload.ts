@@ -34,7 +34,8 @@ export async function checkUpload(dir: string, options: UploadCheckOptions): Pro
   const problems: StoredProblem[] = [...report.problems];
   // With nothing there, BagIt's problems say enough.
   if (report.files.length > 0) {
-    if (request !== undefined) problems.push(...(await checkChipmunk(dir, report, request, rules, { signal })));
+    if (request !== undefined)
+      problems.push(...(await checkChipmunk(dir, report, request, rules, { signal })));
     problems.push(...pathsTooLong(report));
   }
   return { report, problems, valid: errorsOf(problems).length === 0 };

@@ -9,7 +9,12 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
 import { deserializeError, type Algorithm, type FileDigests } from '../fixity/index.js';
 import { checkUpload } from './check-upload.js';
-import type { CheckWorkerData, CrossingHashOptions, FromCheckWorker, ToCheckWorker } from './check-protocol.js';
+import type {
+  CheckWorkerData,
+  CrossingHashOptions,
+  FromCheckWorker,
+  ToCheckWorker,
+} from './check-protocol.js';
 
 const port = parentPort!;
 const { dir, request, rules, batches } = workerData as CheckWorkerData;
@@ -32,15 +37,23 @@ const crossing = (opts: CrossingHashOptions | undefined): CrossingHashOptions =>
   ...(opts?.priority === undefined ? {} : { priority: opts.priority }),
 });
 
-async function hashFile(path: string, algorithms: Algorithm[], opts?: CrossingHashOptions): Promise<FileDigests> {
+async function hashFile(
+  path: string,
+  algorithms: Algorithm[],
+  opts?: CrossingHashOptions,
+): Promise<FileDigests> {
   const answer = await ask((id) => ({ kind: 'hashFile', id, path, algorithms, opts: crossing(opts) }));
   if (answer.kind === 'hashed') return answer.digests;
   throw failure(answer, path);
 }
 
-async function hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts?: CrossingHashOptions): Promise<Array<FileDigests | Error>> {
+async function hashFiles(
+  files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
+  opts?: CrossingHashOptions,
+): Promise<Array<FileDigests | Error>> {
   const answer = await ask((id) => ({ kind: 'hashFiles', id, files: [...files], opts: crossing(opts) }));
-  if (answer.kind === 'hashedAll') return answer.results.map((r, i) => ('ok' in r ? r.ok : deserializeError(r.error, files[i]!.path)));
+  if (answer.kind === 'hashedAll')
+    return answer.results.map((r, i) => ('ok' in r ? r.ok : deserializeError(r.error, files[i]!.path)));
   throw failure(answer, `${files.length} files`);
 }
 
@@ -48,7 +61,9 @@ async function hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algori
 const hasher: FileHasher = batches ? { hashFile, hashFiles } : { hashFile };
 
 function failure(answer: ToCheckWorker, path: string): Error {
-  return answer.kind === 'hashFailed' ? deserializeError(answer.error, path) : new Error(`unexpected answer ${answer.kind} to a hashing call`);
+  return answer.kind === 'hashFailed'
+    ? deserializeError(answer.error, path)
+    : new Error(`unexpected answer ${answer.kind} to a hashing call`);
 }
 
 /** The checked files, handed over in batches after the verdict; then dropped. */
@@ -73,4 +88,9 @@ port.on('message', (message: ToCheckWorker) => {
 const verdict = await checkUpload(dir, { hasher, request, rules });
 const { files: all, ...summary } = verdict.report;
 files = all;
-post({ kind: 'verdict', report: { ...summary, fileCount: all.length }, problems: verdict.problems, valid: verdict.valid });
+post({
+  kind: 'verdict',
+  report: { ...summary, fileCount: all.length },
+  problems: verdict.problems,
+  valid: verdict.valid,
+});

@@ -20,7 +20,10 @@ import type { Logger } from '../logger.js';
 /** What ingest needs of the fixity pool: hashing with the pool's options, resume included. */
 export interface ResumableHasher {
   hashFile(absPath: string, algorithms: Algorithm[], opts?: HashOptions): Promise<FileDigests>;
-  hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts?: Omit<HashOptions, 'resume'>): Promise<Array<FileDigests | Error>>;
+  hashFiles(
+    files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
+    opts?: Omit<HashOptions, 'resume'>,
+  ): Promise<Array<FileDigests | Error>>;
 }
 
 const MiB = 1024 * 1024;
@@ -49,11 +52,15 @@ export class CheckpointedHasher implements FileHasher {
   async hashFile(absPath: string, algorithms: Algorithm[], opts: HashOptions = {}): Promise<FileDigests> {
     if (this.resumeAboveBytes > 0) {
       // A file that cannot be looked at is left to the pool, which reports why.
-      const size = await lstat(absPath).then((s) => s.size, () => 0);
+      const size = await lstat(absPath).then(
+        (s) => s.size,
+        () => 0,
+      );
       if (size >= this.resumeAboveBytes) {
         const path = relative(this.bag.dir, absPath).split(sep).join('/');
         // A path too long for a catalog key is hashed the ordinary way: correct, just not resumable.
-        if (this.checkpoints.fits(this.bag.bagId, path)) return this.pool.hashFile(absPath, algorithms, { ...opts, resume: this.store(path) });
+        if (this.checkpoints.fits(this.bag.bagId, path))
+          return this.pool.hashFile(absPath, algorithms, { ...opts, resume: this.store(path) });
       }
     }
     return this.pool.hashFile(absPath, algorithms, opts);
@@ -63,9 +70,19 @@ export class CheckpointedHasher implements FileHasher {
    * Small files in one job of the pool's. They are never resumable, unless the threshold is
    * below the validator's batch size: then each goes through `hashFile`, which decides.
    */
-  async hashFiles(files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>, opts: Omit<HashOptions, 'resume'> = {}): Promise<Array<FileDigests | Error>> {
-    if (this.resumeAboveBytes === 0 || this.resumeAboveBytes >= BATCHED_BELOW) return this.pool.hashFiles(files, opts);
-    return Promise.all(files.map(({ path, algorithms }) => this.hashFile(path, algorithms, opts).catch((err: unknown) => (err instanceof Error ? err : new Error(String(err))))));
+  async hashFiles(
+    files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
+    opts: Omit<HashOptions, 'resume'> = {},
+  ): Promise<Array<FileDigests | Error>> {
+    if (this.resumeAboveBytes === 0 || this.resumeAboveBytes >= BATCHED_BELOW)
+      return this.pool.hashFiles(files, opts);
+    return Promise.all(
+      files.map(({ path, algorithms }) =>
+        this.hashFile(path, algorithms, opts).catch((err: unknown) =>
+          err instanceof Error ? err : new Error(String(err)),
+        ),
+      ),
+    );
   }
 
   /** The checkpoint of one file of the bag (`path` relative to the bag), kept in the catalog. */
@@ -82,7 +99,11 @@ export class CheckpointedHasher implements FileHasher {
       clear: async () => checkpoints.remove(bagId, path),
       started: ({ offset, refused }) => {
         if (offset > 0) logger.info({ bagId, path, offset }, 'hashing resumed from a checkpoint');
-        else if (refused) logger.warn({ bagId, path }, 'the checkpoint no longer fits the file (it changed); hashing it from the start');
+        else if (refused)
+          logger.warn(
+            { bagId, path },
+            'the checkpoint no longer fits the file (it changed); hashing it from the start',
+          );
       },
     };
   }

@@ -31,7 +31,11 @@ export class IngestWorker implements Service {
   private readonly loop: ServiceLoop;
 
   constructor(private readonly deps: IngestDeps) {
-    this.loop = new ServiceLoop('the ingest worker', async (signal) => this.fillSlots(signal), (err: unknown) => deps.logger.error({ err }, 'the ingest worker could not look for work'));
+    this.loop = new ServiceLoop(
+      'the ingest worker',
+      async (signal) => this.fillSlots(signal),
+      (err: unknown) => deps.logger.error({ err }, 'the ingest worker could not look for work'),
+    );
   }
 
   /** Starts working: resumes every PENDING item, crashed ones included. */
@@ -51,7 +55,8 @@ export class IngestWorker implements Service {
       if (this.ready.size >= limit) break; // enough to fill the slots; the rest at a later wake
       if (this.running.has(item.id) || this.waiting.has(item.id) || this.ready.has(item.id)) continue;
       if (item.stage !== 'waiting') this.ready.set(item.id, item);
-      else if (heldBy(this.waiting, item.user) < limit) this.hold(this.waiting, item, this.awaitQuiet(stages, item));
+      else if (heldBy(this.waiting, item.user) < limit)
+        this.hold(this.waiting, item, this.awaitQuiet(stages, item));
     }
     while (this.running.size < limit) {
       const next = this.nextReady();
@@ -110,7 +115,10 @@ export class IngestWorker implements Service {
    * graceful shutdown must not hang on it).
    */
   private async retryLater(signal: AbortSignal, item: QueueItem, err: unknown): Promise<void> {
-    this.deps.logger.error({ err, queueItem: item.id, bagId: item.bagId }, 'ingest could not record its outcome; retrying in 30 s');
+    this.deps.logger.error(
+      { err, queueItem: item.id, bagId: item.bagId },
+      'ingest could not record its outcome; retrying in 30 s',
+    );
     this.loop.wakeIn(30_000);
     await sleep(30_000, undefined, { signal, ref: false }).catch(() => undefined);
   }

@@ -13,7 +13,13 @@ import { Worker } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
 import type { StoredProblem } from '../catalog/types.js';
 import { serializeError, workerExecArgv } from '../fixity/index.js';
-import type { CheckWorkerData, CrossingDigests, FromCheckWorker, ReportSummary, ToCheckWorker } from './check-protocol.js';
+import type {
+  CheckWorkerData,
+  CrossingDigests,
+  FromCheckWorker,
+  ReportSummary,
+  ToCheckWorker,
+} from './check-protocol.js';
 import type { UploadCheckOptions } from './check-upload.js';
 
 const CHECK_WORKER_URL = new URL('./check-worker.js', import.meta.url);
@@ -64,11 +70,18 @@ class CheckWorker {
   constructor(dir: string, options: UploadCheckOptions) {
     this.hasher = options.hasher;
     this.signal = options.signal;
-    const workerData: CheckWorkerData = { dir, request: options.request, rules: options.rules, batches: this.hasher.hashFiles !== undefined };
+    const workerData: CheckWorkerData = {
+      dir,
+      request: options.request,
+      rules: options.rules,
+      batches: this.hasher.hashFiles !== undefined,
+    };
     this.worker = new Worker(CHECK_WORKER_URL, { workerData, execArgv: workerExecArgv() });
     this.worker.on('message', (message: FromCheckWorker) => this.receive(message));
     this.worker.on('error', (err) => this.end(err));
-    this.worker.on('exit', (code) => this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`)));
+    this.worker.on('exit', (code) =>
+      this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`)),
+    );
     if (this.signal?.aborted === true) this.stop();
     else this.signal?.addEventListener('abort', this.stop, { once: true });
   }
@@ -78,7 +91,10 @@ class CheckWorker {
     if (this.ended !== undefined) return Promise.reject(this.ended);
     return new Promise((resolve, reject) => {
       this.expecting = {
-        resolve: (reply) => (reply.kind === kind ? resolve(reply as Extract<Reply, { kind: K }>) : reject(new Error(`the upload check sent ${reply.kind}, not ${kind}`))),
+        resolve: (reply) =>
+          reply.kind === kind
+            ? resolve(reply as Extract<Reply, { kind: K }>)
+            : reject(new Error(`the upload check sent ${reply.kind}, not ${kind}`)),
         reject,
       };
     });
@@ -115,10 +131,15 @@ class CheckWorker {
   private receive(message: FromCheckWorker): void {
     switch (message.kind) {
       case 'hashFile':
-        this.hasher.hashFile(message.path, message.algorithms, { ...message.opts, ...(this.signal === undefined ? {} : { signal: this.signal }) }).then(
-          (digests) => this.post({ kind: 'hashed', id: message.id, digests }),
-          (err: unknown) => this.post({ kind: 'hashFailed', id: message.id, error: serializeError(err) }),
-        );
+        this.hasher
+          .hashFile(message.path, message.algorithms, {
+            ...message.opts,
+            ...(this.signal === undefined ? {} : { signal: this.signal }),
+          })
+          .then(
+            (digests) => this.post({ kind: 'hashed', id: message.id, digests }),
+            (err: unknown) => this.post({ kind: 'hashFailed', id: message.id, error: serializeError(err) }),
+          );
         return;
       case 'hashFiles':
         this.hashFiles(message.files, message.opts).then(
@@ -137,8 +158,14 @@ class CheckWorker {
   }
 
   /** Only asked for when the hasher takes batches (the worker offers them only then). */
-  private async hashFiles(files: Extract<FromCheckWorker, { kind: 'hashFiles' }>['files'], opts: Extract<FromCheckWorker, { kind: 'hashFiles' }>['opts']): Promise<CrossingDigests[]> {
-    const results = await this.hasher.hashFiles!(files, { ...opts, ...(this.signal === undefined ? {} : { signal: this.signal }) });
+  private async hashFiles(
+    files: Extract<FromCheckWorker, { kind: 'hashFiles' }>['files'],
+    opts: Extract<FromCheckWorker, { kind: 'hashFiles' }>['opts'],
+  ): Promise<CrossingDigests[]> {
+    const results = await this.hasher.hashFiles!(files, {
+      ...opts,
+      ...(this.signal === undefined ? {} : { signal: this.signal }),
+    });
     return results.map((r) => (r instanceof Error ? { error: serializeError(r) } : { ok: r }));
   }
 

@@ -22,7 +22,10 @@ import type { DataLayout } from '../storage/layout.js';
 import { assertCapability, isCapability } from './capability.js';
 
 /** The landing zone's and the rsync daemon's folders (see `DataLayout`). */
-export type LandingLayout = Pick<DataLayout, 'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers' | 'uploadFolderMode'>;
+export type LandingLayout = Pick<
+  DataLayout,
+  'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers' | 'uploadFolderMode'
+>;
 
 /** A transfer the pre-xfer gate admitted whose rsync process is still running. */
 export interface ActiveTransfer {
@@ -130,7 +133,10 @@ export class LandingZone {
     };
     signal('SIGTERM');
     const running = async () => (await Promise.all(pids.map(isRsyncProcess))).some(Boolean);
-    for (const [deadline, then] of [[Date.now() + graceMs, 'SIGKILL'], [Date.now() + 2 * graceMs, undefined]] as const) {
+    for (const [deadline, then] of [
+      [Date.now() + graceMs, 'SIGKILL'],
+      [Date.now() + 2 * graceMs, undefined],
+    ] as const) {
       while (await running()) {
         if (Date.now() > deadline) break;
         await sleep(25);

@@ -22,11 +22,17 @@ import { finishRotations, rotateUpload } from './rotation.js';
  * closed, so this should not happen), the staged one is kept beside, renamed, rather than lose
  * either. Returns what it did, for the log.
  */
-export async function returnUpload(deps: Pick<IngestDeps, 'catalog' | 'storage' | 'landing' | 'logger'>, pkg: Package): Promise<'returned' | 'kept-both' | 'reopened'> {
+export async function returnUpload(
+  deps: Pick<IngestDeps, 'catalog' | 'storage' | 'landing' | 'logger'>,
+  pkg: Package,
+): Promise<'returned' | 'kept-both' | 'reopened'> {
   const { storage, landing } = deps;
   const fresh = await rotateUpload(deps.catalog, landing, pkg.bagId, deps.logger).catch((err: unknown) => {
     // A catalog that cannot take the new link (the disk is full) must not keep the upload from its depositor.
-    deps.logger.error({ err, bagId: pkg.bagId }, 'could not give the upload a new link; it goes back under the old one');
+    deps.logger.error(
+      { err, bagId: pkg.bagId },
+      'could not give the upload a new link; it goes back under the old one',
+    );
     return deps.catalog.packages.get(pkg.bagId) ?? pkg;
   });
   const staged = storage.stagingDir(pkg.bagId);
@@ -55,25 +61,34 @@ export async function returnUpload(deps: Pick<IngestDeps, 'catalog' | 'storage' 
  * leftovers nobody owns are reported, never deleted. A stored package missing from storage is
  * the audits' to find.
  */
-export async function reconcile(catalog: Catalog, storage: Storage, landing: LandingZone, logger: Logger): Promise<void> {
+export async function reconcile(
+  catalog: Catalog,
+  storage: Storage,
+  landing: LandingZone,
+  logger: Logger,
+): Promise<void> {
   await finishRotations(catalog, landing, logger);
   const pending = new Set(catalog.queue.pending().map((i) => i.bagId));
   const giveBack = async (pkg: Package): Promise<void> => {
     if (pkg.stored || pending.has(pkg.bagId)) return;
     const outcome = await returnUpload({ catalog, storage, landing, logger }, pkg);
-    if (outcome !== 'reopened') logger.warn({ bagId: pkg.bagId, outcome }, 'returned an interrupted upload to its landing folder');
+    if (outcome !== 'reopened')
+      logger.warn({ bagId: pkg.bagId, outcome }, 'returned an interrupted upload to its landing folder');
   };
   for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
     const pkg = catalog.packages.get(name);
-    if (pkg === undefined) logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
+    if (pkg === undefined)
+      logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
     else await giveBack(pkg);
   }
   for (const name of await readdir(landing.layout.closed).catch(() => [] as string[])) {
     if (!isCapability(name)) continue;
     const pkg = catalog.packages.byUploadCapability(name);
     if (pkg === undefined) logger.warn({ capability: name }, 'a closed upload link belongs to no request');
-    else if (pkg.capability !== name) continue; // a retired link: its marker is the refusal, kept
-    else if (pkg.stored) await landing.reopen(name); // its landing folder is gone: the marker is moot
+    else if (pkg.capability !== name)
+      continue; // a retired link: its marker is the refusal, kept
+    else if (pkg.stored)
+      await landing.reopen(name); // its landing folder is gone: the marker is moot
     else await giveBack(pkg);
   }
 }

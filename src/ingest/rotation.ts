@@ -27,7 +27,12 @@ import { newCapability } from './capability.js';
 import type { LandingZone } from './landing.js';
 
 /** Gives an open request a new upload link and retires the old one (all three steps). */
-export async function rotateUpload(catalog: Catalog, landing: LandingZone, bagId: string, logger: Logger): Promise<Package> {
+export async function rotateUpload(
+  catalog: Catalog,
+  landing: LandingZone,
+  bagId: string,
+  logger: Logger,
+): Promise<Package> {
   const rotated = catalog.rotations.rotate(bagId, newCapability());
   failpoint('rotation:after-catalog');
   await finishRotations(catalog, landing, logger);
@@ -47,18 +52,31 @@ export interface RevokeOutcome {
  * or rotates the link when it gives the upload back): its link is only to be closed. The disk
  * is `retireLinks`'s.
  */
-export function revokeAndRotate(catalog: Catalog, grant: { user: string; role: string; scope: string }): RevokeOutcome {
+export function revokeAndRotate(
+  catalog: Catalog,
+  grant: { user: string; role: string; scope: string },
+): RevokeOutcome {
   const outcome: RevokeOutcome = { rotated: [], closed: [] };
   catalog.transaction(() => {
     catalog.grants.revoke(grant.user, grant.role, grant.scope);
     const user = catalog.users.get(grant.user);
     if (user === undefined) return;
     const after = Access.of(user, catalog.grants.of(grant.user), { requireGrants: false });
-    const before = Access.of(user, [...catalog.grants.of(grant.user), { ...grant, role: grant.role as Role, createdAt: 0 }], { requireGrants: false });
+    const before = Access.of(
+      user,
+      [...catalog.grants.of(grant.user), { ...grant, role: grant.role as Role, createdAt: 0 }],
+      { requireGrants: false },
+    );
     // The open requests through their own index (a content type's would read its stored packages too).
     for (const pkg of catalog.packages.list({ stored: false })) {
-      if ((grant.scope !== ALL && pkg.contentType !== grant.scope) || !before.canSeeUploadLink(pkg) || after.canSeeUploadLink(pkg)) continue;
-      if (catalog.queue.forPackage(pkg.bagId).some((i) => i.status === 'PENDING')) outcome.closed.push(pkg.capability);
+      if (
+        (grant.scope !== ALL && pkg.contentType !== grant.scope) ||
+        !before.canSeeUploadLink(pkg) ||
+        after.canSeeUploadLink(pkg)
+      )
+        continue;
+      if (catalog.queue.forPackage(pkg.bagId).some((i) => i.status === 'PENDING'))
+        outcome.closed.push(pkg.capability);
       else outcome.rotated.push(catalog.rotations.rotate(pkg.bagId, newCapability()).bagId);
     }
   });
@@ -67,7 +85,12 @@ export function revokeAndRotate(catalog: Catalog, grant: { user: string; role: s
 }
 
 /** After `revokeAndRotate`: closes the links of ingests under way and finishes the rotations on disk. */
-export async function retireLinks(catalog: Catalog, landing: LandingZone, logger: Logger, outcome: RevokeOutcome): Promise<void> {
+export async function retireLinks(
+  catalog: Catalog,
+  landing: LandingZone,
+  logger: Logger,
+  outcome: RevokeOutcome,
+): Promise<void> {
   for (const capability of outcome.closed) {
     await landing.close(capability);
     await landing.stopTransfers(capability);
@@ -92,24 +115,39 @@ export async function finishRotations(catalog: Catalog, landing: LandingZone, lo
   for (const rotation of catalog.rotations.pending()) await finish(catalog, landing, rotation, logger);
 }
 
-async function finish(catalog: Catalog, landing: LandingZone, rotation: Rotation, logger: Logger): Promise<void> {
+async function finish(
+  catalog: Catalog,
+  landing: LandingZone,
+  rotation: Rotation,
+  logger: Logger,
+): Promise<void> {
   const target = landing.path(rotation.capability);
   for (const old of rotation.retired) {
     await landing.close(old);
     const stopped = await landing.stopTransfers(old);
-    if (stopped > 0) logger.warn({ bagId: rotation.bagId, transfers: stopped }, 'stopped transfers through a retired upload link');
+    if (stopped > 0)
+      logger.warn(
+        { bagId: rotation.bagId, transfers: stopped },
+        'stopped transfers through a retired upload link',
+      );
     const from = landing.path(old);
     if (!(await exists(from))) continue;
     // An empty new folder (opened while this step could not run, e.g. on a full disk) gives way;
     // one that holds files came from an earlier retired link: keep this one beside, unused.
-    const to = (await removeIfEmpty(target)) ? target : join(landing.layout.landing, `${old}.retired-${Date.now()}`);
+    const to = (await removeIfEmpty(target))
+      ? target
+      : join(landing.layout.landing, `${old}.retired-${Date.now()}`);
     try {
       await rename(from, to);
     } catch (err) {
       if (isErrno(err, 'ENOENT')) continue; // another process moved it just now
       throw err;
     }
-    if (to !== target) logger.warn({ bagId: rotation.bagId, folder: to }, 'a retired upload folder was kept beside the new one');
+    if (to !== target)
+      logger.warn(
+        { bagId: rotation.bagId, folder: to },
+        'a retired upload folder was kept beside the new one',
+      );
   }
   failpoint('rotation:after-move');
   catalog.rotations.finish(rotation);
@@ -134,7 +172,9 @@ export class RotationSweeper {
     this.timer = setInterval(() => {
       if (this.running !== undefined || this.catalog.rotations.pending().length === 0) return;
       this.running = finishRotations(this.catalog, this.landing, this.logger)
-        .catch((err: unknown) => this.logger.error({ err }, 'could not finish rotating an upload link; will retry'))
+        .catch((err: unknown) =>
+          this.logger.error({ err }, 'could not finish rotating an upload link; will retry'),
+        )
         .finally(() => (this.running = undefined));
     }, this.intervalMs);
     this.timer.unref();

@@ -26,7 +26,12 @@ export class ScanCache<T> {
   get(key: string): Promise<T> {
     const now = Date.now();
     const entry = this.entries.get(key);
-    if (entry !== undefined && (entry.settledAt === undefined || now - entry.settledAt <= Math.max(this.maxAgeMs, 4 * entry.durationMs))) return entry.result;
+    if (
+      entry !== undefined &&
+      (entry.settledAt === undefined ||
+        now - entry.settledAt <= Math.max(this.maxAgeMs, 4 * entry.durationMs))
+    )
+      return entry.result;
     const fresh: Entry<T> = { result: Promise.resolve(undefined as T), settledAt: undefined, durationMs: 0 };
     fresh.result = this.walk(key).then(
       (value) => {

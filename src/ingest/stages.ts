@@ -54,12 +54,27 @@ export class IngestStages {
     const started = Date.now();
     try {
       if ((await this.waitForQuiet(pkg)) === 'quiet') return true;
-      this.deps.logger.warn({ queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the upload was still being written at the deadline');
-      await this.giveBack(item, pkg, ingestProblem({ code: 'upload-still-writing', bagId: pkg.bagId, waitedMs: this.deps.config.upload.quietTimeoutMs }), started);
+      this.deps.logger.warn(
+        { queueItem: item.id, bagId: pkg.bagId },
+        'ingest failed: the upload was still being written at the deadline',
+      );
+      await this.giveBack(
+        item,
+        pkg,
+        ingestProblem({
+          code: 'upload-still-writing',
+          bagId: pkg.bagId,
+          waitedMs: this.deps.config.upload.quietTimeoutMs,
+        }),
+        started,
+      );
     } catch (err) {
       if (this.signal.aborted) throw err; // shutting down: it waits again at the next start
       if (this.deps.storage.isOutOfSpace(err)) {
-        this.deps.logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
+        this.deps.logger.error(
+          { err, queueItem: item.id, bagId: pkg.bagId },
+          'ingest failed: the disk is full',
+        );
         await this.giveBack(item, pkg, ingestProblem({ code: 'disk-full', bagId: pkg.bagId }), started);
       } else {
         this.deps.logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
@@ -78,7 +93,10 @@ export class IngestStages {
     const started = Date.now();
     const pkg = catalog.packages.get(item.bagId);
     if (pkg === undefined) {
-      catalog.queue.finish(item.id, { status: 'FAILED', errors: [ingestProblem({ code: 'request-missing', bagId: item.bagId })] });
+      catalog.queue.finish(item.id, {
+        status: 'FAILED',
+        errors: [ingestProblem({ code: 'request-missing', bagId: item.bagId })],
+      });
       return;
     }
     if (pkg.stored && item.stage !== 'validated') {
@@ -127,18 +145,27 @@ export class IngestStages {
       if (this.deps.storage.isOutOfSpace(err)) {
         // The operator's problem, but the depositor must know why and that nothing is lost.
         logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
-        await returnUpload(this.deps, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+        await returnUpload(this.deps, pkg).catch((e: unknown) =>
+          logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
+        );
         this.fail(item, pkg, [ingestProblem({ code: 'disk-full', bagId: pkg.bagId })], started, 'ingestion');
         return;
       }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
-      await returnUpload(this.deps, pkg).catch((e: unknown) => logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'));
+      await returnUpload(this.deps, pkg).catch((e: unknown) =>
+        logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
+      );
       this.fail(item, pkg, [ingestProblem({ code: 'internal-error' })], started, 'ingestion');
     }
   }
 
   /** Ends an ingest whose upload cannot be used: whatever there is goes back to the depositor. */
-  private async giveBack(item: QueueItem, pkg: Package, problem: StoredProblem, started: number): Promise<void> {
+  private async giveBack(
+    item: QueueItem,
+    pkg: Package,
+    problem: StoredProblem,
+    started: number,
+  ): Promise<void> {
     await returnUpload(this.deps, pkg).catch((err: unknown) =>
       this.deps.logger.error({ err, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
     );
@@ -187,7 +214,8 @@ export class IngestStages {
     if (await exists(staged)) return { ok: true };
     await landing.close(pkg.capability);
     const upload = landing.path(pkg.capability);
-    if (!(await exists(upload))) return { ok: false, problem: ingestProblem({ code: 'upload-missing', bagId: pkg.bagId }) };
+    if (!(await exists(upload)))
+      return { ok: false, problem: ingestProblem({ code: 'upload-missing', bagId: pkg.bagId }) };
     await rename(upload, staged);
     return { ok: true };
   }
@@ -196,9 +224,20 @@ export class IngestStages {
   private async validate(pkg: Package): Promise<CheckedUpload> {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
-    const hasher = new CheckpointedHasher(this.deps.hasher, catalog.checkpoints, { bagId: pkg.bagId, dir }, config.ingest.resumeAboveBytes, logger);
+    const hasher = new CheckpointedHasher(
+      this.deps.hasher,
+      catalog.checkpoints,
+      { bagId: pkg.bagId, dir },
+      config.ingest.resumeAboveBytes,
+      logger,
+    );
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
-    const verdict = await checkUploadIsolated(dir, { hasher, request, rules: config.contentTypes[pkg.contentType], signal: this.signal });
+    const verdict = await checkUploadIsolated(dir, {
+      hasher,
+      request,
+      rules: config.contentTypes[pkg.contentType],
+      signal: this.signal,
+    });
     if (verdict.report.fileCount === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
       const empty = ingestProblem({ code: 'upload-empty', bagId: pkg.bagId });
@@ -255,30 +294,68 @@ export class IngestStages {
     catalog.transaction(() => {
       catalog.packages.markStored(pkg.bagId, storagePath);
       bytes = catalog.packages.storedBytes(pkg.bagId);
-      catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'success', detail: `stored at ${storagePath}` });
+      catalog.events.add({
+        bagId: pkg.bagId,
+        type: 'ingestion',
+        executor: item.user,
+        outcome: 'success',
+        detail: `stored at ${storagePath}`,
+      });
       catalog.queue.finish(item.id, { status: 'DONE' });
       catalog.checkpoints.clearPackage(pkg.bagId);
       this.deps.replication?.packageStored(pkg.bagId);
     });
     // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.
-    landing.reopen(pkg.capability).catch((err: unknown) => logger.warn({ err, bagId: pkg.bagId }, 'could not remove the closed marker of a stored upload'));
+    landing
+      .reopen(pkg.capability)
+      .catch((err: unknown) =>
+        logger.warn({ err, bagId: pkg.bagId }, 'could not remove the closed marker of a stored upload'),
+      );
     const seconds = (Date.now() - started) / 1000;
     logger.info({ queueItem: item.id, bagId: pkg.bagId, bytes, seconds }, 'ingest done');
     this.deps.observer?.finished('DONE', seconds, bytes, []);
   }
 
-  private fail(item: QueueItem, pkg: Package, problems: StoredProblem[], started: number, events: FailureEvents): void {
+  private fail(
+    item: QueueItem,
+    pkg: Package,
+    problems: StoredProblem[],
+    started: number,
+    events: FailureEvents,
+  ): void {
     const { catalog, logger } = this.deps;
     const errors = errorsOf(problems);
     const detail = errors.map((p) => p.message).join('\n');
     catalog.transaction(() => {
-      if (events === 'validation-and-ingestion') catalog.events.add({ bagId: pkg.bagId, type: 'validation', executor: item.user, outcome: 'failure', detail });
-      if (events !== 'none') catalog.events.add({ bagId: pkg.bagId, type: 'ingestion', executor: item.user, outcome: 'failure', detail });
+      if (events === 'validation-and-ingestion')
+        catalog.events.add({
+          bagId: pkg.bagId,
+          type: 'validation',
+          executor: item.user,
+          outcome: 'failure',
+          detail,
+        });
+      if (events !== 'none')
+        catalog.events.add({
+          bagId: pkg.bagId,
+          type: 'ingestion',
+          executor: item.user,
+          outcome: 'failure',
+          detail,
+        });
       catalog.queue.finish(item.id, { status: 'FAILED', errors: problems });
       catalog.checkpoints.clearPackage(pkg.bagId);
     });
     const seconds = (Date.now() - started) / 1000;
-    logger.info({ queueItem: item.id, bagId: pkg.bagId, problems: errors.length, codes: [...new Set(errors.map((p) => p.code))] }, 'ingest failed');
+    logger.info(
+      {
+        queueItem: item.id,
+        bagId: pkg.bagId,
+        problems: errors.length,
+        codes: [...new Set(errors.map((p) => p.code))],
+      },
+      'ingest failed',
+    );
     this.deps.observer?.finished('FAILED', seconds, 0, errors);
   }
 }

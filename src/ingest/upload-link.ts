@@ -17,7 +17,9 @@ export function rsyncLink(host: string, port: number, module: string, capability
 export function uploadLink(upload: Config['upload'], request: { capability: string; bagId: string }): string {
   const { linkTemplate: template, rsync } = upload;
   if (!rsync.enabled) {
-    return (template ?? '{capability}').replaceAll('{capability}', request.capability).replaceAll('{bag_id}', request.bagId);
+    return (template ?? '{capability}')
+      .replaceAll('{capability}', request.capability)
+      .replaceAll('{bag_id}', request.bagId);
   }
   return rsyncLink(rsync.advertisedHost ?? rsync.host, rsync.port, rsync.module, request.capability);
 }

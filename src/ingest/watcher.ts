@@ -189,7 +189,10 @@ export class LandingWatcher {
     this.logger = options.logger ?? silentLogger;
     this.minScanIntervalMs = options.minScanIntervalMs ?? 1_000;
     this.transfers = options.transfers;
-    this.asked = new ScanCache((capability) => this.walkIfThere(capability), options.progressMaxAgeMs ?? 3 * this.minScanIntervalMs);
+    this.asked = new ScanCache(
+      (capability) => this.walkIfThere(capability),
+      options.progressMaxAgeMs ?? 3 * this.minScanIntervalMs,
+    );
   }
 
   /** Walks of upload folders made so far, for whatever reason (a metric). */
@@ -219,7 +222,9 @@ export class LandingWatcher {
     if (transfers === undefined) return;
     try {
       this.dirWatch = watch(transfers.dir, () => void this.poll());
-      this.dirWatch.on('error', (err) => this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'));
+      this.dirWatch.on('error', (err) =>
+        this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'),
+      );
     } catch (err) {
       this.logger.warn({ err }, 'transfer records: fs.watch unavailable; polling only');
     }
@@ -283,7 +288,8 @@ export class LandingWatcher {
     const pollMs = options.pollMs ?? Math.min(1_000, Math.max(50, quietMs / 4));
     const tempFileTimeoutMs = options.tempFileTimeoutMs ?? 600_000;
     const deadline = Date.now() + (options.timeoutMs ?? Infinity);
-    const pause = (ms: number) => sleep(Math.max(0, Math.min(ms, deadline - Date.now())), undefined, { signal });
+    const pause = (ms: number) =>
+      sleep(Math.max(0, Math.min(ms, deadline - Date.now())), undefined, { signal });
     let signature: string | undefined;
     let changedAt = -Infinity;
     for (;;) {
@@ -359,7 +365,13 @@ export class LandingWatcher {
   /** A scan soon, but not more often than the interval (longer if scans are slow). */
   private scheduleScan(capability: string): void {
     const followed = this.followed.get(capability);
-    if (!this.started || followed === undefined || followed.timer !== undefined || followed.scanning !== undefined) return;
+    if (
+      !this.started ||
+      followed === undefined ||
+      followed.timer !== undefined ||
+      followed.scanning !== undefined
+    )
+      return;
     const interval = Math.max(this.minScanIntervalMs, 4 * followed.lastScanDurationMs);
     const delay = followed.live ? Math.max(0, followed.scannedAt + interval - Date.now()) : 0;
     followed.timer = setTimeout(() => {
@@ -388,6 +400,12 @@ export class LandingWatcher {
 }
 
 function signatureOf(scan: UploadScan): string {
-  return [scan.files, scan.bytes, scan.directories, scan.tempFiles, scan.lastWriteMs, scan.lastTempWriteMs].join(':');
+  return [
+    scan.files,
+    scan.bytes,
+    scan.directories,
+    scan.tempFiles,
+    scan.lastWriteMs,
+    scan.lastTempWriteMs,
+  ].join(':');
 }
-

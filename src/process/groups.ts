@@ -99,7 +99,7 @@ export async function descendantsOf(pid: number): Promise<number[]> {
     if (s !== undefined) children.set(s.ppid, [...(children.get(s.ppid) ?? []), pids[i]!]);
   });
   const found: number[] = [];
-  for (let next = [pid]; next.length > 0; ) {
+  for (let next = [pid]; next.length > 0;) {
     next = next.flatMap((p) => children.get(p) ?? []).filter((p) => !found.includes(p));
     found.push(...next);
   }

@@ -8,7 +8,13 @@ import { signalGroup } from './groups.js';
 import { childEnv, spawnIsolated } from './spawn.js';
 
 export type BoundedRun =
-  | { outcome: 'exited'; exitCode: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }
+  | {
+      outcome: 'exited';
+      exitCode: number | null;
+      signal: NodeJS.Signals | null;
+      stdout: string;
+      stderr: string;
+    }
   | { outcome: 'timed-out' }
   | { outcome: 'unavailable'; detail: string };
 
@@ -38,13 +44,20 @@ class BoundedOutput {
   }
 }
 
-export function runBounded(argv: readonly [string, ...string[]], options: BoundedRunOptions): Promise<BoundedRun> {
+export function runBounded(
+  argv: readonly [string, ...string[]],
+  options: BoundedRunOptions,
+): Promise<BoundedRun> {
   const { timeoutMs, signal } = options;
   const graceMs = options.killGraceMs ?? 2_000;
   signal?.throwIfAborted();
   const [command, ...args] = argv;
   return new Promise<BoundedRun>((resolve, reject) => {
-    const child = spawnIsolated(command, args, { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: options.env ?? childEnv() });
+    const child = spawnIsolated(command, args, {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+      env: options.env ?? childEnv(),
+    });
     const stderr = new BoundedOutput(options.outputLimit ?? 64 * 1024);
     const stdout = new BoundedOutput(options.outputLimit ?? 64 * 1024);
     child.stderr?.on('data', (c: Buffer) => stderr.push(c));
@@ -89,10 +102,24 @@ export function runBounded(argv: readonly [string, ...string[]], options: Bounde
     signal?.addEventListener('abort', onAbort, { once: true });
 
     child.on('error', (err: NodeJS.ErrnoException) => {
-      finish(() => resolve({ outcome: 'unavailable', detail: typeof err.code === 'string' ? err.code : err.message }));
+      finish(() =>
+        resolve({ outcome: 'unavailable', detail: typeof err.code === 'string' ? err.code : err.message }),
+      );
     });
     child.on('close', (exitCode: number | null, exitSignal: NodeJS.Signals | null) => {
-      finish(() => resolve(timedOut ? { outcome: 'timed-out' } : { outcome: 'exited', exitCode, signal: exitSignal, stdout: stdout.text(), stderr: stderr.text() }));
+      finish(() =>
+        resolve(
+          timedOut
+            ? { outcome: 'timed-out' }
+            : {
+                outcome: 'exited',
+                exitCode,
+                signal: exitSignal,
+                stdout: stdout.text(),
+                stderr: stderr.text(),
+              },
+        ),
+      );
     });
   });
 }

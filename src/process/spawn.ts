@@ -44,7 +44,11 @@ export interface IsolatedSpawnOptions extends Omit<SpawnOptions, 'shell' | 'argv
  * `spawn(command, args, options)`, isolated as described above. `command` is looked up in PATH
  * first, so that a missing program fails with ENOENT like a plain spawn.
  */
-export function spawnIsolated(command: string, args: readonly string[], options: IsolatedSpawnOptions = {}): ChildProcess {
+export function spawnIsolated(
+  command: string,
+  args: readonly string[],
+  options: IsolatedSpawnOptions = {},
+): ChildProcess {
   const { parentDeathSignal = 'SIGTERM', umask, env = childEnv(), ...rest } = options;
   const spawnOptions: SpawnOptions = { ...rest, env };
   const executable = findExecutable(command, env.PATH);
@@ -53,7 +57,9 @@ export function spawnIsolated(command: string, args: readonly string[], options:
   const bash = findExecutable('bash');
   if (setpriv === undefined || bash === undefined) {
     // Not the command's fault: say what is missing rather than report the command as absent.
-    throw new Error('starting a child process needs util-linux\'s setpriv and bash (Debian: apt-get install util-linux bash)');
+    throw new Error(
+      "starting a child process needs util-linux's setpriv and bash (Debian: apt-get install util-linux bash)",
+    );
   }
   return spawn(
     setpriv,
@@ -77,7 +83,12 @@ export function spawnIsolated(command: string, args: readonly string[], options:
 
 /** The path of an executable `command` (with a slash: itself), or undefined. */
 function findExecutable(command: string, path = process.env.PATH ?? ''): string | undefined {
-  const candidates = command.includes('/') ? [command] : path.split(delimiter).filter(Boolean).map((dir) => join(dir, command));
+  const candidates = command.includes('/')
+    ? [command]
+    : path
+        .split(delimiter)
+        .filter(Boolean)
+        .map((dir) => join(dir, command));
   for (const candidate of candidates) {
     try {
       accessSync(candidate, constants.X_OK);

@@ -38,10 +38,24 @@ export function trustedCAs(bundle: string | undefined): string[] | undefined {
  * handshake), or the connect timeout fails it through `fail`. With `onread`, every read lands in
  * that one buffer (node:net's and node:tls's `onread`) instead of a new one per read.
  */
-export function connectTo(to: BareConnection, ready: () => void, fail: (message: string) => void, onread?: { buffer: Buffer; callback: (n: number) => boolean }): Socket {
+export function connectTo(
+  to: BareConnection,
+  ready: () => void,
+  fail: (message: string) => void,
+  onread?: { buffer: Buffer; callback: (n: number) => boolean },
+): Socket {
   const where = { host: to.host, port: to.port, ...(onread ? { onread } : {}) };
-  const socket = to.tls ? tlsConnect({ ...where, ...(to.tls.ca ? { ca: to.tls.ca } : {}), ...(isIp(to.host) ? {} : { servername: to.host }) }) : plainConnect(where);
-  const timer = setTimeout(() => fail(`no connection to ${to.host}:${to.port} within ${to.connectTimeoutMs / 1000} s`), to.connectTimeoutMs);
+  const socket = to.tls
+    ? tlsConnect({
+        ...where,
+        ...(to.tls.ca ? { ca: to.tls.ca } : {}),
+        ...(isIp(to.host) ? {} : { servername: to.host }),
+      })
+    : plainConnect(where);
+  const timer = setTimeout(
+    () => fail(`no connection to ${to.host}:${to.port} within ${to.connectTimeoutMs / 1000} s`),
+    to.connectTimeoutMs,
+  );
   socket.once(to.tls ? 'secureConnect' : 'connect', () => {
     clearTimeout(timer);
     ready();

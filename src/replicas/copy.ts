@@ -34,19 +34,28 @@ export interface CopyOptions {
   signal: AbortSignal;
 }
 
-export type CopyOutcome = { kind: 'verified'; files: number; bytes: number; written: number } | { kind: 'failed'; problem: ReplicationProblem };
+export type CopyOutcome =
+  | { kind: 'verified'; files: number; bytes: number; written: number }
+  | { kind: 'failed'; problem: ReplicationProblem };
 
 /** A file at least this large is a large one (S3 uploads it in parts). */
 const LARGE_BYTES = 64 * 1024 * 1024;
 /** Large files copied at once. */
 const BIG_AT_ONCE = 4;
 
-export async function copyPackage(target: ReplicaTarget, bagId: string, dir: string, files: readonly FileRecord[], opts: CopyOptions): Promise<CopyOutcome> {
+export async function copyPackage(
+  target: ReplicaTarget,
+  bagId: string,
+  dir: string,
+  files: readonly FileRecord[],
+  opts: CopyOptions,
+): Promise<CopyOutcome> {
   const todo = files.filter((f) => !opts.skip.has(f.path)).sort((a, b) => b.size - a.size);
   const large = todo.filter((f) => f.size >= LARGE_BYTES);
   const small = todo.filter((f) => f.size < LARGE_BYTES);
   const present = new Set<string>();
-  if (todo.length > 0) for await (const object of target.list(packagePrefix(bagId), opts.signal)) present.add(object.key);
+  if (todo.length > 0)
+    for await (const object of target.list(packagePrefix(bagId), opts.signal)) present.add(object.key);
   let written = 0;
   let verified = 0;
   let problem: ReplicationProblem | undefined;
@@ -67,7 +76,9 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
     if (big !== undefined) bigWriting++;
     let outcome: 'written' | 'exists' | ReplicationProblem;
     try {
-      outcome = await writing(() => writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts));
+      outcome = await writing(() =>
+        writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts),
+      );
     } catch (err) {
       down ??= err;
       return;
@@ -106,16 +117,27 @@ export async function copyPackage(target: ReplicaTarget, bagId: string, dir: str
   if (down !== undefined) throw down;
   if (problem !== undefined) return { kind: 'failed', problem };
   // Every file is verified here, or the copy is not: never report a copy with a file left out.
-  if (verified !== todo.length) throw new Error(`copy of ${bagId} to ${target.name} ended with ${todo.length - verified} of ${todo.length} files neither verified nor failed`);
+  if (verified !== todo.length)
+    throw new Error(
+      `copy of ${bagId} to ${target.name} ended with ${todo.length - verified} of ${todo.length} files neither verified nor failed`,
+    );
   return { kind: 'verified', files: files.length, bytes: files.reduce((n, f) => n + f.size, 0), written };
 }
 
 /** One file written unless already there: what happened, or the problem. Throws ReplicaDown (and aborts). */
-async function writeFile(target: ReplicaTarget, bagId: string, dir: string, file: FileRecord, absent: boolean, opts: CopyOptions): Promise<'written' | 'exists' | ReplicationProblem> {
+async function writeFile(
+  target: ReplicaTarget,
+  bagId: string,
+  dir: string,
+  file: FileRecord,
+  absent: boolean,
+  opts: CopyOptions,
+): Promise<'written' | 'exists' | ReplicationProblem> {
   const replica = target.name;
   const path = file.path;
   const sha256 = file.digests.sha256;
-  if (sha256 === undefined) return { code: 'primary-changed', replica, path, detail: 'the catalog holds no sha256 for it' };
+  if (sha256 === undefined)
+    return { code: 'primary-changed', replica, path, detail: 'the catalog holds no sha256 for it' };
   let source: FileHandle;
   try {
     source = await open(Storage.resolveInside(dir, path), constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -123,9 +145,20 @@ async function writeFile(target: ReplicaTarget, bagId: string, dir: string, file
     return { code: 'primary-unreadable', replica, path, detail: errorCode(err) };
   }
   try {
-    return await target.write(objectKey(bagId, path), source, { size: file.size, sha256 }, { replace: opts.replaceable.has(path), absent, signal: opts.signal });
+    return await target.write(
+      objectKey(bagId, path),
+      source,
+      { size: file.size, sha256 },
+      { replace: opts.replaceable.has(path), absent, signal: opts.signal },
+    );
   } catch (err) {
-    if (err instanceof SourceChanged) return { code: 'primary-changed', replica, path, detail: `read ${err.size} bytes, sha256 ${err.sha256}` };
+    if (err instanceof SourceChanged)
+      return {
+        code: 'primary-changed',
+        replica,
+        path,
+        detail: `read ${err.size} bytes, sha256 ${err.sha256}`,
+      };
     if (err instanceof ReplicaDown || opts.signal.aborted) throw err;
     if (isPrimaryReadError(err)) return { code: 'primary-unreadable', replica, path, detail: errorCode(err) };
     return { code: 'write-refused', replica, path, detail: (err as Error).message };
@@ -135,10 +168,20 @@ async function writeFile(target: ReplicaTarget, bagId: string, dir: string, file
 }
 
 /** The object just written (or found there) read back: undefined when it matches, else the problem. Throws ReplicaDown (and aborts). */
-async function checkFile(target: ReplicaTarget, bagId: string, file: FileRecord, outcome: 'written' | 'exists', signal: AbortSignal): Promise<ReplicationProblem | undefined> {
+async function checkFile(
+  target: ReplicaTarget,
+  bagId: string,
+  file: FileRecord,
+  outcome: 'written' | 'exists',
+  signal: AbortSignal,
+): Promise<ReplicationProblem | undefined> {
   const replica = target.name;
   const path = file.path;
-  const back = await target.readBack(objectKey(bagId, path), { size: file.size, sha256: file.digests.sha256! /* writeFile refused a file without one */ }, { signal });
+  const back = await target.readBack(
+    objectKey(bagId, path),
+    { size: file.size, sha256: file.digests.sha256! /* writeFile refused a file without one */ },
+    { signal },
+  );
   switch (back.kind) {
     case 'match':
       return undefined;
@@ -147,7 +190,12 @@ async function checkFile(target: ReplicaTarget, bagId: string, file: FileRecord,
     case 'missing':
       return { code: 'copy-differs', replica, path, detail: 'missing right after it was written' };
     case 'differs':
-      return { code: outcome === 'written' ? 'copy-differs' : 'object-in-the-way', replica, path, detail: `${back.size} bytes, sha256 ${back.sha256}` };
+      return {
+        code: outcome === 'written' ? 'copy-differs' : 'object-in-the-way',
+        replica,
+        path,
+        detail: `${back.size} bytes, sha256 ${back.sha256}`,
+      };
   }
 }
 

@@ -15,7 +15,16 @@ import type { DirReplicaConfig } from '../config/replicas.js';
 import { errorCode } from '../fs/errors.js';
 import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
-import { ReplicaDown, ReplicaUnusable, streamOf, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
+import {
+  ReplicaDown,
+  ReplicaUnusable,
+  streamOf,
+  type ExpectedFile,
+  type ReadBack,
+  type ReplicaTarget,
+  type WriteOptions,
+  type WriteSource,
+} from './target.js';
 
 /** Our temporary files: `.<name>.preservd-<hex>.tmp` (a name may hold a newline: `s`). */
 const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/s;
@@ -26,7 +35,18 @@ const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/s;
 const NAME_IN_TEMPORARY = 48;
 
 /** Errors that say the folder as a whole is unavailable (unmounted, full, read-only), not one file. */
-const DOWN_CODES = new Set(['EIO', 'ENOTCONN', 'ESTALE', 'EHOSTDOWN', 'ETIMEDOUT', 'ENOSPC', 'EDQUOT', 'EROFS', 'EACCES', 'EPERM']);
+const DOWN_CODES = new Set([
+  'EIO',
+  'ENOTCONN',
+  'ESTALE',
+  'EHOSTDOWN',
+  'ETIMEDOUT',
+  'ENOSPC',
+  'EDQUOT',
+  'EROFS',
+  'EACCES',
+  'EPERM',
+]);
 
 export class DirTarget implements ReplicaTarget {
   readonly kind = 'dir';
@@ -51,7 +71,10 @@ export class DirTarget implements ReplicaTarget {
 
   async check(): Promise<void> {
     const info = await stat(this.root).catch(() => undefined);
-    if (info === undefined || !info.isDirectory()) throw new ReplicaUnusable(`replica ${this.name}: folder ${this.root} does not exist; create it (and mount the filesystem it is on) first`);
+    if (info === undefined || !info.isDirectory())
+      throw new ReplicaUnusable(
+        `replica ${this.name}: folder ${this.root} does not exist; create it (and mount the filesystem it is on) first`,
+      );
     try {
       await access(this.root, constants.W_OK);
       const probe = join(this.root, `.preservd-write-check.${randomBytes(8).toString('hex')}`);
@@ -59,18 +82,33 @@ export class DirTarget implements ReplicaTarget {
       await handle.close();
       await unlink(probe);
     } catch (err) {
-      throw new ReplicaUnusable(`replica ${this.name}: folder ${this.root} cannot be written (${errorCode(err)})`, { cause: err });
+      throw new ReplicaUnusable(
+        `replica ${this.name}: folder ${this.root} cannot be written (${errorCode(err)})`,
+        { cause: err },
+      );
     }
   }
 
-  async write(key: string, from: WriteSource, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+  async write(
+    key: string,
+    from: WriteSource,
+    expected: ExpectedFile,
+    opts: WriteOptions,
+  ): Promise<'written' | 'exists'> {
     const source = streamOf(from, expected.size + 1);
     const target = this.path(key);
     const folder = dirname(target);
     const stem = Array.from(basename(target)).slice(0, NAME_IN_TEMPORARY).join('');
     const temporary = join(folder, `.${stem}.preservd-${randomBytes(8).toString('hex')}.tmp`);
     try {
-      if (!opts.replace && opts.absent !== true && (await stat(target).then(() => true, () => false))) {
+      if (
+        !opts.replace &&
+        opts.absent !== true &&
+        (await stat(target).then(
+          () => true,
+          () => false,
+        ))
+      ) {
         source.destroy();
         return 'exists';
       }
@@ -108,17 +146,24 @@ export class DirTarget implements ReplicaTarget {
     }
   }
 
-  async readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack> {
+  async readBack(
+    key: string,
+    expected: ExpectedFile,
+    opts: { signal?: AbortSignal | undefined; bytesPerSec?: number },
+  ): Promise<ReadBack> {
     let stream: Readable | undefined;
     try {
       stream = await this.open(key, undefined);
       if (stream === undefined) return { kind: 'missing' };
       const found = await digestOf(stream, { bytesPerSec: opts.bytesPerSec, signal: opts.signal });
-      return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase() ? { kind: 'match' } : { kind: 'differs', ...found };
+      return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase()
+        ? { kind: 'match' }
+        : { kind: 'differs', ...found };
     } catch (err) {
       opts.signal?.throwIfAborted();
       const code = errorCode(err);
-      if (code === 'EIO' || code === 'EACCES' || code === 'EISDIR' || code === 'ELOOP') return { kind: 'unreadable', reason: code };
+      if (code === 'EIO' || code === 'EACCES' || code === 'EISDIR' || code === 'ELOOP')
+        return { kind: 'unreadable', reason: code };
       throw this.down(err);
     } finally {
       stream?.destroy();
@@ -134,7 +179,10 @@ export class DirTarget implements ReplicaTarget {
       if (code === 'ENOENT' || code === 'ENOTDIR') return undefined;
       throw err;
     }
-    return handle.createReadStream({ highWaterMark: 1 << 20, ...(range ? { start: range.start, end: range.end } : {}) });
+    return handle.createReadStream({
+      highWaterMark: 1 << 20,
+      ...(range ? { start: range.start, end: range.end } : {}),
+    });
   }
 
   async *list(prefix: string): AsyncIterable<{ key: string; size: number }> {
@@ -151,7 +199,8 @@ export class DirTarget implements ReplicaTarget {
       for (const entry of entries) {
         const key = `${rel}/${entry.name}`;
         if (entry.isDirectory()) yield* walk(root, key);
-        else if (!TEMPORARY.test(entry.name)) yield { key, size: entry.isFile() ? (await stat(join(root, key))).size : -1 };
+        else if (!TEMPORARY.test(entry.name))
+          yield { key, size: entry.isFile() ? (await stat(join(root, key))).size : -1 };
       }
     };
     try {

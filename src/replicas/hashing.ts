@@ -29,7 +29,8 @@ export class CheckedPassThrough extends Transform {
 
   override _flush(done: TransformCallback): void {
     const sha256 = this.hash.digest('hex');
-    if (this.size !== this.expected.size || sha256 !== this.expected.sha256.toLowerCase()) done(new SourceChanged(this.size, sha256));
+    if (this.size !== this.expected.size || sha256 !== this.expected.sha256.toLowerCase())
+      done(new SourceChanged(this.size, sha256));
     else done(null, this.held);
   }
 }
@@ -38,7 +39,10 @@ export class CheckedPassThrough extends Transform {
  * Size and sha256 of everything `stream` yields. With `bytesPerSec` > 0 it reads no faster (a
  * token bucket: after each chunk it waits until the bytes so far fit the rate).
  */
-export async function digestOf(stream: Readable, opts: { bytesPerSec?: number | undefined; signal?: AbortSignal | undefined } = {}): Promise<{ size: number; sha256: string }> {
+export async function digestOf(
+  stream: Readable,
+  opts: { bytesPerSec?: number | undefined; signal?: AbortSignal | undefined } = {},
+): Promise<{ size: number; sha256: string }> {
   const hash = createHash('sha256');
   let size = 0;
   const started = performance.now();

@@ -15,7 +15,15 @@
  */
 import { createHash } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { connectTo, describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection } from './bare-http.js';
+import {
+  connectTo,
+  describeNetworkError,
+  ERROR_BODY_BYTES,
+  HEAD_BYTES,
+  parseHead,
+  s3ErrorCode,
+  type BareConnection,
+} from './bare-http.js';
 
 export type BareGet =
   | { kind: 'body'; size: number; sha256: string }
@@ -61,7 +69,12 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
       if ('ok' in outcome) resolve(outcome.ok);
       else reject(outcome.err);
     };
-    const fail = (message: string, cause?: unknown) => finish({ err: signal?.aborted ? signal.reason : new BareGetFailed(message, cause === undefined ? undefined : { cause }) });
+    const fail = (message: string, cause?: unknown) =>
+      finish({
+        err: signal?.aborted
+          ? signal.reason
+          : new BareGetFailed(message, cause === undefined ? undefined : { cause }),
+      });
     const answer = (): BareGet =>
       status >= 200 && status < 300
         ? { kind: 'body', size: received, sha256: hash.digest('hex') }
@@ -79,10 +92,13 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
         const due = started + (received / rate) * 1000 - performance.now();
         if (due > 1) {
           paused = true;
-          sleep(due).then(() => {
-            paused = false;
-            if (!done) socket.resume();
-          }, () => undefined);
+          sleep(due).then(
+            () => {
+              paused = false;
+              if (!done) socket.resume();
+            },
+            () => undefined,
+          );
         }
       }
     };
@@ -105,7 +121,8 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
       body(rest);
     };
 
-    const request = () => socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
+    const request = () =>
+      socket.write(`GET ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nConnection: close\r\n\r\n`);
     const socket = connectTo(opts, request, fail, {
       buffer,
       callback: (n) => {
@@ -121,7 +138,11 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
     socket.on('close', () => {
       // Closed: nothing reads into the buffer any more.
       opts.buffers.give(buffer);
-      fail(head === undefined ? `the connection closed after ${received} of ${length} bytes` : 'the connection closed before an answer');
+      fail(
+        head === undefined
+          ? `the connection closed after ${received} of ${length} bytes`
+          : 'the connection closed before an answer',
+      );
     });
   });
 }
@@ -133,6 +154,7 @@ function statusAndLength(text: string): { status: number; length: number } | str
   const { headers } = parsed;
   if (headers.has('transfer-encoding')) return `a ${headers.get('transfer-encoding')} answer`;
   const length = Number(headers.get('content-length'));
-  if (!headers.has('content-length') || !Number.isSafeInteger(length) || length < 0) return 'an answer without a Content-Length';
+  if (!headers.has('content-length') || !Number.isSafeInteger(length) || length < 0)
+    return 'an answer without a Content-Length';
   return { status: parsed.status, length };
 }

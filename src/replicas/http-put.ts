@@ -19,7 +19,16 @@ import { createHash, type Hash } from 'node:crypto';
 import type { FileHandle } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import type { Readable } from 'node:stream';
-import { connectTo, describeNetworkError, ERROR_BODY_BYTES, HEAD_BYTES, parseHead, s3ErrorCode, type BareConnection, type BufferPool } from './bare-http.js';
+import {
+  connectTo,
+  describeNetworkError,
+  ERROR_BODY_BYTES,
+  HEAD_BYTES,
+  parseHead,
+  s3ErrorCode,
+  type BareConnection,
+  type BufferPool,
+} from './bare-http.js';
 import { SourceChanged, type ExpectedFile } from './target.js';
 
 /** Chunks of one PUT in flight: one being read and hashed while the other goes out. */
@@ -109,10 +118,20 @@ export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOption
       if ('ok' in outcome) resolve(outcome.ok);
       else reject(outcome.err);
     };
-    const fail = (message: string, cause?: unknown) => finish({ err: signal?.aborted ? signal.reason : new BarePutFailed(message, cause === undefined ? undefined : { cause }) });
+    const fail = (message: string, cause?: unknown) =>
+      finish({
+        err: signal?.aborted
+          ? signal.reason
+          : new BarePutFailed(message, cause === undefined ? undefined : { cause }),
+      });
     const answered = () => {
       const a = answer!;
-      finish({ ok: a.status >= 200 && a.status < 300 ? a : { ...a, code: s3ErrorCode(errorBody) ?? `HTTP ${a.status}` } });
+      finish({
+        ok:
+          a.status >= 200 && a.status < 300
+            ? a
+            : { ...a, code: s3ErrorCode(errorBody) ?? `HTTP ${a.status}` },
+      });
     };
     const bytes = (chunk: Buffer) => {
       if (done) return;
@@ -133,7 +152,8 @@ export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOption
           return bytes(chunk);
         }
         const contentLength = parsed.headers.get('content-length');
-        length = contentLength === undefined || parsed.headers.has('transfer-encoding') ? -1 : Number(contentLength);
+        length =
+          contentLength === undefined || parsed.headers.has('transfer-encoding') ? -1 : Number(contentLength);
         answer = { status: parsed.status, code: '', etag: parsed.headers.get('etag') };
         // An answer before the whole body went (an early refusal): nothing more is sent.
         ring.close();
@@ -146,7 +166,9 @@ export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOption
 
     const request = () => {
       const fields = opts.headers.map(([name, value]) => `${name}: ${value}\r\n`).join('');
-      socket.write(`PUT ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nContent-Length: ${body.end - body.start}\r\n${fields}Connection: close\r\n\r\n`);
+      socket.write(
+        `PUT ${pathAndQuery} HTTP/1.1\r\nHost: ${opts.hostHeader}\r\nContent-Length: ${body.end - body.start}\r\n${fields}Connection: close\r\n\r\n`,
+      );
       // A SourceChanged, or the source's own read error as it is (the primary's problem, not the replica's).
       writeBody(socket, body, ring).catch((err: unknown) => finish({ err }));
     };
@@ -158,7 +180,12 @@ export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOption
     socket.on('error', (err) => fail(describeNetworkError(err), err));
     socket.on('close', () => {
       if (answer !== undefined && length < 0) answered();
-      else fail(answer === undefined ? 'the connection closed before an answer' : `the connection closed after ${received} of ${length} bytes of the answer`);
+      else
+        fail(
+          answer === undefined
+            ? 'the connection closed before an answer'
+            : `the connection closed after ${received} of ${length} bytes of the answer`,
+        );
     });
   });
 }
@@ -208,7 +235,8 @@ class ChunkRing {
 
   /** A buffer, once one is free; undefined once the ring is closed. */
   async take(): Promise<Buffer | undefined> {
-    while (this.lent >= CHUNKS_IN_FLIGHT && !this.closed) await new Promise<void>((resolve) => (this.waiter = resolve));
+    while (this.lent >= CHUNKS_IN_FLIGHT && !this.closed)
+      await new Promise<void>((resolve) => (this.waiter = resolve));
     if (this.closed) return undefined;
     this.lent++;
     return this.pool.take();

@@ -18,7 +18,10 @@ export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';
 export { summarizeReplicas } from './summary.js';
 export { ReplicaDown, type ReplicaTarget } from './target.js';
 
-export function targetsFor(replicas: readonly ReplicaConfig[], env: NodeJS.ProcessEnv = process.env): ReplicaTarget[] {
+export function targetsFor(
+  replicas: readonly ReplicaConfig[],
+  env: NodeJS.ProcessEnv = process.env,
+): ReplicaTarget[] {
   return replicas.map((r) => (r.kind === 's3' ? new S3Target(r, env) : new DirTarget(r)));
 }
 

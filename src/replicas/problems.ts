@@ -29,17 +29,28 @@ type ReplicationProblemCode =
   | 'write-refused';
 
 /** One member per code, so a problem's code decides which value it is. */
-export type ReplicationProblem = { [C in ReplicationProblemCode]: OnReplica & { code: C } }[ReplicationProblemCode];
+export type ReplicationProblem = {
+  [C in ReplicationProblemCode]: OnReplica & { code: C };
+}[ReplicationProblemCode];
 
 const at = (p: ReplicationProblem): string => `${p.path} on replica ${p.replica}`;
 
 /** Each code's sentence; every one makes the copy `failed`. */
 const REPLICATION_PROBLEMS = defineProblems<ReplicationProblem>({
-  'primary-unreadable': { describe: (p) => `${p.path}: the primary copy could not be read, so it was not copied to replica ${p.replica} (${p.detail})` },
-  'primary-changed': { describe: (p) => `${p.path}: the primary copy no longer matches the catalog, so it was not copied to replica ${p.replica} (${p.detail})` },
+  'primary-unreadable': {
+    describe: (p) =>
+      `${p.path}: the primary copy could not be read, so it was not copied to replica ${p.replica} (${p.detail})`,
+  },
+  'primary-changed': {
+    describe: (p) =>
+      `${p.path}: the primary copy no longer matches the catalog, so it was not copied to replica ${p.replica} (${p.detail})`,
+  },
   'copy-differs': { describe: (p) => `${at(p)}: read back, it does not match the catalog (${p.detail})` },
   'copy-unreadable': { describe: (p) => `${at(p)}: written, but could not be read back (${p.detail})` },
-  'object-in-the-way': { describe: (p) => `${at(p)}: an object that differs from the catalog is already there; replication does not overwrite it (repair does) (${p.detail})` },
+  'object-in-the-way': {
+    describe: (p) =>
+      `${at(p)}: an object that differs from the catalog is already there; replication does not overwrite it (repair does) (${p.detail})`,
+  },
   'write-refused': { describe: (p) => `${at(p)}: the replica refused the write (${p.detail})` },
 });
 

@@ -48,7 +48,11 @@ export class Repairer implements Service {
   private readonly loop: ServiceLoop;
 
   constructor(private readonly opts: RepairOptions) {
-    this.loop = new ServiceLoop('repairs', () => Promise.resolve(), () => undefined);
+    this.loop = new ServiceLoop(
+      'repairs',
+      () => Promise.resolve(),
+      () => undefined,
+    );
   }
 
   start(signal?: AbortSignal): void {
@@ -59,7 +63,9 @@ export class Repairer implements Service {
   repair(bagId: string, executor: string): Promise<RepairReport> {
     const existing = this.running.get(bagId);
     if (existing !== undefined) return existing;
-    const run = this.loop.hold(this.repairNow(bagId, executor, this.loop.signal).finally(() => this.running.delete(bagId)));
+    const run = this.loop.hold(
+      this.repairNow(bagId, executor, this.loop.signal).finally(() => this.running.delete(bagId)),
+    );
     this.running.set(bagId, run);
     return run;
   }
@@ -67,7 +73,11 @@ export class Repairer implements Service {
   /** Starts a repair in the background; its failure is logged. */
   repairSoon(bagId: string, executor: string): void {
     this.repair(bagId, executor).catch((err: unknown) => {
-      if (!this.loop.signal.aborted) this.opts.logger.error({ err, bagId }, `repair of ${bagId} could not be done: ${(err as Error).message}`);
+      if (!this.loop.signal.aborted)
+        this.opts.logger.error(
+          { err, bagId },
+          `repair of ${bagId} could not be done: ${(err as Error).message}`,
+        );
     });
   }
 
@@ -83,11 +93,14 @@ export class Repairer implements Service {
     const dir = storage.packageDir(pkg.storagePath);
     // Replicas whose copy was made (or was, before it was found damaged); a pending copy is the replicator's.
     const copies = catalog.replication.forPackage(bagId);
-    const targets = this.opts.targets.filter((t) => copies.some((c) => c.replica === t.name && c.status !== 'pending'));
+    const targets = this.opts.targets.filter((t) =>
+      copies.some((c) => c.replica === t.name && c.status !== 'pending'),
+    );
     const unavailable = new Set<string>();
     const whole = new Set(targets.map((t) => t.name));
     const report: RepairReport = { restored: 0, unrecoverable: 0 };
-    const record = (outcome: 'success' | 'failure', detail: string) => catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
+    const record = (outcome: 'success' | 'failure', detail: string) =>
+      catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
 
     for (const file of catalog.packages.listFiles(bagId)) {
       signal.throwIfAborted();
@@ -107,7 +120,10 @@ export class Repairer implements Service {
           if (!(err instanceof ReplicaDown)) throw err;
           unavailable.add(target.name);
           whole.delete(target.name);
-          logger.warn({ bagId, replica: target.name, reason: err.reason }, `repair of ${bagId}: replica ${target.name} unavailable (${err.reason})`);
+          logger.warn(
+            { bagId, replica: target.name, reason: err.reason },
+            `repair of ${bagId}: replica ${target.name} unavailable (${err.reason})`,
+          );
         }
       }
       for (const place of bad) {
@@ -115,7 +131,10 @@ export class Repairer implements Service {
         if (from === undefined) {
           report.unrecoverable++;
           whole.delete(place);
-          record('failure', `${file.path}: damaged or missing on ${describePlace(place)}, and no copy matches the catalog; nothing was overwritten`);
+          record(
+            'failure',
+            `${file.path}: damaged or missing on ${describePlace(place)}, and no copy matches the catalog; nothing was overwritten`,
+          );
           continue;
         }
         const source = await this.openSource(from, dir, bagId, file, signal);
@@ -127,14 +146,20 @@ export class Repairer implements Service {
           if (back.kind !== 'match') {
             whole.delete(place);
             report.unrecoverable++;
-            record('failure', `${file.path}: rewritten on ${describePlace(place)} from ${describePlace(from)}, but it still does not read back as the catalog records`);
+            record(
+              'failure',
+              `${file.path}: rewritten on ${describePlace(place)} from ${describePlace(from)}, but it still does not read back as the catalog records`,
+            );
             continue;
           }
         }
         good.add(place);
         report.restored++;
         record('success', `${file.path}: restored on ${describePlace(place)} from ${describePlace(from)}`);
-        logger.info({ bagId, path: file.path, to: place, from }, `repair of ${bagId}: ${file.path} restored on ${describePlace(place)} from ${describePlace(from)}`);
+        logger.info(
+          { bagId, path: file.path, to: place, from },
+          `repair of ${bagId}: ${file.path} restored on ${describePlace(place)} from ${describePlace(from)}`,
+        );
       }
     }
     for (const name of whole) {
@@ -144,13 +169,25 @@ export class Repairer implements Service {
     return report;
   }
 
-  private async openSource(from: Copy, dir: string, bagId: string, file: FileRecord, signal: AbortSignal): Promise<Readable> {
+  private async openSource(
+    from: Copy,
+    dir: string,
+    bagId: string,
+    file: FileRecord,
+    signal: AbortSignal,
+  ): Promise<Readable> {
     if (from === PRIMARY) {
-      const handle = await open(Storage.resolveInside(dir, file.path), constants.O_RDONLY | constants.O_NOFOLLOW);
+      const handle = await open(
+        Storage.resolveInside(dir, file.path),
+        constants.O_RDONLY | constants.O_NOFOLLOW,
+      );
       return handle.createReadStream({ highWaterMark: 1 << 20 });
     }
-    const stream = await this.opts.targets.find((t) => t.name === from)!.open(objectKey(bagId, file.path), undefined, signal);
-    if (stream === undefined) throw new Error(`${file.path} vanished from replica ${from} while it was being repaired`);
+    const stream = await this.opts.targets
+      .find((t) => t.name === from)!
+      .open(objectKey(bagId, file.path), undefined, signal);
+    if (stream === undefined)
+      throw new Error(`${file.path} vanished from replica ${from} while it was being repaired`);
     return stream;
   }
 }
@@ -178,7 +215,14 @@ async function primaryMatches(dir: string, file: FileRecord, signal: AbortSignal
 }
 
 /** Writes a primary file from a good copy: temporary name, checked on the way, fsync, rename, folder fsync. */
-async function restorePrimary(layout: DataLayout, dir: string, path: string, source: Readable, expected: ExpectedFile, signal: AbortSignal): Promise<void> {
+async function restorePrimary(
+  layout: DataLayout,
+  dir: string,
+  path: string,
+  source: Readable,
+  expected: ExpectedFile,
+  signal: AbortSignal,
+): Promise<void> {
   const target = Storage.resolveInside(dir, path);
   const folder = dirname(target);
   await layout.ensureStored(folder);

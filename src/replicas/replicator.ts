@@ -64,7 +64,11 @@ export class Replicator implements Service {
     this.storage = opts.storage;
     this.targets = opts.targets;
     this.logger = opts.logger;
-    this.loop = new ServiceLoop('the replicator', async (signal) => this.startDueCopies(signal), (err: unknown) => this.logger.error({ err }, 'the replicator could not look for copies to make'));
+    this.loop = new ServiceLoop(
+      'the replicator',
+      async (signal) => this.startDueCopies(signal),
+      (err: unknown) => this.logger.error({ err }, 'the replicator could not look for copies to make'),
+    );
   }
 
   get names(): string[] {
@@ -99,7 +103,8 @@ export class Replicator implements Service {
         const bagIds = batch;
         batch = [];
         this.catalog.transaction(() => {
-          for (const bagId of bagIds) this.catalog.replication.enqueue(bagId, [name], this.catalog.packages.storedBytes(bagId));
+          for (const bagId of bagIds)
+            this.catalog.replication.enqueue(bagId, [name], this.catalog.packages.storedBytes(bagId));
         });
       };
       for (const pkg of this.catalog.packages.list({ stored: true })) {
@@ -152,7 +157,10 @@ export class Replicator implements Service {
     const replication = this.catalog.replication;
     if (pkg?.storagePath === undefined) {
       // Cannot happen (a copy is owed only once stored); retrying at once would spin.
-      replication.fail(bagId, replica, { error: `package ${bagId} is not recorded as stored in the catalog`, nextAttemptAt: Date.now() + backoff(copy.attempts + 1) });
+      replication.fail(bagId, replica, {
+        error: `package ${bagId} is not recorded as stored in the catalog`,
+        nextAttemptAt: Date.now() + backoff(copy.attempts + 1),
+      });
       return;
     }
     const files = this.catalog.packages.listFiles(bagId);
@@ -167,7 +175,11 @@ export class Replicator implements Service {
     };
     try {
       const abandoned = await target.abandonUnfinished(packagePrefix(bagId), signal);
-      if (abandoned > 0) this.logger.info({ bagId, replica, abandoned }, `replica ${replica}: aborted ${abandoned} unfinished upload(s) of ${bagId} left by an earlier run`);
+      if (abandoned > 0)
+        this.logger.info(
+          { bagId, replica, abandoned },
+          `replica ${replica}: aborted ${abandoned} unfinished upload(s) of ${bagId} left by an earlier run`,
+        );
       const outcome = await copyPackage(target, bagId, this.storage.packageDir(pkg.storagePath), files, {
         skip,
         replaceable: new Set(copy.ownWrongCopies ?? []),
@@ -184,18 +196,42 @@ export class Replicator implements Service {
       if (outcome.kind === 'verified') {
         const detail = `copied to replica ${replica} (${target.kind}, ${target.where}) and read back: ${outcome.files} files, ${outcome.bytes} bytes, sizes and sha256 as in the catalog`;
         const event = replication.verified(bagId, replica, () =>
-          this.catalog.events.add({ bagId, type: 'replication', executor: REPLICATION_EXECUTOR, outcome: 'success', detail }),
+          this.catalog.events.add({
+            bagId,
+            type: 'replication',
+            executor: REPLICATION_EXECUTOR,
+            outcome: 'success',
+            detail,
+          }),
         );
-        if (event !== undefined) this.logger.info({ bagId, replica, files: outcome.files, bytes: outcome.bytes }, `replica ${replica}: ${bagId} verified`);
+        if (event !== undefined)
+          this.logger.info(
+            { bagId, replica, files: outcome.files, bytes: outcome.bytes },
+            `replica ${replica}: ${bagId} verified`,
+          );
         return;
       }
       const { problem } = outcome;
       const error = describeReplicationProblem(problem);
-      const own = problem.code === 'copy-differs' || problem.code === 'copy-unreadable' ? problem.path : undefined;
-      replication.fail(bagId, replica, { error, nextAttemptAt: Date.now() + backoff(copy.attempts + 1), ownWrongCopy: own }, () =>
-        this.catalog.events.add({ bagId, type: 'replication', executor: REPLICATION_EXECUTOR, outcome: 'failure', detail: error }),
+      const own =
+        problem.code === 'copy-differs' || problem.code === 'copy-unreadable' ? problem.path : undefined;
+      replication.fail(
+        bagId,
+        replica,
+        { error, nextAttemptAt: Date.now() + backoff(copy.attempts + 1), ownWrongCopy: own },
+        () =>
+          this.catalog.events.add({
+            bagId,
+            type: 'replication',
+            executor: REPLICATION_EXECUTOR,
+            outcome: 'failure',
+            detail: error,
+          }),
       );
-      this.logger.warn({ bagId, replica, code: problem.code, path: problem.path }, `replica ${replica}: copy of ${bagId} failed: ${error}`);
+      this.logger.warn(
+        { bagId, replica, code: problem.code, path: problem.path },
+        `replica ${replica}: copy of ${bagId} failed: ${error}`,
+      );
     } catch (err) {
       if (signal.aborted) {
         record();
@@ -208,8 +244,10 @@ export class Replicator implements Service {
       rest.until = Date.now() + backoff(rest.failures);
       this.resting.set(replica, rest);
       replication.postpone(bagId, replica, reason, rest.until);
-      this.logger.warn({ bagId, replica, reason, retryInMs: rest.until - Date.now() }, `replica ${replica} unavailable (${reason}); copy of ${bagId} postponed`);
+      this.logger.warn(
+        { bagId, replica, reason, retryInMs: rest.until - Date.now() },
+        `replica ${replica} unavailable (${reason}); copy of ${bagId} postponed`,
+      );
     }
   }
 }
-

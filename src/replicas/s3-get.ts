@@ -33,7 +33,10 @@ const ERROR_BODY_BYTES = 4096;
 
 /** The gateway answered, and it is a no about the object (not 404, not a failure of the service). */
 export class ObjectRefused extends Error {
-  constructor(readonly status: number, readonly code: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+  ) {
     super(`${code}, HTTP ${status}`);
     this.name = 'ObjectRefused';
   }
@@ -61,11 +64,17 @@ export class PresignedReader {
    * arrives (http-digest.ts), or, when the gateway answers in a way that cannot take (chunked),
    * from get()'s stream.
    */
-  async digest(Key: string, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number | undefined }): Promise<{ size: number; sha256: string } | undefined> {
+  async digest(
+    Key: string,
+    opts: { signal?: AbortSignal | undefined; bytesPerSec?: number | undefined },
+  ): Promise<{ size: number; sha256: string } | undefined> {
     const url = new URL(await this.sign(Key, undefined));
     let got;
     try {
-      got = await bareGetDigest(url.pathname + url.search, { ...bareConnectionTo(url, opts.signal, this.ca, this.buffers), ...opts });
+      got = await bareGetDigest(url.pathname + url.search, {
+        ...bareConnectionTo(url, opts.signal, this.ca, this.buffers),
+        ...opts,
+      });
     } catch (err) {
       opts.signal?.throwIfAborted();
       throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
@@ -89,7 +98,11 @@ export class PresignedReader {
   }
 
   /** The object's bytes (`start` to `end` inclusive when given), or undefined when it does not exist. */
-  async get(Key: string, range: { start: number; end: number } | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage | undefined> {
+  async get(
+    Key: string,
+    range: { start: number; end: number } | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<IncomingMessage | undefined> {
     const url = await this.sign(Key, range);
     const res = await this.request(url, range, signal);
     const status = res.statusCode ?? 0;
@@ -102,21 +115,38 @@ export class PresignedReader {
   private async sign(Key: string, range: { start: number; end: number } | undefined): Promise<string> {
     try {
       // A Range is signed as a header, and sent as one (request()).
-      return await getSignedUrl(this.client, new GetObjectCommand({ Bucket: this.bucket, Key, ...(range ? { Range: rangeHeader(range) } : {}) }), { expiresIn: URL_LIFETIME_SECONDS });
+      return await getSignedUrl(
+        this.client,
+        new GetObjectCommand({ Bucket: this.bucket, Key, ...(range ? { Range: rangeHeader(range) } : {}) }),
+        { expiresIn: URL_LIFETIME_SECONDS },
+      );
     } catch (err) {
       // Signing fails only without credentials or endpoint: nothing about the object.
       throw new ReplicaDown(this.replica, `cannot sign a request: ${(err as Error).message}`, { cause: err });
     }
   }
 
-  private request(url: string, range: { start: number; end: number } | undefined, signal: AbortSignal | undefined): Promise<IncomingMessage> {
+  private request(
+    url: string,
+    range: { start: number; end: number } | undefined,
+    signal: AbortSignal | undefined,
+  ): Promise<IncomingMessage> {
     signal?.throwIfAborted();
     return new Promise((resolve, reject) => {
-      const req = this.transport.get(url, { agent: this.agent, timeout: IDLE_TIMEOUT_MS, ...(range ? { headers: { range: rangeHeader(range) } } : {}), ...(signal ? { signal } : {}) });
-      const down = (reason: string, cause?: unknown) => req.destroy(new ReplicaDown(this.replica, reason, { cause }));
+      const req = this.transport.get(url, {
+        agent: this.agent,
+        timeout: IDLE_TIMEOUT_MS,
+        ...(range ? { headers: { range: rangeHeader(range) } } : {}),
+        ...(signal ? { signal } : {}),
+      });
+      const down = (reason: string, cause?: unknown) =>
+        req.destroy(new ReplicaDown(this.replica, reason, { cause }));
       req.once('socket', (socket) => {
         if (!socket.connecting) return;
-        const timer = setTimeout(() => down(`no connection to ${new URL(url).host} within ${CONNECT_TIMEOUT_MS / 1000} s`), CONNECT_TIMEOUT_MS);
+        const timer = setTimeout(
+          () => down(`no connection to ${new URL(url).host} within ${CONNECT_TIMEOUT_MS / 1000} s`),
+          CONNECT_TIMEOUT_MS,
+        );
         socket.once('connect', () => clearTimeout(timer));
         socket.once('close', () => clearTimeout(timer));
       });
@@ -142,7 +172,12 @@ export class PresignedReader {
 const rangeHeader = (range: { start: number; end: number }) => `bytes=${range.start}-${range.end}`;
 
 /** Where a bare request to a presigned URL connects, with this replica's timeouts, CAs and buffers. */
-export function bareConnectionTo(url: URL, signal: AbortSignal | undefined, ca: string[] | undefined, buffers: BufferPool): BareConnection {
+export function bareConnectionTo(
+  url: URL,
+  signal: AbortSignal | undefined,
+  ca: string[] | undefined,
+  buffers: BufferPool,
+): BareConnection {
   const secure = url.protocol === 'https:';
   return {
     host: url.hostname.replace(/^\[|\]$/g, ''),
@@ -158,7 +193,9 @@ export function bareConnectionTo(url: URL, signal: AbortSignal | undefined, ca: 
 
 /** What an answer that is not the one asked for means: a 5xx the replica down, anything else a no about the object. */
 export function refusal(replica: string, status: number, code: string): ReplicaDown | ObjectRefused {
-  return status >= 500 ? new ReplicaDown(replica, `${code}, HTTP ${status}`) : new ObjectRefused(status, code);
+  return status >= 500
+    ? new ReplicaDown(replica, `${code}, HTTP ${status}`)
+    : new ObjectRefused(status, code);
 }
 
 /** The S3 error code of an error answer (`<Code>AccessDenied</Code>`), or its HTTP status text. */

@@ -31,9 +31,16 @@ export const SINGLE_PUT_BYTES = 64 * 1024 * 1024;
 /** Part size of multipart uploads. */
 const PART_BYTES = 16 * 1024 * 1024;
 /** Headers that stay headers in the signed request (the presigner would move x-amz-* into the query). */
-const KEPT_AS_HEADERS = new Set(['x-amz-meta-sha256', 'x-amz-object-lock-mode', 'x-amz-object-lock-retain-until-date']);
+const KEPT_AS_HEADERS = new Set([
+  'x-amz-meta-sha256',
+  'x-amz-object-lock-mode',
+  'x-amz-object-lock-retain-until-date',
+]);
 
-export type PutParams = Pick<PutObjectCommandInput, 'Bucket' | 'Key' | 'Metadata' | 'ObjectLockMode' | 'ObjectLockRetainUntilDate'>;
+export type PutParams = Pick<
+  PutObjectCommandInput,
+  'Bucket' | 'Key' | 'Metadata' | 'ObjectLockMode' | 'ObjectLockRetainUntilDate'
+>;
 
 export class PresignedWriter {
   /** Two per PUT in flight, kept for the next PUTs of this replica. */
@@ -47,7 +54,12 @@ export class PresignedWriter {
   ) {}
 
   /** Writes the whole source as `params` says; a SourceChanged (nothing stored) when it is not `expected`. */
-  async put(params: PutParams, source: WriteSource, expected: ExpectedFile, signal: AbortSignal | undefined): Promise<void> {
+  async put(
+    params: PutParams,
+    source: WriteSource,
+    expected: ExpectedFile,
+    signal: AbortSignal | undefined,
+  ): Promise<void> {
     const read = isFile(source) ? fileReader(source) : streamReader(source);
     const check = new ObjectCheck(expected);
     if (expected.size <= this.sizes.singlePut) {
@@ -61,25 +73,42 @@ export class PresignedWriter {
       const Parts: Array<{ PartNumber: number; ETag: string }> = [];
       for (let start = 0; start < expected.size; start += this.sizes.part) {
         const PartNumber = Parts.length + 1;
-        const etag = await this.send(new UploadPartCommand({ Bucket, Key, UploadId, PartNumber }), { read, start, end: Math.min(expected.size, start + this.sizes.part), check }, signal);
+        const etag = await this.send(
+          new UploadPartCommand({ Bucket, Key, UploadId, PartNumber }),
+          { read, start, end: Math.min(expected.size, start + this.sizes.part), check },
+          signal,
+        );
         Parts.push({ PartNumber, ETag: etag ?? '' });
       }
-      await this.client.send(new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts } }), opts);
+      await this.client.send(
+        new CompleteMultipartUploadCommand({ Bucket, Key, UploadId, MultipartUpload: { Parts } }),
+        opts,
+      );
     } catch (err) {
-      await this.client.send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId })).catch(() => undefined);
+      await this.client
+        .send(new AbortMultipartUploadCommand({ Bucket, Key, UploadId }))
+        .catch(() => undefined);
       throw err;
     }
   }
 
   /** One signed PUT of `body`: its ETag, or the refusal. */
-  private async send(command: PutObjectCommand | UploadPartCommand, body: PutBody, signal: AbortSignal | undefined): Promise<string | undefined> {
+  private async send(
+    command: PutObjectCommand | UploadPartCommand,
+    body: PutBody,
+    signal: AbortSignal | undefined,
+  ): Promise<string | undefined> {
     const { url, headers } = await this.sign(command);
     let answer;
     try {
-      answer = await barePut(url.pathname + url.search, body, { ...bareConnectionTo(url, signal, this.ca, this.buffers), headers });
+      answer = await barePut(url.pathname + url.search, body, {
+        ...bareConnectionTo(url, signal, this.ca, this.buffers),
+        headers,
+      });
     } catch (err) {
       signal?.throwIfAborted();
-      if ((err as Error).name === 'BarePutFailed') throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
+      if ((err as Error).name === 'BarePutFailed')
+        throw new ReplicaDown(this.replica, (err as Error).message, { cause: err });
       throw err; // SourceChanged, or the source's own read error
     }
     if (answer.status >= 200 && answer.status < 300) return answer.etag;
@@ -87,7 +116,9 @@ export class PresignedWriter {
   }
 
   /** The presigned URL and the headers it was signed with (besides Host), in the SDK's own serialisation. */
-  private async sign(request: PutObjectCommand | UploadPartCommand): Promise<{ url: URL; headers: Array<[string, string]> }> {
+  private async sign(
+    request: PutObjectCommand | UploadPartCommand,
+  ): Promise<{ url: URL; headers: Array<[string, string]> }> {
     // Both are PUTs of a body the SDK does not see; their middleware stacks differ only in types.
     const command = request as PutObjectCommand;
     let serialised: Record<string, string> = {};
@@ -100,16 +131,24 @@ export class PresignedWriter {
     );
     let url: URL;
     try {
-      url = new URL(await getSignedUrl(this.client, command, { expiresIn: URL_LIFETIME_SECONDS, unhoistableHeaders: KEPT_AS_HEADERS }));
+      url = new URL(
+        await getSignedUrl(this.client, command, {
+          expiresIn: URL_LIFETIME_SECONDS,
+          unhoistableHeaders: KEPT_AS_HEADERS,
+        }),
+      );
     } catch (err) {
       // Signing fails only without credentials or endpoint: nothing about the object.
       throw new ReplicaDown(this.replica, `cannot sign a request: ${(err as Error).message}`, { cause: err });
     }
     const byName = new Map(Object.entries(serialised).map(([name, value]) => [name.toLowerCase(), value]));
-    const signed = (url.searchParams.get('X-Amz-SignedHeaders') ?? 'host').split(';').filter((name) => name !== 'host');
+    const signed = (url.searchParams.get('X-Amz-SignedHeaders') ?? 'host')
+      .split(';')
+      .filter((name) => name !== 'host');
     const headers = signed.map((name): [string, string] => {
       const value = byName.get(name);
-      if (value === undefined) throw new ReplicaDown(this.replica, `cannot sign a request: the signed header ${name} has no value`);
+      if (value === undefined)
+        throw new ReplicaDown(this.replica, `cannot sign a request: the signed header ${name} has no value`);
       return [name, value];
     });
     return { url, headers };

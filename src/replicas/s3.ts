@@ -33,7 +33,16 @@ import type { S3ReplicaConfig } from '../config/replicas.js';
 import { trustedCAs } from './bare-http.js';
 import { ObjectRefused, PresignedReader } from './s3-get.js';
 import { PresignedWriter, SINGLE_PUT_BYTES } from './s3-put.js';
-import { isFile, ReplicaDown, ReplicaUnusable, type ExpectedFile, type ReadBack, type ReplicaTarget, type WriteOptions, type WriteSource } from './target.js';
+import {
+  isFile,
+  ReplicaDown,
+  ReplicaUnusable,
+  type ExpectedFile,
+  type ReadBack,
+  type ReplicaTarget,
+  type WriteOptions,
+  type WriteSource,
+} from './target.js';
 
 /** Where the start-up check writes (and keeps: nothing is deleted) a small object. */
 const WRITE_CHECK_KEY = '.preservd/write-check';
@@ -49,7 +58,11 @@ const statusOf = (err: unknown): number | undefined => (err as S3Failure | null)
 const reasonOf = (err: unknown): string => {
   const e = err as S3Failure & { message?: string };
   const status = statusOf(err);
-  return [e.name ?? e.code ?? 'error', status === undefined ? undefined : `HTTP ${status}`].filter(Boolean).join(', ') + (e.message && e.message !== e.name ? `: ${e.message}` : '');
+  return (
+    [e.name ?? e.code ?? 'error', status === undefined ? undefined : `HTTP ${status}`]
+      .filter(Boolean)
+      .join(', ') + (e.message && e.message !== e.name ? `: ${e.message}` : '')
+  );
 };
 
 /** Not about the object: no answer at all, or the service failing (5xx). */
@@ -73,7 +86,10 @@ export class S3Target implements ReplicaTarget {
   /** ...and written to them (s3-put.ts). */
   private readonly writer: PresignedWriter;
 
-  constructor(private readonly config: S3ReplicaConfig, env: NodeJS.ProcessEnv = process.env) {
+  constructor(
+    private readonly config: S3ReplicaConfig,
+    env: NodeJS.ProcessEnv = process.env,
+  ) {
     this.name = config.name;
     this.where = `bucket ${config.bucket} at ${config.endpoint}`;
     const accessKeyId = config.accessKeyId ?? env.AWS_ACCESS_KEY_ID;
@@ -83,13 +99,19 @@ export class S3Target implements ReplicaTarget {
       endpoint: config.endpoint,
       region: config.region,
       forcePathStyle: config.forcePathStyle,
-      ...(accessKeyId !== undefined && secretAccessKey !== undefined ? { credentials: { accessKeyId, secretAccessKey } } : {}),
+      ...(accessKeyId !== undefined && secretAccessKey !== undefined
+        ? { credentials: { accessKeyId, secretAccessKey } }
+        : {}),
       requestChecksumCalculation: 'WHEN_REQUIRED',
       responseChecksumValidation: 'WHEN_REQUIRED',
       // The replicator retries with its own back-off; the SDK's retries only hide a dead endpoint.
       maxAttempts: 2,
       // An Agent, not its options: with options the SDK drops them for a request with Expect: 100-continue.
-      requestHandler: { connectionTimeout: 5000, requestTimeout: 120_000, ...(ca ? { httpsAgent: new Agent({ keepAlive: true, maxSockets: 50, ca }) } : {}) },
+      requestHandler: {
+        connectionTimeout: 5000,
+        requestTimeout: 120_000,
+        ...(ca ? { httpsAgent: new Agent({ keepAlive: true, maxSockets: 50, ca }) } : {}),
+      },
     });
     this.reader = new PresignedReader(this.client, config.bucket, config.name, config.endpoint, ca);
     this.writer = new PresignedWriter(this.client, config.name, ca);
@@ -106,19 +128,41 @@ export class S3Target implements ReplicaTarget {
       await this.client.send(new HeadBucketCommand({ Bucket: bucket }), opts);
     } catch (err) {
       const status = statusOf(err);
-      if (status === 404) throw new ReplicaUnusable(`replica ${this.name}: bucket ${bucket} does not exist at ${this.config.endpoint}; create it first${this.config.retention ? ' (with Object Lock enabled)' : ''}`);
-      if (status === 403) throw new ReplicaUnusable(`replica ${this.name}: the keys given may not use bucket ${bucket} at ${this.config.endpoint} (HTTP 403)`);
-      throw new ReplicaUnusable(`replica ${this.name}: ${this.where} cannot be reached: ${reasonOf(err)}`, { cause: err });
+      if (status === 404)
+        throw new ReplicaUnusable(
+          `replica ${this.name}: bucket ${bucket} does not exist at ${this.config.endpoint}; create it first${this.config.retention ? ' (with Object Lock enabled)' : ''}`,
+        );
+      if (status === 403)
+        throw new ReplicaUnusable(
+          `replica ${this.name}: the keys given may not use bucket ${bucket} at ${this.config.endpoint} (HTTP 403)`,
+        );
+      throw new ReplicaUnusable(`replica ${this.name}: ${this.where} cannot be reached: ${reasonOf(err)}`, {
+        cause: err,
+      });
     }
     if (this.config.retention !== undefined) {
-      const lock = await this.client.send(new GetObjectLockConfigurationCommand({ Bucket: bucket }), opts).catch(() => undefined);
+      const lock = await this.client
+        .send(new GetObjectLockConfigurationCommand({ Bucket: bucket }), opts)
+        .catch(() => undefined);
       if (lock?.ObjectLockConfiguration?.ObjectLockEnabled !== 'Enabled')
-        throw new ReplicaUnusable(`replica ${this.name}: retention is configured but bucket ${bucket} has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)`);
+        throw new ReplicaUnusable(
+          `replica ${this.name}: retention is configured but bucket ${bucket} has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)`,
+        );
     }
     try {
-      await this.client.send(new PutObjectCommand({ Bucket: bucket, Key: this.key(WRITE_CHECK_KEY), Body: `${new Date().toISOString()}\n`, ...this.lockParams() }), opts);
+      await this.client.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: this.key(WRITE_CHECK_KEY),
+          Body: `${new Date().toISOString()}\n`,
+          ...this.lockParams(),
+        }),
+        opts,
+      );
     } catch (err) {
-      throw new ReplicaUnusable(`replica ${this.name}: ${this.where} refuses writes: ${reasonOf(err)}`, { cause: err });
+      throw new ReplicaUnusable(`replica ${this.name}: ${this.where} refuses writes: ${reasonOf(err)}`, {
+        cause: err,
+      });
     }
   }
 
@@ -128,7 +172,12 @@ export class S3Target implements ReplicaTarget {
     return { ObjectLockMode: r.mode, ObjectLockRetainUntilDate: new Date(Date.now() + r.days * 86_400_000) };
   }
 
-  async write(key: string, source: WriteSource, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'> {
+  async write(
+    key: string,
+    source: WriteSource,
+    expected: ExpectedFile,
+    opts: WriteOptions,
+  ): Promise<'written' | 'exists'> {
     const Key = this.key(key);
     const signal = opts.signal;
     try {
@@ -137,7 +186,8 @@ export class S3Target implements ReplicaTarget {
         return 'exists';
       }
       await this.writer.put(this.params(Key, expected), source, expected, signal);
-      if (this.config.retention !== undefined && expected.size > SINGLE_PUT_BYTES) await this.lockAfterMultipart(Key, signal);
+      if (this.config.retention !== undefined && expected.size > SINGLE_PUT_BYTES)
+        await this.lockAfterMultipart(Key, signal);
       return 'written';
     } catch (err) {
       signal?.throwIfAborted();
@@ -159,7 +209,15 @@ export class S3Target implements ReplicaTarget {
     const opts = signal ? { abortSignal: signal } : {};
     const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), opts);
     const { ObjectLockMode: Mode, ObjectLockRetainUntilDate: RetainUntilDate } = this.lockParams();
-    await this.client.send(new PutObjectRetentionCommand({ Bucket: this.config.bucket, Key, ...(head.VersionId ? { VersionId: head.VersionId } : {}), Retention: { Mode, RetainUntilDate } }), opts);
+    await this.client.send(
+      new PutObjectRetentionCommand({
+        Bucket: this.config.bucket,
+        Key,
+        ...(head.VersionId ? { VersionId: head.VersionId } : {}),
+        Retention: { Mode, RetainUntilDate },
+      }),
+      opts,
+    );
   }
 
   /** S3 failures that are not about this object become ReplicaDown; the rest pass as they are. */
@@ -172,7 +230,10 @@ export class S3Target implements ReplicaTarget {
 
   private async head(Key: string, signal?: AbortSignal): Promise<{ size: number } | undefined> {
     try {
-      const head = await this.client.send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), signal ? { abortSignal: signal } : {});
+      const head = await this.client.send(
+        new HeadObjectCommand({ Bucket: this.config.bucket, Key }),
+        signal ? { abortSignal: signal } : {},
+      );
       return { size: head.ContentLength ?? 0 };
     } catch (err) {
       if (isMissing(err)) return undefined;
@@ -180,11 +241,17 @@ export class S3Target implements ReplicaTarget {
     }
   }
 
-  async readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack> {
+  async readBack(
+    key: string,
+    expected: ExpectedFile,
+    opts: { signal?: AbortSignal | undefined; bytesPerSec?: number },
+  ): Promise<ReadBack> {
     try {
       const found = await this.reader.digest(this.key(key), opts);
       if (found === undefined) return { kind: 'missing' };
-      return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase() ? { kind: 'match' } : { kind: 'differs', ...found };
+      return found.size === expected.size && found.sha256 === expected.sha256.toLowerCase()
+        ? { kind: 'match' }
+        : { kind: 'differs', ...found };
     } catch (err) {
       opts.signal?.throwIfAborted();
       if (err instanceof ObjectRefused) return { kind: 'unreadable', reason: err.message };
@@ -192,7 +259,11 @@ export class S3Target implements ReplicaTarget {
     }
   }
 
-  async open(key: string, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable | undefined> {
+  async open(
+    key: string,
+    range?: { start: number; end: number },
+    signal?: AbortSignal,
+  ): Promise<Readable | undefined> {
     return this.reader.get(this.key(key), range, signal);
   }
 
@@ -203,13 +274,18 @@ export class S3Target implements ReplicaTarget {
       let page;
       try {
         page = await this.client.send(
-          new ListObjectsV2Command({ Bucket: this.config.bucket, Prefix: this.key(prefix), ...(ContinuationToken ? { ContinuationToken } : {}) }),
+          new ListObjectsV2Command({
+            Bucket: this.config.bucket,
+            Prefix: this.key(prefix),
+            ...(ContinuationToken ? { ContinuationToken } : {}),
+          }),
           signal ? { abortSignal: signal } : {},
         );
       } catch (err) {
         throw this.translate(err);
       }
-      for (const object of page.Contents ?? []) if (object.Key !== undefined) yield { key: object.Key.slice(strip), size: object.Size ?? 0 };
+      for (const object of page.Contents ?? [])
+        if (object.Key !== undefined) yield { key: object.Key.slice(strip), size: object.Size ?? 0 };
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken !== undefined);
   }
@@ -218,10 +294,20 @@ export class S3Target implements ReplicaTarget {
     const opts = signal ? { abortSignal: signal } : {};
     let aborted = 0;
     try {
-      const page = await this.client.send(new ListMultipartUploadsCommand({ Bucket: this.config.bucket, Prefix: this.key(prefix) }), opts);
+      const page = await this.client.send(
+        new ListMultipartUploadsCommand({ Bucket: this.config.bucket, Prefix: this.key(prefix) }),
+        opts,
+      );
       for (const upload of page.Uploads ?? []) {
         if (upload.Key === undefined || upload.UploadId === undefined) continue;
-        await this.client.send(new AbortMultipartUploadCommand({ Bucket: this.config.bucket, Key: upload.Key, UploadId: upload.UploadId }), opts);
+        await this.client.send(
+          new AbortMultipartUploadCommand({
+            Bucket: this.config.bucket,
+            Key: upload.Key,
+            UploadId: upload.UploadId,
+          }),
+          opts,
+        );
         aborted++;
       }
     } catch (err) {

@@ -21,5 +21,9 @@ export function summarizeReplicas(catalog: Catalog, names: readonly string[]): R
     const seen = oldest.get(copy.replica);
     if (seen === undefined || copy.createdAt < seen) oldest.set(copy.replica, copy.createdAt);
   }
-  return names.map((name) => ({ name, ...catalog.replication.countsOf(name), oldestUnverifiedAt: oldest.get(name) }));
+  return names.map((name) => ({
+    name,
+    ...catalog.replication.countsOf(name),
+    oldestUnverifiedAt: oldest.get(name),
+  }));
 }

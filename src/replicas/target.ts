@@ -41,7 +41,7 @@ export function streamOf(source: WriteSource, size?: number): Readable {
 function rangeOf(file: FileHandle, start: number, end: number): Readable {
   return Readable.from(
     (async function* () {
-      for (let position = start; position < end; ) {
+      for (let position = start; position < end;) {
         const buf = Buffer.allocUnsafe(Math.min(1 << 19, end - position));
         const { bytesRead } = await file.read(buf, 0, buf.length, position);
         if (bytesRead === 0) return;
@@ -80,11 +80,24 @@ export interface ReplicaTarget {
    * (the primary changed since ingest), a SourceChanged is thrown and nothing lands at the key.
    * 'exists': an object was already there and `replace` was false; nothing was written.
    */
-  write(key: string, source: WriteSource, expected: ExpectedFile, opts: WriteOptions): Promise<'written' | 'exists'>;
+  write(
+    key: string,
+    source: WriteSource,
+    expected: ExpectedFile,
+    opts: WriteOptions,
+  ): Promise<'written' | 'exists'>;
   /** Reads the object back, whole, and compares it with `expected`. Throws only for an abort. */
-  readBack(key: string, expected: ExpectedFile, opts: { signal?: AbortSignal | undefined; bytesPerSec?: number }): Promise<ReadBack>;
+  readBack(
+    key: string,
+    expected: ExpectedFile,
+    opts: { signal?: AbortSignal | undefined; bytesPerSec?: number },
+  ): Promise<ReadBack>;
   /** The object's bytes (from `start` to `end` inclusive when given), or undefined when it is missing. */
-  open(key: string, range?: { start: number; end: number }, signal?: AbortSignal): Promise<Readable | undefined>;
+  open(
+    key: string,
+    range?: { start: number; end: number },
+    signal?: AbortSignal,
+  ): Promise<Readable | undefined>;
   /** Every object whose key starts with `prefix`, with its size, keys relative like `prefix`'s. */
   list(prefix: string, signal?: AbortSignal): AsyncIterable<{ key: string; size: number }>;
   /** Drops writes left unfinished under `prefix` by an earlier run (S3 multipart uploads); their number. */
@@ -102,7 +115,10 @@ export class ReplicaUnusable extends Error {
 
 /** The file read from the primary is not what the catalog records: it is not copied. */
 export class SourceChanged extends Error {
-  constructor(readonly size: number, readonly sha256: string) {
+  constructor(
+    readonly size: number,
+    readonly sha256: string,
+  ) {
     super(`the primary copy no longer matches the catalog (read ${size} bytes, sha256 ${sha256})`);
     this.name = 'SourceChanged';
   }
@@ -110,7 +126,11 @@ export class SourceChanged extends Error {
 
 /** The replica could not be reached or refused to work (connection refused, 5xx, I/O error): try again later. */
 export class ReplicaDown extends Error {
-  constructor(readonly replica: string, readonly reason: string, options?: { cause?: unknown }) {
+  constructor(
+    readonly replica: string,
+    readonly reason: string,
+    options?: { cause?: unknown },
+  ) {
     super(`replica ${replica} is unavailable: ${reason}`, options);
     this.name = 'ReplicaDown';
   }

@@ -43,7 +43,9 @@ export class Lifecycle {
       try {
         await next.release();
       } catch (err) {
-        failure ??= { err: new Error(`stopping ${next.name} failed: ${(err as Error).message}`, { cause: err }) };
+        failure ??= {
+          err: new Error(`stopping ${next.name} failed: ${(err as Error).message}`, { cause: err }),
+        };
       }
     }
     if (failure !== undefined) throw failure.err;

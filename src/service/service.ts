@@ -51,7 +51,8 @@ export class ServiceLoop<Result = void> implements Service {
   start(signal?: AbortSignal): void {
     if (this.running) return;
     if (this.controller.signal.aborted) this.controller = new AbortController();
-    this.runSignal = signal === undefined ? this.controller.signal : AbortSignal.any([signal, this.controller.signal]);
+    this.runSignal =
+      signal === undefined ? this.controller.signal : AbortSignal.any([signal, this.controller.signal]);
     this.started = true;
     this.wake();
   }

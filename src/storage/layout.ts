@@ -78,7 +78,8 @@ export class DataLayout {
 
   /** Creates a folder below `storage/`: a package's `ab/cd/ef/` parents, or one a repair restores. */
   async ensureStored(folder: string): Promise<void> {
-    if (!resolve(folder).startsWith(this.storage + sep)) throw new Error(`${folder} is not below ${this.storage}`);
+    if (!resolve(folder).startsWith(this.storage + sep))
+      throw new Error(`${folder} is not below ${this.storage}`);
     await mkdir(folder, { recursive: true, mode: this.storedFolderMode });
   }
 }

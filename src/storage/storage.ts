@@ -29,7 +29,8 @@ export class Storage {
 
   /** Absolute folder of a stored package, from its catalog `storagePath`. */
   packageDir(storagePath: string): string {
-    if (!/^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f-]{36}$/.test(storagePath)) throw new Error(`malformed storage path ${storagePath}`);
+    if (!/^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f-]{36}$/.test(storagePath))
+      throw new Error(`malformed storage path ${storagePath}`);
     return join(this.storageRoot, storagePath);
   }
 

@@ -12,7 +12,10 @@ import { repoRoot } from '../helpers/daemon.js';
 type Version = [number, number, number];
 
 const parse = (v: string): Version => {
-  const [major = 0, minor = 0, patch = 0] = v.replace(/^v/, '').split('.').map((p) => (/^\d+$/.test(p) ? Number(p) : 0));
+  const [major = 0, minor = 0, patch = 0] = v
+    .replace(/^v/, '')
+    .split('.')
+    .map((p) => (/^\d+$/.test(p) ? Number(p) : 0));
   return [major, minor, patch];
 };
 const compare = (a: Version, b: Version) => a[0] - b[0] || a[1] - b[1] || a[2] - b[2];
@@ -42,7 +45,12 @@ function satisfies(version: Version, range: string): boolean {
         if (op === '^' || op === '~' || op === '' || op === '=') {
           if (c < 0) return false;
           // ^X.Y.Z (X > 0) and a bare X or X.* fix the major; ~X.Y and a bare X.Y fix the minor.
-          if (op === '~' || (op !== '^' && parts.length >= 2)) return version[0] === bound[0] && (parts.length < 2 || version[1] === bound[1]) && (parts.length < 3 || op === '~' || c === 0);
+          if (op === '~' || (op !== '^' && parts.length >= 2))
+            return (
+              version[0] === bound[0] &&
+              (parts.length < 2 || version[1] === bound[1]) &&
+              (parts.length < 3 || op === '~' || c === 0)
+            );
           return version[0] === bound[0];
         }
         return false;
@@ -63,12 +71,23 @@ t.test('the range reader', async (t) => {
 });
 
 t.test('every locked package accepts the oldest Node we promise', async (t) => {
-  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as { engines: { node: string }; overrides: Record<string, string> };
+  const pkg = JSON.parse(readFileSync(join(repoRoot, 'package.json'), 'utf8')) as {
+    engines: { node: string };
+    overrides: Record<string, string>;
+  };
   const oldest = parse(/^>=\s*([\d.]+)$/.exec(pkg.engines.node)?.[1] ?? '');
   t.same(oldest, [20, 19, 0], 'package.json promises Node 20.19');
-  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as { packages: Record<string, { version?: string; engines?: { node?: string } | string[] }> };
+  const lock = JSON.parse(readFileSync(join(repoRoot, 'package-lock.json'), 'utf8')) as {
+    packages: Record<string, { version?: string; engines?: { node?: string } | string[] }>;
+  };
   const refused = Object.entries(lock.packages)
-    .filter(([path, p]) => path !== '' && !Array.isArray(p.engines) && typeof p.engines?.node === 'string' && !satisfies(oldest, p.engines.node))
+    .filter(
+      ([path, p]) =>
+        path !== '' &&
+        !Array.isArray(p.engines) &&
+        typeof p.engines?.node === 'string' &&
+        !satisfies(oldest, p.engines.node),
+    )
     .map(([path, p]) => `${path}@${p.version}: node ${(p.engines as { node: string }).node}`);
   t.same(refused, [], 'no EBADENGINE');
   t.equal(pkg.overrides.cookie, '1.1.1', 'cookie held at the last version for Node 20');

@@ -18,9 +18,18 @@ const bin = (name: string) => join(repoRoot, 'node_modules', '.bin', name);
 const env = { ...process.env, NODE_OPTIONS: '' };
 
 t.test('dependency-cruiser finds no violation of the import rules', async (t) => {
-  const run = spawnSync(bin('depcruise'), ['src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const run = spawnSync(
+    bin('depcruise'),
+    ['src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'],
+    { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 },
+  );
   t.equal(run.status, 0, run.stderr);
-  const result = JSON.parse(run.stdout) as { summary: { violations: Array<{ rule: { name: string }; from: string; to: string }>; totalCruised: number } };
+  const result = JSON.parse(run.stdout) as {
+    summary: {
+      violations: Array<{ rule: { name: string }; from: string; to: string }>;
+      totalCruised: number;
+    };
+  };
   t.ok(result.summary.totalCruised > 50, `it read the sources (${result.summary.totalCruised} modules)`);
   t.same(
     result.summary.violations.map((v) => `${v.rule.name}: ${v.from} → ${v.to}`),
@@ -29,18 +38,33 @@ t.test('dependency-cruiser finds no violation of the import rules', async (t) =>
 });
 
 t.test('knip finds no unused file, export or dependency', async (t) => {
-  const run = spawnSync(bin('knip'), ['--reporter', 'json'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
+  const run = spawnSync(bin('knip'), ['--reporter', 'json'], {
+    cwd: repoRoot,
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
   const report = JSON.parse(run.stdout || '{"issues":null}') as { issues: unknown[] | null };
   t.same(report.issues, [], run.stderr);
   t.equal(run.status, 0);
 });
 
 t.test('eslint finds no problem', async (t) => {
-  const run = spawnSync(bin('eslint'), ['--format', 'json', 'src', 'test', 'bench', 'cli.ts'], { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 });
-  const results = JSON.parse(run.stdout || '[]') as Array<{ filePath: string; messages: Array<{ ruleId: string | null; line: number; message: string }> }>;
+  const run = spawnSync(bin('eslint'), ['--format', 'json', 'src', 'test', 'bench', 'cli.ts'], {
+    cwd: repoRoot,
+    env,
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
+  const results = JSON.parse(run.stdout || '[]') as Array<{
+    filePath: string;
+    messages: Array<{ ruleId: string | null; line: number; message: string }>;
+  }>;
   t.ok(results.length > 200, `it read the sources (${results.length} files)`);
   t.same(
-    results.flatMap((r) => r.messages.map((m) => `${relative(repoRoot, r.filePath)}:${m.line} ${m.ruleId ?? ''}: ${m.message}`)),
+    results.flatMap((r) =>
+      r.messages.map((m) => `${relative(repoRoot, r.filePath)}:${m.line} ${m.ruleId ?? ''}: ${m.message}`),
+    ),
     [],
     run.stderr,
   );
@@ -48,7 +72,9 @@ t.test('eslint finds no problem', async (t) => {
 });
 
 t.test('no source file is over 400 lines: one job per file', async (t) => {
-  const files = readdirSync(join(repoRoot, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts'));
+  const files = readdirSync(join(repoRoot, 'src'), { recursive: true, encoding: 'utf8' }).filter((f) =>
+    f.endsWith('.ts'),
+  );
   t.ok(files.length > 50, `${files.length} files`);
   const long = files
     .map((f) => [f, readFileSync(join(repoRoot, 'src', f), 'utf8').split('\n').length - 1] as const)

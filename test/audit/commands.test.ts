@@ -47,13 +47,21 @@ async function serve(t: { teardown(fn: () => unknown): void }, w: AuditWorld) {
   w.config.http.port = (app.server.address() as AddressInfo).port;
   w.catalog.users.add('admin', true);
   w.catalog.users.add('alice', false);
-  return { runner, admin: w.catalog.users.issueToken('admin').secret, alice: w.catalog.users.issueToken('alice').secret };
+  return {
+    runner,
+    admin: w.catalog.users.issueToken('admin').secret,
+    alice: w.catalog.users.issueToken('alice').secret,
+  };
 }
 
 const run = async (argv: string[], w: AuditWorld, env: NodeJS.ProcessEnv, tty = false) => {
   const stdout = new Capture(tty);
   const stderr = new Capture();
-  const code = await runAudit(argv, { stdout, stderr, env }, w.config, { pollMs: 20, plainEveryMs: 0, unreachableGraceMs: 200 });
+  const code = await runAudit(argv, { stdout, stderr, env }, w.config, {
+    pollMs: 20,
+    plainEveryMs: 0,
+    unreachableGraceMs: 200,
+  });
   return { code, out: stdout.text, err: stderr.text };
 };
 
@@ -84,7 +92,12 @@ t.test('preservd audit and status', async (t) => {
     t.equal(r.code, 1, r.err);
     t.match(r.out, /\r\[[=> ]+\]  \d\/3 packages/, 'a progress bar redrawn in place');
     t.match(r.out, /3 packages, 2 passed, 1 failed/);
-    t.match(r.out, new RegExp(`failed packages:\\n  ${bad.bagId} \\(${bad.pkg.externalId}\\)\\n    data/hello\\.txt: size changed`));
+    t.match(
+      r.out,
+      new RegExp(
+        `failed packages:\\n  ${bad.bagId} \\(${bad.pkg.externalId}\\)\\n    data/hello\\.txt: size changed`,
+      ),
+    );
   });
 
   await t.test('an audit in progress is joined, not duplicated', async (t) => {
@@ -93,11 +106,17 @@ t.test('preservd audit and status', async (t) => {
     runner.start();
     const first = await run([], w, env);
     const second = await run([], w, env);
-    t.match(second.out, /^audit \d+ is already in progress \(started .* by admin\): \d of 3 packages checked\n$/);
+    t.match(
+      second.out,
+      /^audit \d+ is already in progress \(started .* by admin\): \d of 3 packages checked\n$/,
+    );
     t.equal(/audit (\d+)/.exec(first.out)![1], /audit (\d+)/.exec(second.out)![1]);
     const stdout = new Capture();
     t.equal(await runStatus([], { stdout, stderr: new Capture(), env }, w.config), 0);
-    t.match(stdout.text, /^preservd at http:\/\/127\.0\.0\.1:\d+\nqueue: 0 pending, 0 done, 0 failed\naudit \d+: in progress since .* \(by admin\): \d of 3 packages checked \(\d passed, \d failed\), .* of .*\n$/);
+    t.match(
+      stdout.text,
+      /^preservd at http:\/\/127\.0\.0\.1:\d+\nqueue: 0 pending, 0 done, 0 failed\naudit \d+: in progress since .* \(by admin\): \d of 3 packages checked \(\d passed, \d failed\), .* of .*\n$/,
+    );
     w.config.audit.rateLimitMBps = 0;
     await runner.stop();
     runner.start();
@@ -128,7 +147,10 @@ t.test('preservd audit and status', async (t) => {
     w.config.http.port = await freePort(); // nothing listens there
     r = await run(['--wait'], w, env);
     t.equal(r.code, 2);
-    t.match(r.err, /could not reach preservd at http:\/\/127\.0\.0\.1:\d+ \(connection refused\); is the daemon running\?/);
+    t.match(
+      r.err,
+      /could not reach preservd at http:\/\/127\.0\.0\.1:\d+ \(connection refused\); is the daemon running\?/,
+    );
     const stderr = new Capture();
     t.equal(await runStatus([], { stdout: new Capture(), stderr, env }, w.config), 2);
     t.match(stderr.text, /could not reach preservd/);
@@ -137,7 +159,17 @@ t.test('preservd audit and status', async (t) => {
 });
 
 t.test('the progress bar fits the terminal', async (t) => {
-  const audit = { id: 1, user: 'a', packages: 200, successes: 119, failures: 1, bytes: 640e6, total_bytes: 1.07e9, created_at: '', updated_at: '' };
+  const audit = {
+    id: 1,
+    user: 'a',
+    packages: 200,
+    successes: 119,
+    failures: 1,
+    bytes: 640e6,
+    total_bytes: 1.07e9,
+    created_at: '',
+    updated_at: '',
+  };
   const line = progressBar(audit, 85.3e6, 100);
   t.ok(line.length <= 100, line);
   t.match(line, /^\[=+>? *\]  120\/200 packages \(1 failed\)  640\.0 MB\/1\.07 GB  85\.3 MB\/s  ETA 0:05$/);

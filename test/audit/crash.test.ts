@@ -20,8 +20,12 @@ t.test('an audit killed with SIGKILL resumes without counting anything twice', a
   const dataDir = await mkdtemp(join(tmpdir(), 'preservd-audit-crash-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true })); // teardowns run last-in first-out: after the world's
 
-  const child = spawn(process.execPath, [CHILD, dataDir, String(PACKAGES), '2'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const exited = new Promise<NodeJS.Signals | null>((resolve) => child.on('exit', (_code, signal) => resolve(signal)));
+  const child = spawn(process.execPath, [CHILD, dataDir, String(PACKAGES), '2'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on('exit', (_code, signal) => resolve(signal)),
+  );
   let auditId: number | undefined;
   let checked = 0;
   createInterface({ input: child.stdout }).on('line', (line) => {
@@ -48,7 +52,11 @@ t.test('an audit killed with SIGKILL resumes without counting anything twice', a
 
   const runner = w.runner();
   runner.start();
-  await until(() => w.catalog.audits.get(id)!.finishedAt !== undefined, 60_000, 'the resumed audit to finish');
+  await until(
+    () => w.catalog.audits.get(id)!.finishedAt !== undefined,
+    60_000,
+    'the resumed audit to finish',
+  );
   await runner.idle();
   const final = w.catalog.audits.get(id)!;
   t.equal(final.successes + final.failures, final.packages);
@@ -57,6 +65,9 @@ t.test('an audit killed with SIGKILL resumes without counting anything twice', a
   const perBag = new Map<string, number>();
   for (const e of w.events(id)) perBag.set(e.bagId, (perBag.get(e.bagId) ?? 0) + 1);
   t.equal(perBag.size, PACKAGES, 'every package has an event');
-  t.ok([...perBag.values()].every((n) => n === 1), 'no package counted twice');
+  t.ok(
+    [...perBag.values()].every((n) => n === 1),
+    'no package counted twice',
+  );
   t.equal(w.catalog.audits.remaining(id).length, 0);
 });

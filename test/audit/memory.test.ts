@@ -39,6 +39,8 @@ t.test(`auditing ${4 * N} files holds at most ${BYTES_PER_FILE} bytes a file mor
   const small = await peakLiveOf(N);
   const large = await peakLiveOf(4 * N);
   const perFile = (large - small) / (3 * N);
-  t.comment(`live heap peak ${(small / 1e6).toFixed(1)} MB for ${N} files, ${(large / 1e6).toFixed(1)} MB for ${4 * N}: ${perFile.toFixed(0)} bytes per added file`);
+  t.comment(
+    `live heap peak ${(small / 1e6).toFixed(1)} MB for ${N} files, ${(large / 1e6).toFixed(1)} MB for ${4 * N}: ${perFile.toFixed(0)} bytes per added file`,
+  );
   t.ok(perFile < BYTES_PER_FILE, `${perFile.toFixed(0)} bytes per added file`);
 });

@@ -36,13 +36,20 @@ interface Received {
   contentType: string | undefined;
 }
 
-async function webhookServer(t: { teardown(fn: () => unknown): void }, status = 204): Promise<{ url: string; received: Received[]; server: Server }> {
+async function webhookServer(
+  t: { teardown(fn: () => unknown): void },
+  status = 204,
+): Promise<{ url: string; received: Received[]; server: Server }> {
   const received: Received[] = [];
   const server = createServer((req: IncomingMessage, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      if (req.method === 'POST') received.push({ body: JSON.parse(Buffer.concat(chunks).toString('utf8')), contentType: req.headers['content-type'] });
+      if (req.method === 'POST')
+        received.push({
+          body: JSON.parse(Buffer.concat(chunks).toString('utf8')),
+          contentType: req.headers['content-type'],
+        });
       res.statusCode = status;
       res.end();
     });
@@ -60,10 +67,15 @@ t.test('an intact repository audits clean', async (t) => {
   const audit = w.catalog.audits.get(id)!;
   t.match(audit, { packages: 5, successes: 5, failures: 0, user: 'root' });
   t.ok(audit.finishedAt, 'finished');
-  t.equal(audit.bytes, w.packages.reduce((n, p) => n + p.bytes, 0), 'every byte counted once');
+  t.equal(
+    audit.bytes,
+    w.packages.reduce((n, p) => n + p.bytes, 0),
+    'every byte counted once',
+  );
   const events = w.events(id);
   t.equal(events.length, 5, 'one event per package');
-  for (const e of events) t.match(e, { type: 'fixity check', executor: 'root', outcome: 'success', detail: null, auditId: id });
+  for (const e of events)
+    t.match(e, { type: 'fixity check', executor: 'root', outcome: 'success', detail: null, auditId: id });
   t.same([...eventsPerBag(w, id).keys()].sort(), w.packages.map((p) => p.bagId).sort());
   const summary = w.logger.matching(/^audit \d+ finished/);
   t.equal(summary.length, 1, 'one summary line');
@@ -73,7 +85,10 @@ t.test('an intact repository audits clean', async (t) => {
 });
 
 t.test('each kind of damage gives exactly one failure naming the problem', async (t) => {
-  const w = await makeWorld(t, { packages: 7, spec: () => ({ payload: { 'a.txt': 'alpha\n', 'b/c.bin': Buffer.alloc(50_000, 3) } }) });
+  const w = await makeWorld(t, {
+    packages: 7,
+    spec: () => ({ payload: { 'a.txt': 'alpha\n', 'b/c.bin': Buffer.alloc(50_000, 3) } }),
+  });
   const [intact, flipped, deleted, added, tag, gone, unreadable] = w.packages;
   await flipByte(join(flipped!.dir, 'data/b/c.bin'), 25_000);
   await unlink(join(deleted!.dir, 'data/a.txt'));
@@ -85,9 +100,14 @@ t.test('each kind of damage gives exactly one failure naming the problem', async
   await chmod(target, 0o000);
   t.teardown(() => chmod(target, 0o644).catch(() => undefined));
   let hasher: AuditHasher = w.pool;
-  const rootReads = await readFile(target).then(() => true, () => false);
+  const rootReads = await readFile(target).then(
+    () => true,
+    () => false,
+  );
   if (rootReads) {
-    t.comment('chmod 000 does not stop this user (root): the pool is wrapped to fail that file with EACCES, as it would');
+    t.comment(
+      'chmod 000 does not stop this user (root): the pool is wrapped to fail that file with EACCES, as it would',
+    );
     hasher = failFor(w.pool, target, 'EACCES');
   }
 
@@ -109,9 +129,17 @@ t.test('each kind of damage gives exactly one failure naming the problem', async
     const e = byBag.get(bagId)!;
     t.equal(e.outcome, 'failure', bagId);
     t.match(e.detail, detail, e.detail ?? '');
-    t.notMatch(e.detail, new RegExp(w.dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')), 'no server path in the detail');
+    t.notMatch(
+      e.detail,
+      new RegExp(w.dataDir.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')),
+      'no server path in the detail',
+    );
   }
-  t.equal(w.logger.lines.filter((l) => l.level === 'warn' && /fixity check of .* failed/.test(l.message)).length, 6, 'each failure logged');
+  t.equal(
+    w.logger.lines.filter((l) => l.level === 'warn' && /fixity check of .* failed/.test(l.message)).length,
+    6,
+    'each failure logged',
+  );
 });
 
 t.test('stop mid-audit, a new runner resumes: every package counted exactly once', async (t) => {
@@ -148,11 +176,22 @@ t.test('stop mid-audit, a new runner resumes: every package counted exactly once
   const final = w.catalog.audits.get(id)!;
   t.equal(final.successes + final.failures, final.packages);
   t.equal(final.successes, 8);
-  t.equal(final.bytes, w.packages.reduce((n, p) => n + p.bytes, 0), 'bytes counted once');
+  t.equal(
+    final.bytes,
+    w.packages.reduce((n, p) => n + p.bytes, 0),
+    'bytes counted once',
+  );
   const perBag = eventsPerBag(w, id);
   t.equal(perBag.size, 8);
-  t.ok([...perBag.values()].every((n) => n === 1), 'one event per package');
-  t.equal(w.logger.matching(new RegExp(`^audit \\d+ resumes: ${8 - done} of 8 packages left$`)).length, 1, 'the resume is logged');
+  t.ok(
+    [...perBag.values()].every((n) => n === 1),
+    'one event per package',
+  );
+  t.equal(
+    w.logger.matching(new RegExp(`^audit \\d+ resumes: ${8 - done} of 8 packages left$`)).length,
+    1,
+    'the resume is logged',
+  );
 });
 
 t.test('one audit at a time; progress while it runs; the rate limit holds', async (t) => {
@@ -175,20 +214,37 @@ t.test('one audit at a time; progress while it runs; the rate limit holds', asyn
   const p = runner.progress()!;
   t.match(p, { auditId: id, packages: 4 });
   t.ok(p.done < 4 && p.bytes <= p.totalBytes, 'partway');
-  t.equal(p.totalBytes, w.packages.reduce((n, x) => n + x.bytes, 0));
+  t.equal(
+    p.totalBytes,
+    w.packages.reduce((n, x) => n + x.bytes, 0),
+  );
   // Read until the audit finishes: progress only moves forward and never passes the total.
   const readings = [p];
   for (let q = runner.progress(); q !== undefined; q = runner.progress()) {
     readings.push(q);
     await new Promise((r) => setTimeout(r, 5));
   }
-  t.same([...new Set(readings.map((r) => `${r.auditId} ${r.packages} ${r.totalBytes}`))], [`${id} 4 ${p.totalBytes}`], 'the same audit throughout');
-  const backwards = readings.filter((r, i) => i > 0 && (r.bytes < readings[i - 1]!.bytes || r.done < readings[i - 1]!.done || r.bytes > r.totalBytes));
-  t.same(backwards, [], `progress only moves forward (${readings.length} readings, ${readings.at(-1)!.bytes} of ${p.totalBytes} bytes at the last)`);
+  t.same(
+    [...new Set(readings.map((r) => `${r.auditId} ${r.packages} ${r.totalBytes}`))],
+    [`${id} 4 ${p.totalBytes}`],
+    'the same audit throughout',
+  );
+  const backwards = readings.filter(
+    (r, i) =>
+      i > 0 && (r.bytes < readings[i - 1]!.bytes || r.done < readings[i - 1]!.done || r.bytes > r.totalBytes),
+  );
+  t.same(
+    backwards,
+    [],
+    `progress only moves forward (${readings.length} readings, ${readings.at(-1)!.bytes} of ${p.totalBytes} bytes at the last)`,
+  );
   await runner.idle();
   const seconds = (Date.now() - started) / 1000;
   const total = w.catalog.audits.get(id)!.totalBytes;
-  t.ok(seconds >= (total / 1e6) * 0.7, `${(total / 1e6).toFixed(2)} MB at 1 MB/s took ${seconds.toFixed(2)} s`);
+  t.ok(
+    seconds >= (total / 1e6) * 0.7,
+    `${(total / 1e6).toFixed(2)} MB at 1 MB/s took ${seconds.toFixed(2)} s`,
+  );
   t.equal(runner.progress(), undefined);
   const again = runner.startAudit('admin');
   t.ok('created' in again, 'a new audit may start once the last finished');
@@ -207,8 +263,21 @@ t.test('the webhook gets exactly one POST per audit', async (t) => {
   const [one, two] = hook.received as [Received, Received];
   t.match(one.contentType, /^application\/json/);
   t.match(one.body, {
-    audit: { id: first, user: 'admin', packages: 3, successes: 2, failures: 1, bytes: w.catalog.audits.get(first)!.bytes },
-    failures: [{ bag_id: w.packages[1]!.bagId, external_id: w.packages[1]!.pkg.externalId, detail: 'the package folder is missing' }],
+    audit: {
+      id: first,
+      user: 'admin',
+      packages: 3,
+      successes: 2,
+      failures: 1,
+      bytes: w.catalog.audits.get(first)!.bytes,
+    },
+    failures: [
+      {
+        bag_id: w.packages[1]!.bagId,
+        external_id: w.packages[1]!.pkg.externalId,
+        detail: 'the package folder is missing',
+      },
+    ],
   });
   t.match(one.body.audit.started_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
   t.match(one.body.audit.finished_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
@@ -244,5 +313,8 @@ t.test('a webhook that fails is logged, retried a bounded number of times, never
   await new Promise<void>((resolve) => closed.server.close(() => resolve()));
   w.config.audit.webhookUrl = closed.url;
   await auditAll(runner);
-  t.ok(w.logger.matching(/summary not delivered to the webhook: .*(ECONNREFUSED|fetch failed)/).length >= 1, 'a refused connection is logged');
+  t.ok(
+    w.logger.matching(/summary not delivered to the webhook: .*(ECONNREFUSED|fetch failed)/).length >= 1,
+    'a refused connection is logged',
+  );
 });

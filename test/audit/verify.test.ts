@@ -44,12 +44,20 @@ async function readsDespiteChmod(path: string): Promise<boolean> {
 t.test('verifyPackage', async (t) => {
   const w = await makeWorld(t);
   const fresh = () => createStoredPackage(w.catalog, w.storage, { payload: payload() });
-  const verify = (dir: string, files: FileRecord[], opts: Partial<Parameters<typeof verifyPackage>[3]> = {}, hasher: PackageHasher = w.pool) =>
-    verifyPackage(dir, files, hasher, { algorithms: 'strongest', ...opts });
+  const verify = (
+    dir: string,
+    files: FileRecord[],
+    opts: Partial<Parameters<typeof verifyPackage>[3]> = {},
+    hasher: PackageHasher = w.pool,
+  ) => verifyPackage(dir, files, hasher, { algorithms: 'strongest', ...opts });
 
   await t.test('an intact package has no findings, tag files included', async (t) => {
     const p = await fresh();
-    t.ok(p.files.some((f) => f.path === 'bag-info.txt') && p.files.some((f) => f.path === 'tagmanifest-sha256.txt'), 'tag files are recorded');
+    t.ok(
+      p.files.some((f) => f.path === 'bag-info.txt') &&
+        p.files.some((f) => f.path === 'tagmanifest-sha256.txt'),
+      'tag files are recorded',
+    );
     t.same(await verify(p.dir, p.files), []);
     t.same(await verify(p.dir, p.files, { algorithms: 'all' }), []);
   });
@@ -61,10 +69,18 @@ t.test('verifyPackage', async (t) => {
     t.equal(findings.length, 1);
     // The code is asserted on the next line; the cast only names which finding that is.
     const f = findings[0]! as Extract<Finding, { code: 'file-changed' }>;
-    t.match(f, { code: 'file-changed', path: 'data/audio/take1.wav', algorithm: 'sha256', expected: p.files.find((x) => x.path === 'data/audio/take1.wav')!.digests.sha256 });
+    t.match(f, {
+      code: 'file-changed',
+      path: 'data/audio/take1.wav',
+      algorithm: 'sha256',
+      expected: p.files.find((x) => x.path === 'data/audio/take1.wav')!.digests.sha256,
+    });
     t.match(f.actual, /^[0-9a-f]{64}$/);
     t.not(f.actual, f.expected);
-    t.match(describeFinding(f), /^data\/audio\/take1\.wav: sha256 changed: expected [0-9a-f]{64}, found [0-9a-f]{64}$/);
+    t.match(
+      describeFinding(f),
+      /^data\/audio\/take1\.wav: sha256 changed: expected [0-9a-f]{64}, found [0-9a-f]{64}$/,
+    );
   });
 
   await t.test('a deleted file: file-missing', async (t) => {
@@ -76,13 +92,17 @@ t.test('verifyPackage', async (t) => {
   await t.test('a file that grew: size-changed with both sizes', async (t) => {
     const p = await fresh();
     await appendFile(join(p.dir, 'data/a.txt'), 'more');
-    t.same(await verify(p.dir, p.files), [{ code: 'size-changed', path: 'data/a.txt', expected: '12', actual: '16' }]);
+    t.same(await verify(p.dir, p.files), [
+      { code: 'size-changed', path: 'data/a.txt', expected: '12', actual: '16' },
+    ]);
   });
 
   await t.test('an added file: file-extra', async (t) => {
     const p = await fresh();
     await writeFile(join(p.dir, 'data/nested/intruder.txt'), 'x');
-    t.same(await verify(p.dir, p.files), [{ code: 'file-extra', path: 'data/nested/intruder.txt', kind: 'file' }]);
+    t.same(await verify(p.dir, p.files), [
+      { code: 'file-extra', path: 'data/nested/intruder.txt', kind: 'file' },
+    ]);
   });
 
   await t.test('a changed tag file counts like a payload file', async (t) => {
@@ -102,24 +122,27 @@ t.test('verifyPackage', async (t) => {
     t.equal(describeFinding({ code: 'package-missing' }), 'the package folder is missing');
   });
 
-  await t.test('links and special files that appeared are extra; a recorded file turned link is not regular', async (t) => {
-    const p = await fresh();
-    await symlink('/etc/passwd', join(p.dir, 'data/link'));
-    await mkdir(join(p.dir, 'data/empty-dir/inner'), { recursive: true });
-    execFileSync('mkfifo', [join(p.dir, 'data/pipe')]);
-    await unlink(join(p.dir, 'data/a.txt'));
-    await symlink('nested/deep/notes.md', join(p.dir, 'data/a.txt'));
-    const findings = await verify(p.dir, p.files);
-    t.same(findings, [
-      { code: 'file-not-regular', path: 'data/a.txt', kind: 'symlink' },
-      { code: 'file-extra', path: 'data/empty-dir/', kind: 'directory' },
-      { code: 'file-extra', path: 'data/link', kind: 'symlink' },
-      { code: 'file-extra', path: 'data/pipe', kind: 'fifo' },
-    ]);
-    t.equal(findingsDetail(findings).split('\n').length, 4, 'one line per finding');
-    t.match(findingsDetail(findings), /data\/a\.txt: is now a symbolic link, not a regular file/);
-    t.match(findingsDetail(findings), /data\/pipe: extra FIFO not in the catalog/);
-  });
+  await t.test(
+    'links and special files that appeared are extra; a recorded file turned link is not regular',
+    async (t) => {
+      const p = await fresh();
+      await symlink('/etc/passwd', join(p.dir, 'data/link'));
+      await mkdir(join(p.dir, 'data/empty-dir/inner'), { recursive: true });
+      execFileSync('mkfifo', [join(p.dir, 'data/pipe')]);
+      await unlink(join(p.dir, 'data/a.txt'));
+      await symlink('nested/deep/notes.md', join(p.dir, 'data/a.txt'));
+      const findings = await verify(p.dir, p.files);
+      t.same(findings, [
+        { code: 'file-not-regular', path: 'data/a.txt', kind: 'symlink' },
+        { code: 'file-extra', path: 'data/empty-dir/', kind: 'directory' },
+        { code: 'file-extra', path: 'data/link', kind: 'symlink' },
+        { code: 'file-extra', path: 'data/pipe', kind: 'fifo' },
+      ]);
+      t.equal(findingsDetail(findings).split('\n').length, 4, 'one line per finding');
+      t.match(findingsDetail(findings), /data\/a\.txt: is now a symbolic link, not a regular file/);
+      t.match(findingsDetail(findings), /data\/pipe: extra FIFO not in the catalog/);
+    },
+  );
 
   await t.test('a recorded file replaced by a folder', async (t) => {
     const p = await fresh();
@@ -160,19 +183,26 @@ t.test('verifyPackage', async (t) => {
       listable = false;
     }
     // Running as root, chmod 000 does not stop the listing: the real pool is wrapped to fail it.
-    if (listable) t.comment('chmod 000 does not stop this user from listing a folder (root): the pool fails the listing with EACCES');
+    if (listable)
+      t.comment(
+        'chmod 000 does not stop this user from listing a folder (root): the pool fails the listing with EACCES',
+      );
     const hasher = listable ? failFor(w.pool, p.dir, 'EACCES') : w.pool;
     t.same(await verify(p.dir, p.files, {}, hasher), [{ code: 'package-unreadable', reason: 'EACCES' }]);
   });
 
   await t.test('an unlistable subfolder: one file-unreadable finding for it', async (t) => {
     const p = await fresh();
-    t.same(await verify(p.dir, p.files, {}, failFor(w.pool, join(p.dir, 'data/nested'), 'EACCES')), [{ code: 'file-unreadable', path: 'data/nested/', reason: 'EACCES' }]);
+    t.same(await verify(p.dir, p.files, {}, failFor(w.pool, join(p.dir, 'data/nested'), 'EACCES')), [
+      { code: 'file-unreadable', path: 'data/nested/', reason: 'EACCES' },
+    ]);
   });
 
   await t.test("'all' checks every recorded digest, 'strongest' only the strongest", async (t) => {
     const p = await fresh();
-    const files = p.files.map((f) => (f.path === 'data/a.txt' ? { ...f, digests: { ...f.digests, md5: '0'.repeat(32) } } : f));
+    const files = p.files.map((f) =>
+      f.path === 'data/a.txt' ? { ...f, digests: { ...f.digests, md5: '0'.repeat(32) } } : f,
+    );
     t.same(await verify(p.dir, files), [], 'strongest (sha256) still matches');
     const all = await verify(p.dir, files, { algorithms: 'all' });
     t.match(all, [{ code: 'file-changed', path: 'data/a.txt', algorithm: 'md5', expected: '0'.repeat(32) }]);

@@ -19,9 +19,13 @@ interface Expectation {
 /** A tap subtest, as the callback of `t.test(cb)` receives it. */
 type TapTest = Parameters<Parameters<typeof t.test>[0]>[0];
 
-const only = (report: BagReport, code: string): StoredProblem[] => report.problems.filter((p) => p.code === code);
+const only = (report: BagReport, code: string): StoredProblem[] =>
+  report.problems.filter((p) => p.code === code);
 const reasons = (report: BagReport): string[] =>
-  only(report, 'unsafe-path').map((p) => `${(p as StoredProblem & { listedIn: string }).listedIn}:${(p as StoredProblem & { reason: string }).reason}`);
+  only(report, 'unsafe-path').map(
+    (p) =>
+      `${(p as StoredProblem & { listedIn: string }).listedIn}:${(p as StoredProblem & { reason: string }).reason}`,
+  );
 
 const VALID: Expectation = { valid: true, codes: [] };
 
@@ -31,7 +35,10 @@ const EXPECTED: Record<string, Expectation> = {
     check: (t, r) => {
       // Pre-0.96 bags call bag-info.txt package-info.txt.
       t.equal(r.version, '0.93');
-      t.ok(r.bagInfo.some(([label]) => label === 'Source-Organization'), 'package-info.txt read as bag-info');
+      t.ok(
+        r.bagInfo.some(([label]) => label === 'Source-Organization'),
+        'package-info.txt read as bag-info',
+      );
       t.equal(r.payloadFiles, 5);
       t.equal(r.payloadBytes, 25);
       t.equal(r.files.length, 9, 'tag and payload files all listed');
@@ -45,7 +52,11 @@ const EXPECTED: Record<string, Expectation> = {
   'v0.96/valid/bag-in-a-bag': VALID,
   'v0.96/valid/bag-with-encoded-names': {
     ...VALID,
-    check: (t, r) => t.ok(r.files.some((f) => f.path === 'data/%7Etest1.txt'), '%7E is not decoded before 1.0'),
+    check: (t, r) =>
+      t.ok(
+        r.files.some((f) => f.path === 'data/%7Etest1.txt'),
+        '%7E is not decoded before 1.0',
+      ),
   },
   'v0.96/valid/bag-with-escapable-characters': VALID,
   'v0.96/valid/bag-with-leading-dot-slash-in-manifest': { valid: true, codes: ['manifest-dot-slash'] },
@@ -65,13 +76,24 @@ const EXPECTED: Record<string, Expectation> = {
     codes: ['manifest-mismatch', 'payload-oxum-mismatch'],
     check: (t, r) =>
       t.match(only(r, 'manifest-mismatch'), [
-        { path: 'data/bare-filename', algorithm: 'md5', expected: '751e32179ec8acd71081654527f2e771', actual: /^[0-9a-f]{32}$/ },
+        {
+          path: 'data/bare-filename',
+          algorithm: 'md5',
+          expected: '751e32179ec8acd71081654527f2e771',
+          actual: /^[0-9a-f]{32}$/,
+        },
       ]),
   },
   'v0.97/invalid/corrupt-tag-file': {
     valid: false,
     codes: ['manifest-mismatch'],
-    check: (t, r) => t.same(only(r, 'manifest-mismatch').map((p) => p.path).sort(), ['bag-info.txt', 'bagit.txt', 'manifest-md5.txt']),
+    check: (t, r) =>
+      t.same(
+        only(r, 'manifest-mismatch')
+          .map((p) => p.path)
+          .sort(),
+        ['bag-info.txt', 'bagit.txt', 'manifest-md5.txt'],
+      ),
   },
   'v0.97/invalid/extra-file-in-bag': {
     valid: false,
@@ -86,7 +108,8 @@ const EXPECTED: Record<string, Expectation> = {
   'v0.97/invalid/missing-baginfo': {
     valid: false,
     codes: ['file-missing'],
-    check: (t, r) => t.match(only(r, 'file-missing'), [{ path: 'bag-info.txt', listedIn: ['tagmanifest-md5.txt'] }]),
+    check: (t, r) =>
+      t.match(only(r, 'file-missing'), [{ path: 'bag-info.txt', listedIn: ['tagmanifest-md5.txt'] }]),
   },
   'v0.97/invalid/missing-bagit.txt': { valid: false, codes: ['bagit-txt-missing', 'file-missing'] },
   'v0.97/invalid/out-of-scope-file-paths-using-dot-notation': {
@@ -102,7 +125,10 @@ const EXPECTED: Record<string, Expectation> = {
   'v0.97/invalid/same-filename-listed-twice-with-different-hashes': {
     valid: false,
     codes: ['manifest-duplicate-conflict', 'manifest-mismatch'],
-    check: (t, r) => t.match(only(r, 'manifest-duplicate-conflict'), [{ path: 'data/README', listedIn: 'manifest-sha256.txt' }]),
+    check: (t, r) =>
+      t.match(only(r, 'manifest-duplicate-conflict'), [
+        { path: 'data/README', listedIn: 'manifest-sha256.txt' },
+      ]),
   },
   'v0.97/linux-only/out-of-scope-file-paths-using-absolute-path': {
     valid: false,
@@ -134,12 +160,19 @@ const EXPECTED: Record<string, Expectation> = {
     codes: ['unsafe-path'],
     check: (t, r) => t.same(reasons(r), ['fetch.txt:home-directory']),
   },
-  'v0.97/valid/ISO-8859-1-encoded-tag-files': { ...VALID, check: (t, r) => t.equal(r.encoding, 'ISO-8859-1') },
+  'v0.97/valid/ISO-8859-1-encoded-tag-files': {
+    ...VALID,
+    check: (t, r) => t.equal(r.encoding, 'ISO-8859-1'),
+  },
   'v0.97/valid/UTF-16-encoded-tag-files': {
     ...VALID,
     check: (t, r) => {
       t.equal(r.encoding, 'UTF-16');
-      t.same(r.bagInfo[0], ['Bag-Software-Agent', 'bagit.py <http://github.com/libraryofcongress/bagit-python>'], 'UTF-16 bag-info decoded');
+      t.same(
+        r.bagInfo[0],
+        ['Bag-Software-Agent', 'bagit.py <http://github.com/libraryofcongress/bagit-python>'],
+        'UTF-16 bag-info decoded',
+      );
     },
   },
   'v0.97/valid/bag-in-a-bag': VALID,
@@ -161,7 +194,11 @@ const EXPECTED: Record<string, Expectation> = {
   'v0.97/valid/minimal-bag': VALID,
   'v0.97/valid/uncommon-metadata-separators': {
     ...VALID,
-    check: (t, r) => t.same(r.bagInfo.filter(([l]) => l === 'Test-Tag').map(([, v]) => v), ['1', '2', '3', '4', '5']),
+    check: (t, r) =>
+      t.same(
+        r.bagInfo.filter(([l]) => l === 'Test-Tag').map(([, v]) => v),
+        ['1', '2', '3', '4', '5'],
+      ),
   },
   'v0.97/warning/duplicate-file-with-different-case': {
     valid: false,
@@ -182,7 +219,9 @@ const EXPECTED: Record<string, Expectation> = {
     codes: ['manifest-path-normalization'],
     check: (t, r) => {
       // The manifest lists the NFD spelling and the NFC one; the checkout holds the NFC one.
-      t.match(only(r, 'manifest-path-normalization'), [{ severity: 'warning', path: 'data/N\u00fa\u00f1ez', listed: 'data/Nu\u0301n\u0303ez' }]);
+      t.match(only(r, 'manifest-path-normalization'), [
+        { severity: 'warning', path: 'data/N\u00fa\u00f1ez', listed: 'data/Nu\u0301n\u0303ez' },
+      ]);
     },
   },
   'v0.97/warning/same-filename-listed-twice-with-the-same-hash': {
@@ -194,7 +233,11 @@ const EXPECTED: Record<string, Expectation> = {
     valid: false,
     // data/.DS_Store is listed but absent from the published suite, so the Oxum is off too.
     codes: ['file-missing', 'payload-oxum-mismatch', 'system-file'],
-    check: (t, r) => t.same(only(r, 'system-file').map((p) => p.path), ['data/.DS_Store', 'data/Thumbs.db']),
+    check: (t, r) =>
+      t.same(
+        only(r, 'system-file').map((p) => p.path),
+        ['data/.DS_Store', 'data/Thumbs.db'],
+      ),
   },
   'v0.97/windows-only/out-of-scope-file-paths-using-absolute-path': {
     valid: false,
@@ -250,7 +293,12 @@ const EXPECTED: Record<string, Expectation> = {
   'v1.0/invalid/same-filename-listed-twice-with-the-same-hash': {
     valid: false,
     codes: ['manifest-duplicate', 'manifest-mismatch'],
-    check: (t, r) => t.match(only(r, 'manifest-duplicate'), [{ severity: 'error', path: 'data/README' }], 'an error from 1.0 on'),
+    check: (t, r) =>
+      t.match(
+        only(r, 'manifest-duplicate'),
+        [{ severity: 'error', path: 'data/README' }],
+        'an error from 1.0 on',
+      ),
   },
   'v1.0/valid/basicBag': { ...VALID, check: (t, r) => t.same(r.algorithms, ['sha512']) },
 };
@@ -269,12 +317,22 @@ for (const c of cases) {
   t.test(c.id, async (t) => {
     const report = await validateBag(c.dir, { hasher: new SimpleHasher(), alsoDigest: ['sha256'] });
     t.equal(report.valid, expected.valid, expected.valid ? 'valid' : 'invalid');
-    t.same([...new Set(report.problems.map((p) => p.code))].sort(), [...expected.codes].sort(), 'problem codes');
+    t.same(
+      [...new Set(report.problems.map((p) => p.code))].sort(),
+      [...expected.codes].sort(),
+      'problem codes',
+    );
     for (const p of report.problems) {
-      t.ok(p.message.length > 0 && (p.severity === 'error' || p.severity === 'warning'), `${p.code} has a sentence and a severity`);
+      t.ok(
+        p.message.length > 0 && (p.severity === 'error' || p.severity === 'warning'),
+        `${p.code} has a sentence and a severity`,
+      );
     }
     if (c.category === 'windows-only' || c.category === 'linux-only') {
-      t.notOk(report.problems.some((p) => p.code === 'file-missing'), 'refused as unsafe, not merely as missing');
+      t.notOk(
+        report.problems.some((p) => p.code === 'file-missing'),
+        'refused as unsafe, not merely as missing',
+      );
     }
     expected.check?.(t, report);
   });

@@ -11,7 +11,10 @@ t.test('fetch lines: url, length or "-", and a path that may hold spaces', async
 });
 
 t.test('fetch paths are checked like manifest paths', async (t) => {
-  const f = parseFetch('https://h - ../../../README.md\nhttps://h - /tmp/x\nhttps://h - ~root/foo\nhttps://h - \\\\?\\UNC\\s\\x\nhttps://h - bagit.txt\n', { decodePercent: true });
+  const f = parseFetch(
+    'https://h - ../../../README.md\nhttps://h - /tmp/x\nhttps://h - ~root/foo\nhttps://h - \\\\?\\UNC\\s\\x\nhttps://h - bagit.txt\n',
+    { decodePercent: true },
+  );
   t.same(f.entries, []);
   t.match(f.problems, [
     { code: 'unsafe-path', listedIn: 'fetch.txt', reason: 'parent-segment', line: 1 },
@@ -23,7 +26,9 @@ t.test('fetch paths are checked like manifest paths', async (t) => {
 });
 
 t.test('malformed fetch lines', async (t) => {
-  const f = parseFetch('only-two fields\nnot-a-url 5 data/a\nhttp://h/x five data/b\n', { decodePercent: true });
+  const f = parseFetch('only-two fields\nnot-a-url 5 data/a\nhttp://h/x five data/b\n', {
+    decodePercent: true,
+  });
   t.same(f.entries, []);
   t.match(f.problems, [
     { code: 'fetch-line-malformed', line: 1, fault: 'fields' },

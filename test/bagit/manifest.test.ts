@@ -7,8 +7,16 @@ const payload = (text: string, decodePercent = true) =>
   parseManifest(text, { fileName: 'manifest-md5.txt', kind: 'payload', algorithm: 'md5', decodePercent });
 
 t.test('manifest file names give kind and algorithm', async (t) => {
-  t.same(parseManifestFileName('manifest-sha256.txt'), { kind: 'payload', algorithmName: 'sha256', algorithm: 'sha256' });
-  t.same(parseManifestFileName('tagmanifest-md5.txt'), { kind: 'tag', algorithmName: 'md5', algorithm: 'md5' });
+  t.same(parseManifestFileName('manifest-sha256.txt'), {
+    kind: 'payload',
+    algorithmName: 'sha256',
+    algorithm: 'sha256',
+  });
+  t.same(parseManifestFileName('tagmanifest-md5.txt'), {
+    kind: 'tag',
+    algorithmName: 'md5',
+    algorithm: 'md5',
+  });
   t.same(parseManifestFileName('manifest-blake3.txt'), { kind: 'payload', algorithmName: 'blake3' });
   t.equal(parseManifestFileName('bag-info.txt'), undefined);
   t.equal(parseManifestFileName('manifest-md5.txt.bak'), undefined);
@@ -41,7 +49,11 @@ t.test('duplicates: same digest and different digests are told apart', async (t)
     { code: 'manifest-duplicate', path: 'data/a', listedIn: 'manifest-md5.txt', line: 2 },
     { code: 'manifest-duplicate-conflict', path: 'data/a', line: 3, expected: MD5, actual: MD5B },
   ]);
-  t.same(m.entries.get('data/a')?.conflictingDigests, [MD5B], 'the conflicting digest is kept to be checked too');
+  t.same(
+    m.entries.get('data/a')?.conflictingDigests,
+    [MD5B],
+    'the conflicting digest is kept to be checked too',
+  );
 });
 
 t.test('unsafe and out-of-scope paths are reported and never become entries', async (t) => {
@@ -53,7 +65,12 @@ t.test('unsafe and out-of-scope paths are reported and never become entries', as
     { code: 'payload-entry-outside-data', path: 'bagit.txt', line: 3 },
     { code: 'unsafe-path', reason: 'drive-letter', line: 4 },
   ]);
-  const tag = parseManifest(`${MD5} data/a\n${MD5} bagit.txt\n`, { fileName: 'tagmanifest-md5.txt', kind: 'tag', algorithm: 'md5', decodePercent: true });
+  const tag = parseManifest(`${MD5} data/a\n${MD5} bagit.txt\n`, {
+    fileName: 'tagmanifest-md5.txt',
+    kind: 'tag',
+    algorithm: 'md5',
+    decodePercent: true,
+  });
   t.same([...tag.entries.keys()], ['bagit.txt']);
   t.match(tag.problems, [{ code: 'tag-entry-inside-data', path: 'data/a', listedIn: 'tagmanifest-md5.txt' }]);
 });

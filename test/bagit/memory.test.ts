@@ -28,7 +28,11 @@ async function peakOf(files: number): Promise<number> {
   const child = join(import.meta.dirname, 'fixtures', 'validate-peak.js');
   const { stdout } = await run(process.execPath, [child, dir], { maxBuffer: 1 << 20 });
   const result = JSON.parse(stdout) as { valid: boolean; files: number; peak: number };
-  t.same([result.valid, result.files], [true, files + 3], `the bag of ${files} files is valid, every file read`);
+  t.same(
+    [result.valid, result.files],
+    [true, files + 3],
+    `the bag of ${files} files is valid, every file read`,
+  );
   rmSync(dir, { recursive: true, force: true });
   return result.peak;
 }
@@ -37,6 +41,8 @@ t.test(`validating ${4 * N} files peaks at most ${BYTES_PER_FILE} bytes a file a
   const small = await peakOf(N);
   const large = await peakOf(4 * N);
   const perFile = (large - small) / (3 * N);
-  t.comment(`peak ${(small / 1e6).toFixed(0)} MB for ${N} files, ${(large / 1e6).toFixed(0)} MB for ${4 * N}: ${perFile.toFixed(0)} bytes per added file`);
+  t.comment(
+    `peak ${(small / 1e6).toFixed(0)} MB for ${N} files, ${(large / 1e6).toFixed(0)} MB for ${4 * N}: ${perFile.toFixed(0)} bytes per added file`,
+  );
   t.ok(perFile < BYTES_PER_FILE, `${perFile.toFixed(0)} bytes per added file`);
 });

@@ -2,7 +2,16 @@ import t from 'tap';
 import { decodeBagPath, nonPortableNameReason, unsafePathReason } from '../../src/bagit/paths.js';
 
 t.test('paths that stay inside the bag are safe', async (t) => {
-  for (const p of ['data/a.txt', 'data/dir1/~test3.txt', 'data/%7Etest1.txt', 'data/50%off%.txt', 'data/test 1.txt', 'bag-info.txt', 'data/a..b', 'data/.hidden']) {
+  for (const p of [
+    'data/a.txt',
+    'data/dir1/~test3.txt',
+    'data/%7Etest1.txt',
+    'data/50%off%.txt',
+    'data/test 1.txt',
+    'bag-info.txt',
+    'data/a..b',
+    'data/.hidden',
+  ]) {
     t.equal(unsafePathReason(p), undefined, p);
   }
 });

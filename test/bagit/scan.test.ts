@@ -8,11 +8,14 @@ import { findNameCollisions, findSystemFiles, scanBag } from '../../src/bagit/sc
 t.test('regular files and folders are listed, sorted, with sizes', async (t) => {
   const dir = t.testdir({ 'bagit.txt': 'x', data: { b: '12', a: { c: '123' } } });
   const scan = await scanBag(dir);
-  t.same(scan.files.map(({ path, size }) => ({ path, size })), [
-    { path: 'bagit.txt', size: 1 },
-    { path: 'data/a/c', size: 3 },
-    { path: 'data/b', size: 2 },
-  ]);
+  t.same(
+    scan.files.map(({ path, size }) => ({ path, size })),
+    [
+      { path: 'bagit.txt', size: 1 },
+      { path: 'data/a/c', size: 3 },
+      { path: 'data/b', size: 2 },
+    ],
+  );
   t.same(scan.directories, ['data', 'data/a']);
   t.same(scan.problems, []);
 });
@@ -52,10 +55,16 @@ t.test('FIFOs and sockets are refused as special files', async (t) => {
 
 t.test('a name that is not UTF-8 is reported, not mangled', async (t) => {
   const dir = t.testdir({ data: { 'ok.txt': 'x' } });
-  writeFileSync(Buffer.concat([Buffer.from(join(dir, 'data') + '/'), Buffer.from([0x4e, 0xfa, 0x6e])]), 'latin-1 name');
+  writeFileSync(
+    Buffer.concat([Buffer.from(join(dir, 'data') + '/'), Buffer.from([0x4e, 0xfa, 0x6e])]),
+    'latin-1 name',
+  );
   const scan = await scanBag(dir);
   t.match(scan.problems, [{ code: 'name-not-utf8' }]);
-  t.same(scan.files.map((f) => f.path), ['data/ok.txt']);
+  t.same(
+    scan.files.map((f) => f.path),
+    ['data/ok.txt'],
+  );
 });
 
 t.test('non-portable names are warned about', async (t) => {
@@ -69,8 +78,26 @@ t.test('non-portable names are warned about', async (t) => {
 
 t.test('operating-system junk is found once per file or folder', async (t) => {
   t.same(
-    findSystemFiles(['data/.DS_Store', 'data/x/Thumbs.db', 'data/ok.txt', 'data/__MACOSX/a/b', 'data/__MACOSX/c', 'data/._song.wav', 'data/desktop.ini', 'data/THUMBS.DB']),
-    ['data/.DS_Store', 'data/THUMBS.DB', 'data/._song.wav', 'data/__MACOSX', 'data/desktop.ini', 'data/x/Thumbs.db'].sort().map((path) => ({ code: 'system-file', path })),
+    findSystemFiles([
+      'data/.DS_Store',
+      'data/x/Thumbs.db',
+      'data/ok.txt',
+      'data/__MACOSX/a/b',
+      'data/__MACOSX/c',
+      'data/._song.wav',
+      'data/desktop.ini',
+      'data/THUMBS.DB',
+    ]),
+    [
+      'data/.DS_Store',
+      'data/THUMBS.DB',
+      'data/._song.wav',
+      'data/__MACOSX',
+      'data/desktop.ini',
+      'data/x/Thumbs.db',
+    ]
+      .sort()
+      .map((path) => ({ code: 'system-file', path })),
   );
 });
 
@@ -80,7 +107,9 @@ t.test('case and normalization collisions, one warning per extra spelling', asyn
   t.same(findNameCollisions(['data/hello.txt', 'data/HELLO.txt', 'data/other']), [
     { code: 'case-collision', path: 'data/hello.txt', other: 'data/HELLO.txt' },
   ]);
-  t.same(findNameCollisions([nfc, nfd]), [{ code: 'normalization-collision', path: nfd < nfc ? nfc : nfd, other: nfd < nfc ? nfd : nfc }]);
+  t.same(findNameCollisions([nfc, nfd]), [
+    { code: 'normalization-collision', path: nfd < nfc ? nfc : nfd, other: nfd < nfc ? nfd : nfc },
+  ]);
   t.same(
     findNameCollisions([nfc, 'data/N\u00da\u00d1EZ']).map((p) => p.code),
     ['case-collision'],

@@ -40,8 +40,18 @@ if (!existsSync(CHROMIUM)) {
     const bob = d.addUser('bob');
     const tricky = 'R&D <draft> "#7" & more';
     const bytes = Buffer.from([0, 1, 2, 255, 254, 10, 13, 60, 62, 38, ...Buffer.from('tape one\n')]);
-    const stored = await ingestBag(d, alice, { 'audio/side A.wav': bytes, 'notes.txt': 'liner notes\n' }, { externalId: tricky, contentType: 'audio' });
-    const failed = await ingestBag(d, alice, { 'b.txt': 'broken\n' }, { payloadOxum: '1.1', expect: 'FAILED' });
+    const stored = await ingestBag(
+      d,
+      alice,
+      { 'audio/side A.wav': bytes, 'notes.txt': 'liner notes\n' },
+      { externalId: tricky, contentType: 'audio' },
+    );
+    const failed = await ingestBag(
+      d,
+      alice,
+      { 'b.txt': 'broken\n' },
+      { payloadOxum: '1.1', expect: 'FAILED' },
+    );
     const bobs = await ingestBag(d, bob, { 'c.txt': 'bob’s\n' });
 
     mkdirSync(screenshots, { recursive: true });
@@ -51,7 +61,11 @@ if (!existsSync(CHROMIUM)) {
     /** A fresh browser window, recording console errors and uncaught exceptions. */
     const open = async () => {
       // bypassCSP lets the test inject axe-core; the pages themselves run under their policy.
-      const context = await browser.newContext({ acceptDownloads: true, bypassCSP: true, viewport: { width: 1280, height: 860 } });
+      const context = await browser.newContext({
+        acceptDownloads: true,
+        bypassCSP: true,
+        viewport: { width: 1280, height: 860 },
+      });
       const page = await context.newPage();
       const errors: string[] = [];
       page.on('console', (m) => {
@@ -64,9 +78,15 @@ if (!existsSync(CHROMIUM)) {
     /** Checks the page now shown: axe-core, then a screenshot. */
     const check = async (t: Test, page: Page, name: string) => {
       await page.addScriptTag({ path: axeSource });
-      const results = (await page.evaluate(() => (window as unknown as { axe: { run(): Promise<unknown> } }).axe.run())) as AxeResults;
+      const results = (await page.evaluate(() =>
+        (window as unknown as { axe: { run(): Promise<unknown> } }).axe.run(),
+      )) as AxeResults;
       const bad = results.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-      t.same(bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`), [], `${name}: no serious or critical accessibility violation`);
+      t.same(
+        bad.map((v) => `${v.id}: ${v.help} (${v.nodes.map((n) => n.target.join(' ')).join(', ')})`),
+        [],
+        `${name}: no serious or critical accessibility violation`,
+      );
       await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
     };
 
@@ -94,28 +114,44 @@ if (!existsSync(CHROMIUM)) {
       t.equal(await page.locator('#results-summary').textContent(), '1 package.');
       await check(t, page, 'packages');
       const raw = await (await page.request.get(page.url())).text();
-      t.ok(raw.includes('R&amp;D &lt;draft&gt; &quot;#7&quot; &amp; more'), 'the external_id is escaped in the HTML');
+      t.ok(
+        raw.includes('R&amp;D &lt;draft&gt; &quot;#7&quot; &amp; more'),
+        'the external_id is escaped in the HTML',
+      );
       t.notOk(raw.includes('<draft>'), 'never written as markup');
       await page.getByRole('link', { name: tricky }).click();
       await page.waitForURL(`${d.url}/packages/${stored.request.bag_id}`);
-      t.equal(await page.getByRole('heading', { level: 1 }).textContent(), `Package ${tricky}`, 'shown as text');
+      t.equal(
+        await page.getByRole('heading', { level: 1 }).textContent(),
+        `Package ${tricky}`,
+        'shown as text',
+      );
       t.equal(await page.locator('draft').count(), 0, 'no <draft> element was made');
       const rows = await page.locator('table[aria-labelledby="files"] tbody tr').allInnerTexts();
       t.equal(rows.length, 2);
       t.match(rows[0], /^audio\/side A\.wav\s+19\s+md5 [0-9a-f]{32}\s+sha256 [0-9a-f]{64}/);
       t.match(rows[1], /^notes\.txt\s+12\s/);
-      t.equal(await page.getByRole('link', { name: 'Download the whole bag as a zip' }).getAttribute('href'), `/v1/packages/${stored.request.bag_id}/download`);
+      t.equal(
+        await page.getByRole('link', { name: 'Download the whole bag as a zip' }).getAttribute('href'),
+        `/v1/packages/${stored.request.bag_id}/download`,
+      );
       t.equal(await page.locator('#replicas').count(), 0, 'no storage details for a depositor');
       await check(t, page, 'package');
 
-      const [download] = await Promise.all([page.waitForEvent('download'), page.getByRole('link', { name: 'audio/side A.wav' }).click()]);
+      const [download] = await Promise.all([
+        page.waitForEvent('download'),
+        page.getByRole('link', { name: 'audio/side A.wav' }).click(),
+      ]);
       t.equal(download.suggestedFilename(), 'side A.wav');
       t.same(readFileSync(await download.path()), bytes, 'the same bytes');
 
       await page.getByRole('link', { name: 'Status report' }).click();
       const failedRow = page.locator('table[aria-labelledby="failed"] tbody tr');
       t.equal(await failedRow.count(), 1);
-      t.match(await failedRow.innerText(), new RegExp(`^${failed.item.id}\\s+${failed.request.external_id}\\s+video[\\s\\S]*Payload-Oxum`));
+      t.match(
+        await failedRow.innerText(),
+        new RegExp(`^${failed.item.id}\\s+${failed.request.external_id}\\s+video[\\s\\S]*Payload-Oxum`),
+      );
       t.equal(await page.locator('table[aria-labelledby="done"] tbody tr').count(), 1);
       await check(t, page, 'queue');
 
@@ -165,7 +201,10 @@ if (!existsSync(CHROMIUM)) {
       await check(t, page, 'audit');
 
       await page.goto(`${d.url}/packages/${stored.request.bag_id}`);
-      t.match(await page.locator('dl.facts').innerText(), new RegExp(`Storage location\\s+\\S+/storage/\\S+/${stored.request.bag_id}`));
+      t.match(
+        await page.locator('dl.facts').innerText(),
+        new RegExp(`Storage location\\s+\\S+/storage/\\S+/${stored.request.bag_id}`),
+      );
       t.equal(await page.locator('#replicas').textContent(), 'Replicas', 'the replicas section, for admins');
       await page.goto(`${d.url}/`);
       t.match(await page.locator('main').innerText(), /Audit 1, started .*: all 2 packages passed/);

@@ -29,22 +29,33 @@ function openCatalog(t: { teardown(fn: () => unknown): void }): Catalog {
 t.test('grants: refused together, idempotent, revocable, all or nothing', async (t) => {
   const catalog = openCatalog(t);
   catalog.users.add('alice', false);
-  t.throws(
-    () => catalog.grants.grant('bob', 'boss', 'films', TYPES),
-    { message: 'grant refused, nothing changed: no user "bob" (preservd user add bob creates one); no role "boss": the roles are viewer, content_manager, admin; no content type "films": the scope is one of audio, video, all' },
-  );
+  t.throws(() => catalog.grants.grant('bob', 'boss', 'films', TYPES), {
+    message:
+      'grant refused, nothing changed: no user "bob" (preservd user add bob creates one); no role "boss": the roles are viewer, content_manager, admin; no content type "films": the scope is one of audio, video, all',
+  });
   t.throws(() => catalog.grants.grant('alice', 'viewer', 'films', TYPES), /no content type "films"/);
   t.same(catalog.grants.list(), [], 'nothing written');
 
   t.equal(catalog.grants.grant('alice', 'viewer', 'video', TYPES), true);
   t.equal(catalog.grants.grant('alice', 'viewer', 'video', TYPES), false, 'already held');
   t.equal(catalog.grants.grant('alice', 'admin', 'all', TYPES), true);
-  t.same(catalog.grants.of('alice').map((g) => [g.user, g.role, g.scope]), [['alice', 'admin', 'all'], ['alice', 'viewer', 'video']]);
+  t.same(
+    catalog.grants.of('alice').map((g) => [g.user, g.role, g.scope]),
+    [
+      ['alice', 'admin', 'all'],
+      ['alice', 'viewer', 'video'],
+    ],
+  );
   t.same(catalog.grants.of('bob'), []);
 
-  t.throws(() => catalog.grants.revoke('alice', 'content_manager', 'video'), { message: 'alice holds no grant content_manager on video' });
+  t.throws(() => catalog.grants.revoke('alice', 'content_manager', 'video'), {
+    message: 'alice holds no grant content_manager on video',
+  });
   catalog.grants.revoke('alice', 'admin', 'all');
-  t.same(catalog.grants.of('alice').map((g) => g.role), ['viewer']);
+  t.same(
+    catalog.grants.of('alice').map((g) => g.role),
+    ['viewer'],
+  );
 
   // Inside a transaction that fails later, a grant is rolled back with it.
   t.throws(() =>
@@ -53,7 +64,11 @@ t.test('grants: refused together, idempotent, revocable, all or nothing', async 
       throw new Error('later step failed');
     }),
   );
-  t.same(catalog.grants.of('alice').map((g) => g.role), ['viewer'], 'rolled back');
+  t.same(
+    catalog.grants.of('alice').map((g) => g.role),
+    ['viewer'],
+    'rolled back',
+  );
 });
 
 t.test('sessions: digests only, expiry, logout, the token’s revocation', async (t) => {
@@ -113,7 +128,9 @@ function countingRoot(root: RootDatabase): { root: RootDatabase; touched: () => 
     });
   const wrapped = new Proxy(root, {
     get(target, prop, receiver) {
-      if (prop === 'openDB') return (...args: unknown[]) => counted((target.openDB as (...a: unknown[]) => object).apply(target, args));
+      if (prop === 'openDB')
+        return (...args: unknown[]) =>
+          counted((target.openDB as (...a: unknown[]) => object).apply(target, args));
       const value = Reflect.get(target, prop, receiver) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
@@ -121,81 +138,101 @@ function countingRoot(root: RootDatabase): { root: RootDatabase; touched: () => 
   return { root: wrapped, touched: () => touched, reset: () => (touched = 0) };
 }
 
-t.test('sessions at scale: a login touches a bounded number of records, whatever the number of sessions', async (t) => {
-  const dir = mkdtempSync(join(tmpdir(), 'preservd-sessions-'));
-  const lmdbRoot = open({ path: dir, maxDbs: 8, compression: false });
-  t.teardown(async () => {
-    await lmdbRoot.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
-  const counting = countingRoot(lmdbRoot);
-  const transactor = { transaction: <T>(fn: () => T): T => lmdbRoot.transactionSync(fn), reserve: () => {} };
-  const sessions = new SessionStore(counting.root, transactor, () => true);
-  const limits = { maxPerUser: 5, idleMs: 0 };
-
-  // 20,000 live sessions of 20,000 users, then 300 that expire soon after (each login removes
-  // expired ones, so they are opened last and left to expire).
-  for (let start = 0; start < 20_000; start += 5_000) {
-    lmdbRoot.transactionSync(() => {
-      for (let i = start; i < start + 5_000; i++) sessions.open(`user${i}`, 'token', 3600_000, limits);
+t.test(
+  'sessions at scale: a login touches a bounded number of records, whatever the number of sessions',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'preservd-sessions-'));
+    const lmdbRoot = open({ path: dir, maxDbs: 8, compression: false });
+    t.teardown(async () => {
+      await lmdbRoot.close();
+      rmSync(dir, { recursive: true, force: true });
     });
-  }
-  lmdbRoot.transactionSync(() => {
-    for (let i = 0; i < 300; i++) sessions.open(`gone${i}`, 'token', 1000, limits);
-  });
-  await new Promise((r) => setTimeout(r, 1100));
+    const counting = countingRoot(lmdbRoot);
+    const transactor = {
+      transaction: <T>(fn: () => T): T => lmdbRoot.transactionSync(fn),
+      reserve: () => {},
+    };
+    const sessions = new SessionStore(counting.root, transactor, () => true);
+    const limits = { maxPerUser: 5, idleMs: 0 };
 
-  counting.reset();
-  const mallory = sessions.open('mallory', 'token', 3600_000, limits);
-  t.ok(counting.touched() <= 5 * SWEEP_BATCH + 20, `one login touched ${counting.touched()} records of 20,000 sessions`);
-  t.ok(counting.touched() > SWEEP_BATCH, 'it removed a batch of the expired ones');
-  t.equal(sessions.find(mallory.secret)?.userName, 'mallory');
+    // 20,000 live sessions of 20,000 users, then 300 that expire soon after (each login removes
+    // expired ones, so they are opened last and left to expire).
+    for (let start = 0; start < 20_000; start += 5_000) {
+      lmdbRoot.transactionSync(() => {
+        for (let i = start; i < start + 5_000; i++) sessions.open(`user${i}`, 'token', 3600_000, limits);
+      });
+    }
+    lmdbRoot.transactionSync(() => {
+      for (let i = 0; i < 300; i++) sessions.open(`gone${i}`, 'token', 1000, limits);
+    });
+    await new Promise((r) => setTimeout(r, 1100));
 
-  counting.reset();
-  const again = sessions.open('mallory', 'token', 3600_000, limits);
-  t.ok(counting.touched() <= 5 * SWEEP_BATCH + 20, `the next login too (${counting.touched()})`);
-  t.equal(sessions.find(again.secret)?.userName, 'mallory');
+    counting.reset();
+    const mallory = sessions.open('mallory', 'token', 3600_000, limits);
+    t.ok(
+      counting.touched() <= 5 * SWEEP_BATCH + 20,
+      `one login touched ${counting.touched()} records of 20,000 sessions`,
+    );
+    t.ok(counting.touched() > SWEEP_BATCH, 'it removed a batch of the expired ones');
+    t.equal(sessions.find(mallory.secret)?.userName, 'mallory');
 
-  // The expired ones are refused, and gone after enough logins (a batch each).
-  sessions.open('mallory', 'token', 3600_000, limits);
-  t.equal(sessions.sweep(Date.now(), 10_000), 0, 'three logins removed all 300 expired sessions');
+    counting.reset();
+    const again = sessions.open('mallory', 'token', 3600_000, limits);
+    t.ok(counting.touched() <= 5 * SWEEP_BATCH + 20, `the next login too (${counting.touched()})`);
+    t.equal(sessions.find(again.secret)?.userName, 'mallory');
 
-  // The per-user cap: the oldest goes.
-  const opened = Array.from({ length: 7 }, () => sessions.open('carol', 'token', 3600_000, limits).secret);
-  t.same(
-    opened.map((s) => sessions.find(s) !== undefined),
-    [false, false, true, true, true, true, true],
-    'carol keeps her 5 newest sessions',
-  );
-  counting.reset();
-  sessions.open('carol', 'token', 3600_000, limits);
-  t.ok(counting.touched() <= 30, `a login at the cap touched ${counting.touched()} records`);
-  t.equal(sessions.find(opened[2]!), undefined, 'the oldest went');
-});
+    // The expired ones are refused, and gone after enough logins (a batch each).
+    sessions.open('mallory', 'token', 3600_000, limits);
+    t.equal(sessions.sweep(Date.now(), 10_000), 0, 'three logins removed all 300 expired sessions');
 
-t.test('sessions: expired ones are refused and removed; idle ones refused; a login replaces the browser’s last session', async (t) => {
-  const catalog = openCatalog(t);
-  catalog.users.add('alice', false);
-  const token = catalog.users.issueToken('alice');
-  const short = catalog.sessions.open('alice', token.secret, 30);
-  await new Promise((r) => setTimeout(r, 60));
-  t.equal(catalog.sessions.find(short.secret), undefined, 'expired: refused');
-  catalog.sessions.open('alice', token.secret, 60_000);
-  t.equal(catalog.sessions.sweep(Date.now(), 100), 0, 'and removed by the next login');
+    // The per-user cap: the oldest goes.
+    const opened = Array.from({ length: 7 }, () => sessions.open('carol', 'token', 3600_000, limits).secret);
+    t.same(
+      opened.map((s) => sessions.find(s) !== undefined),
+      [false, false, true, true, true, true, true],
+      'carol keeps her 5 newest sessions',
+    );
+    counting.reset();
+    sessions.open('carol', 'token', 3600_000, limits);
+    t.ok(counting.touched() <= 30, `a login at the cap touched ${counting.touched()} records`);
+    t.equal(sessions.find(opened[2]!), undefined, 'the oldest went');
+  },
+);
 
-  const idle = catalog.sessions.open('alice', token.secret, 60_000, { maxPerUser: 20, idleMs: 200 });
-  await new Promise((r) => setTimeout(r, 120));
-  t.ok(catalog.sessions.find(idle.secret), 'used within its idle limit (the use is written)');
-  await new Promise((r) => setTimeout(r, 120));
-  t.ok(catalog.sessions.find(idle.secret), '240 ms after login, 120 ms after its last use: live');
-  await new Promise((r) => setTimeout(r, 300));
-  t.equal(catalog.sessions.find(idle.secret), undefined, 'unused for longer than its idle limit: refused');
+t.test(
+  'sessions: expired ones are refused and removed; idle ones refused; a login replaces the browser’s last session',
+  async (t) => {
+    const catalog = openCatalog(t);
+    catalog.users.add('alice', false);
+    const token = catalog.users.issueToken('alice');
+    const short = catalog.sessions.open('alice', token.secret, 30);
+    await new Promise((r) => setTimeout(r, 60));
+    t.equal(catalog.sessions.find(short.secret), undefined, 'expired: refused');
+    catalog.sessions.open('alice', token.secret, 60_000);
+    t.equal(catalog.sessions.sweep(Date.now(), 100), 0, 'and removed by the next login');
 
-  const first = catalog.sessions.open('alice', token.secret, 60_000);
-  const second = catalog.sessions.open('alice', token.secret, 60_000, { maxPerUser: 20, idleMs: 0, replaces: first.secret });
-  t.equal(catalog.sessions.find(first.secret), undefined, 'logging in again ends the browser’s previous session');
-  t.equal(catalog.sessions.find(second.secret)?.userName, 'alice');
-});
+    const idle = catalog.sessions.open('alice', token.secret, 60_000, { maxPerUser: 20, idleMs: 200 });
+    await new Promise((r) => setTimeout(r, 120));
+    t.ok(catalog.sessions.find(idle.secret), 'used within its idle limit (the use is written)');
+    await new Promise((r) => setTimeout(r, 120));
+    t.ok(catalog.sessions.find(idle.secret), '240 ms after login, 120 ms after its last use: live');
+    await new Promise((r) => setTimeout(r, 300));
+    t.equal(catalog.sessions.find(idle.secret), undefined, 'unused for longer than its idle limit: refused');
+
+    const first = catalog.sessions.open('alice', token.secret, 60_000);
+    const second = catalog.sessions.open('alice', token.secret, 60_000, {
+      maxPerUser: 20,
+      idleMs: 0,
+      replaces: first.secret,
+    });
+    t.equal(
+      catalog.sessions.find(first.secret),
+      undefined,
+      'logging in again ends the browser’s previous session',
+    );
+    t.equal(catalog.sessions.find(second.secret)?.userName, 'alice');
+  },
+);
 
 t.test('sessions from before the indexes are indexed when the catalog opens', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-sessions-old-'));

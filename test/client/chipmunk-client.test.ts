@@ -55,14 +55,21 @@ class ChipmunkClient {
     if (body !== undefined) headers['content-type'] = 'application/x-www-form-urlencoded';
     const res = await fetch(url, { method, headers, body: body?.toString() ?? null, redirect: 'manual' });
     const text = await res.text();
-    this.log.push({ method, path: url.pathname + url.search, status: res.status, location: res.headers.get('location') });
+    this.log.push({
+      method,
+      path: url.pathname + url.search,
+      status: res.status,
+      location: res.headers.get('location'),
+    });
     if (res.status === 201 || res.status === 303) {
       const location = res.headers.get('location');
       if (location === null) throw new Error(`${method} ${url.pathname}: ${res.status} without Location`);
       return this.send('GET', new URL(location, url));
     }
-    if (res.status < 200 || res.status > 299) throw new Error(`${method} ${url.pathname}: ${res.status} ${text}`);
-    if (!/^application\/json/.test(res.headers.get('content-type') ?? '')) throw new Error(`${method} ${url.pathname}: not JSON`);
+    if (res.status < 200 || res.status > 299)
+      throw new Error(`${method} ${url.pathname}: ${res.status} ${text}`);
+    if (!/^application\/json/.test(res.headers.get('content-type') ?? ''))
+      throw new Error(`${method} ${url.pathname}: not JSON`);
     return JSON.parse(text);
   }
 
@@ -77,18 +84,31 @@ class ChipmunkClient {
 }
 
 /** Chipmunk::Uploader#upload_without_waiting_for_result and #print_result_when_done. */
-async function upload(client: ChipmunkClient, bagDir: string, tags: { bag_id: string; external_id: string; content_type: string }) {
+async function upload(
+  client: ChipmunkClient,
+  bagDir: string,
+  tags: { bag_id: string; external_id: string; content_type: string },
+) {
   const printed: string[] = [];
-  const request = await client.post('/v1/requests', { external_id: tags.external_id, content_type: tags.content_type, bag_id: tags.bag_id });
+  const request = await client.post('/v1/requests', {
+    external_id: tags.external_id,
+    content_type: tags.content_type,
+    bag_id: tags.bag_id,
+  });
   if (request.stored) {
     printed.push(`Bag for ${request.external_id} has already been uploaded`);
     return { request, printed };
   }
   if (request.external_id !== tags.external_id) {
-    printed.push(`Server expected a bag with external ID "${request.external_id}" but the provided bag has external ID "${tags.external_id}"`);
+    printed.push(
+      `Server expected a bag with external ID "${request.external_id}" but the provided bag has external ID "${tags.external_id}"`,
+    );
     return { request, printed };
   }
-  const rsync = spawnSync('rsync', [...CLIENT_RSYNC_FLAGS, `${bagDir}/`, request.upload_link], { encoding: 'utf8', timeout: 60_000 });
+  const rsync = spawnSync('rsync', [...CLIENT_RSYNC_FLAGS, `${bagDir}/`, request.upload_link], {
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (rsync.status !== 0) throw new Error(`rsync failed: ${rsync.stdout}${rsync.stderr}`);
   let item = await client.post(`/v1/requests/${tags.bag_id}/complete`);
   const deadline = Date.now() + 15_000;
@@ -103,7 +123,12 @@ async function upload(client: ChipmunkClient, bagDir: string, tags: { bag_id: st
 }
 
 /** A bag as chipmunk's bagger leaves it: BagIt 0.97, md5 and sha1 manifests, chipmunk-info.txt. */
-async function chipmunkBag(dir: string, tags: { bag_id: string; external_id: string; content_type: string }, files: Record<string, string | Buffer>, corrupt: string[] = []) {
+async function chipmunkBag(
+  dir: string,
+  tags: { bag_id: string; external_id: string; content_type: string },
+  files: Record<string, string | Buffer>,
+  corrupt: string[] = [],
+) {
   return makeBag(dir, {
     files,
     version: '0.97',
@@ -120,15 +145,26 @@ t.test('chipmunk-client against preservd', async (t) => {
   const client = new ChipmunkClient(`${d.url}/`, key);
 
   await t.test('bin/upload: request, rsync, complete, wait until DONE', async (t) => {
-    const tags = { bag_id: randomUUID(), external_id: `39015${randomBytes(4).toString('hex')}`, content_type: 'digital' };
-    const bagDir = await chipmunkBag(join(t.testdir(), 'bag'), tags, { 'samplefile': 'Hello Bag!\n', 'sub/scan 1.tif': randomBytes(50_000) });
+    const tags = {
+      bag_id: randomUUID(),
+      external_id: `39015${randomBytes(4).toString('hex')}`,
+      content_type: 'digital',
+    };
+    const bagDir = await chipmunkBag(join(t.testdir(), 'bag'), tags, {
+      samplefile: 'Hello Bag!\n',
+      'sub/scan 1.tif': randomBytes(50_000),
+    });
 
     const { request, item, printed } = await upload(client, bagDir, tags);
     t.same(printed, [`${tags.external_id} uploaded successfully`]);
-    t.same(client.log.slice(0, 2).map((e) => [e.method, e.status, e.location]), [
-      ['POST', 201, `/v1/requests/${tags.bag_id}`],
-      ['GET', 200, null],
-    ], 'POST /v1/requests: 201, then the client GETs the Location');
+    t.same(
+      client.log.slice(0, 2).map((e) => [e.method, e.status, e.location]),
+      [
+        ['POST', 201, `/v1/requests/${tags.bag_id}`],
+        ['GET', 200, null],
+      ],
+      'POST /v1/requests: 201, then the client GETs the Location',
+    );
     t.equal(request.bag_id, tags.bag_id);
     t.equal(request.stored, false);
     t.match(request.upload_link, /^rsync:\/\//);
@@ -138,16 +174,23 @@ t.test('chipmunk-client against preservd', async (t) => {
     t.equal(item.status, 'DONE');
     t.equal(item.package, `/v1/packages/${tags.bag_id}`);
 
-    await t.test('bin/ingest_status by external id and by bag id: GET /v1/bags/<id> (deprecated)', async (t) => {
-      for (const id of [tags.external_id, tags.bag_id]) {
-        const bag = await client.get(`/v1/bags/${encodeURIComponent(id)}`);
-        t.equal(bag.stored, true, `${id}: done`);
-        t.equal(bag.bag_id, tags.bag_id);
-        t.same(bag.files, ['samplefile', 'sub/scan 1.tif']);
-        const queue = await client.get(`/v1/queue?package=${encodeURIComponent(id)}`);
-        t.same(queue.map((q: { status: string }) => q.status), ['DONE'], `${id}: its queue items`);
-      }
-    });
+    await t.test(
+      'bin/ingest_status by external id and by bag id: GET /v1/bags/<id> (deprecated)',
+      async (t) => {
+        for (const id of [tags.external_id, tags.bag_id]) {
+          const bag = await client.get(`/v1/bags/${encodeURIComponent(id)}`);
+          t.equal(bag.stored, true, `${id}: done`);
+          t.equal(bag.bag_id, tags.bag_id);
+          t.same(bag.files, ['samplefile', 'sub/scan 1.tif']);
+          const queue = await client.get(`/v1/queue?package=${encodeURIComponent(id)}`);
+          t.same(
+            queue.map((q: { status: string }) => q.status),
+            ['DONE'],
+            `${id}: its queue items`,
+          );
+        }
+      },
+    );
 
     await t.test('GET /v1/packages/<bag_id>', async (t) => {
       const pkg = await client.get(`/v1/packages/${tags.bag_id}`);
@@ -162,19 +205,28 @@ t.test('chipmunk-client against preservd', async (t) => {
       const before = client.log.length;
       const again = await upload(client, bagDir, tags);
       t.same(again.printed, [`Bag for ${tags.external_id} has already been uploaded`]);
-      t.same(client.log.slice(before).map((e) => [e.method, e.status, e.location]), [
-        ['POST', 303, `/v1/requests/${tags.bag_id}`],
-        ['GET', 200, null],
-      ]);
+      t.same(
+        client.log.slice(before).map((e) => [e.method, e.status, e.location]),
+        [
+          ['POST', 303, `/v1/requests/${tags.bag_id}`],
+          ['GET', 200, null],
+        ],
+      );
       const queue = await client.get(`/v1/queue?package=${tags.bag_id}`);
       t.equal(queue.length, 1, 'no second ingest');
     });
   });
 
   await t.test('a failed upload, fixed and uploaded again', async (t) => {
-    const tags = { bag_id: randomUUID(), external_id: `39015${randomBytes(4).toString('hex')}`, content_type: 'digital' };
+    const tags = {
+      bag_id: randomUUID(),
+      external_id: `39015${randomBytes(4).toString('hex')}`,
+      content_type: 'digital',
+    };
     const good = randomBytes(20_000);
-    const bagDir = await chipmunkBag(join(t.testdir(), 'bag'), tags, { 'a.wav': good, 'b.txt': 'fine\n' }, ['data/a.wav']);
+    const bagDir = await chipmunkBag(join(t.testdir(), 'bag'), tags, { 'a.wav': good, 'b.txt': 'fine\n' }, [
+      'data/a.wav',
+    ]);
 
     const first = await upload(client, bagDir, tags);
     t.equal(first.item.status, 'FAILED');
@@ -187,12 +239,23 @@ t.test('chipmunk-client against preservd', async (t) => {
     const second = await upload(client, bagDir, tags);
     t.same(second.printed, [`${tags.external_id} uploaded successfully`]);
     const exchanges = client.log.slice(before);
-    t.same(exchanges.slice(0, 2).map((e) => [e.method, e.status]), [
-      ['POST', 303],
-      ['GET', 200],
-    ], 'the request exists: 303 to it');
-    t.equal(exchanges.find((e) => e.path.endsWith('/complete'))?.status, 201, 'a FAILED item does not block a new attempt');
+    t.same(
+      exchanges.slice(0, 2).map((e) => [e.method, e.status]),
+      [
+        ['POST', 303],
+        ['GET', 200],
+      ],
+      'the request exists: 303 to it',
+    );
+    t.equal(
+      exchanges.find((e) => e.path.endsWith('/complete'))?.status,
+      201,
+      'a FAILED item does not block a new attempt',
+    );
     const queue = await client.get(`/v1/queue?package=${tags.external_id}`);
-    t.same(queue.map((q: { status: string }) => q.status), ['FAILED', 'DONE']);
+    t.same(
+      queue.map((q: { status: string }) => q.status),
+      ['FAILED', 'DONE'],
+    );
   });
 });

@@ -36,7 +36,11 @@ function tableRows(markdown: string): Map<string, Map<string, string[]>> {
     const heading = /^## (.+)$/.exec(line);
     if (heading) sections.set(heading[1]!.trim(), (current = new Map()));
     const row = /^\| `([^`]+)` \|(.*)\|\s*$/.exec(line);
-    if (row) current.set(row[1]!, row[2]!.split(' | ').map((c) => c.trim()));
+    if (row)
+      current.set(
+        row[1]!,
+        row[2]!.split(' | ').map((c) => c.trim()),
+      );
   }
   return sections;
 }
@@ -49,13 +53,20 @@ const section = (title: string) => {
   return rows;
 };
 
-t.test('a queue item\'s problems (bag, chipmunk, ingest) never share a code, so a code names one thing', async (t) => {
-  const tables = { bag: BAG_PROBLEM_CODES, chipmunk: CHIPMUNK_PROBLEM_CODES, ingest: INGEST_PROBLEM_CODES };
-  const owners = new Map<string, string[]>();
-  for (const [module, table] of Object.entries(tables)) for (const code of Object.keys(table)) owners.set(code, [...(owners.get(code) ?? []), module]);
-  t.ok(owners.size > 60, `${owners.size} codes read from the tables`);
-  t.same([...owners].filter(([, modules]) => modules.length > 1), []);
-});
+t.test(
+  "a queue item's problems (bag, chipmunk, ingest) never share a code, so a code names one thing",
+  async (t) => {
+    const tables = { bag: BAG_PROBLEM_CODES, chipmunk: CHIPMUNK_PROBLEM_CODES, ingest: INGEST_PROBLEM_CODES };
+    const owners = new Map<string, string[]>();
+    for (const [module, table] of Object.entries(tables))
+      for (const code of Object.keys(table)) owners.set(code, [...(owners.get(code) ?? []), module]);
+    t.ok(owners.size > 60, `${owners.size} codes read from the tables`);
+    t.same(
+      [...owners].filter(([, modules]) => modules.length > 1),
+      [],
+    );
+  },
+);
 
 t.test('every bag problem code is in errors.md with its severity, and nothing else is', async (t) => {
   const rows = section('Bag problems (BagIt, RFC 8493)');
@@ -65,40 +76,58 @@ t.test('every bag problem code is in errors.md with its severity, and nothing el
   }
 });
 
-t.test('every chipmunk and ingest problem code is in errors.md with its severity, and nothing else is', async (t) => {
-  const chipmunkRows = section('chipmunk and content-type problems');
-  const ingestRows = section('Ingest problems');
-  t.same(sorted(chipmunkRows.keys()), sorted(Object.keys(CHIPMUNK_PROBLEM_CODES)));
-  t.same(sorted(ingestRows.keys()), sorted(Object.keys(INGEST_PROBLEM_CODES)));
-  for (const [code, severity] of [...Object.entries(CHIPMUNK_PROBLEM_CODES), ...Object.entries(INGEST_PROBLEM_CODES)]) {
-    t.equal((chipmunkRows.get(code) ?? ingestRows.get(code))?.[0], severity, `${code} is documented as ${severity}`);
-  }
-});
+t.test(
+  'every chipmunk and ingest problem code is in errors.md with its severity, and nothing else is',
+  async (t) => {
+    const chipmunkRows = section('chipmunk and content-type problems');
+    const ingestRows = section('Ingest problems');
+    t.same(sorted(chipmunkRows.keys()), sorted(Object.keys(CHIPMUNK_PROBLEM_CODES)));
+    t.same(sorted(ingestRows.keys()), sorted(Object.keys(INGEST_PROBLEM_CODES)));
+    for (const [code, severity] of [
+      ...Object.entries(CHIPMUNK_PROBLEM_CODES),
+      ...Object.entries(INGEST_PROBLEM_CODES),
+    ]) {
+      t.equal(
+        (chipmunkRows.get(code) ?? ingestRows.get(code))?.[0],
+        severity,
+        `${code} is documented as ${severity}`,
+      );
+    }
+  },
+);
 
 t.test('every audit finding is in errors.md with its severity, and nothing else is', async (t) => {
   const findings = Object.keys(FINDING_CODES);
   const rows = section('Audit findings');
   t.same(sorted(rows.keys()), sorted(findings));
-  for (const [code, severity] of Object.entries(FINDING_CODES)) t.equal(rows.get(code)?.[0], severity, `${code} is documented as ${severity}`);
+  for (const [code, severity] of Object.entries(FINDING_CODES))
+    t.equal(rows.get(code)?.[0], severity, `${code} is documented as ${severity}`);
   const audits = tableRows(doc('audits.md'));
   const inAuditsMd = [...audits.values()].flatMap((rows) => [...rows.keys()]);
-  t.same(sorted(findings).filter((c) => !inAuditsMd.includes(c)), [], 'docs/audits.md lists them too');
+  t.same(
+    sorted(findings).filter((c) => !inAuditsMd.includes(c)),
+    [],
+    'docs/audits.md lists them too',
+  );
 });
 
 t.test('every replication problem is in errors.md with its severity, and nothing else is', async (t) => {
   const rows = section('Replication problems');
   t.same(sorted(rows.keys()), sorted(Object.keys(REPLICATION_PROBLEM_CODES)));
-  for (const [code, severity] of Object.entries(REPLICATION_PROBLEM_CODES)) t.equal(rows.get(code)?.[0], severity, `${code} is documented as ${severity}`);
+  for (const [code, severity] of Object.entries(REPLICATION_PROBLEM_CODES))
+    t.equal(rows.get(code)?.[0], severity, `${code} is documented as ${severity}`);
 });
 
 t.test('every HTTP error status the routes declare or send is in errors.md', async (t) => {
   const statuses = new Set<number>();
   for (const file of sourceFiles(join(srcDir, 'http'))) {
     const text = readFileSync(file, 'utf8');
-    for (const m of text.matchAll(/errors\(([\d,\s]+)\)/g)) m[1]!.split(',').forEach((s) => statuses.add(Number(s.trim())));
+    for (const m of text.matchAll(/errors\(([\d,\s]+)\)/g))
+      m[1]!.split(',').forEach((s) => statuses.add(Number(s.trim())));
     for (const m of text.matchAll(/(?:code|HttpError)\((\d{3})\b/g)) statuses.add(Number(m[1]));
   }
-  for (const m of readFileSync(join(srcDir, 'http/errors.ts'), 'utf8').matchAll(/new HttpError\((\d{3})/g)) statuses.add(Number(m[1]));
+  for (const m of readFileSync(join(srcDir, 'http/errors.ts'), 'utf8').matchAll(/new HttpError\((\d{3})/g))
+    statuses.add(Number(m[1]));
   const documented = new Set([...doc('errors.md').matchAll(/^\| (\d{3}) \|/gm)].map((m) => Number(m[1])));
   const missing = [...statuses].filter((s) => s >= 400 && !documented.has(s));
   t.ok(statuses.has(422) && statuses.has(507), 'the scan finds statuses at all');
@@ -107,7 +136,9 @@ t.test('every HTTP error status the routes declare or send is in errors.md', asy
 
 t.test('every event type is in events.md', async (t) => {
   const types = (eventSchema.properties.type as { enum: readonly string[] }).enum;
-  const headings = [...doc('events.md').matchAll(/^### (.+)$/gm)].flatMap((m) => [...m[1]!.matchAll(/`([^`]+)`/g)].map((c) => c[1]!));
+  const headings = [...doc('events.md').matchAll(/^### (.+)$/gm)].flatMap((m) =>
+    [...m[1]!.matchAll(/`([^`]+)`/g)].map((c) => c[1]!),
+  );
   t.same(sorted(headings), sorted(types));
 });
 
@@ -127,15 +158,25 @@ t.test('every configuration key is in configuration.md, with its default', async
     }
   };
   walk(ConfigSchema, '');
-  t.ok(keys.size > 40 && keys.has('upload.rsync.port') && keys.has('audit.everyDays'), `${keys.size} keys read from the schema`);
-  const rows = new Map([...doc('configuration.md').matchAll(/^\| `([^`]+)`[^|]*\| ([^|]*) \|/gm)].map((m) => [m[1]!, m[2]!]));
+  t.ok(
+    keys.size > 40 && keys.has('upload.rsync.port') && keys.has('audit.everyDays'),
+    `${keys.size} keys read from the schema`,
+  );
+  const rows = new Map(
+    [...doc('configuration.md').matchAll(/^\| `([^`]+)`[^|]*\| ([^|]*) \|/gm)].map((m) => [m[1]!, m[2]!]),
+  );
   const documented = new Set(rows.keys());
   t.same([...keys.keys()].filter((k) => !documented.has(k)).sort(), [], 'each key has a row');
   t.same([...documented].filter((k) => !keys.has(k)).sort(), [], 'each row is a key');
   for (const [key, schema] of keys) {
     const value = schema.default;
     // fixity.workers defaults to the number of cores, documented as "cores".
-    if (value === undefined || key === 'fixity.workers' || (typeof value === 'object' && !Array.isArray(value))) continue;
+    if (
+      value === undefined ||
+      key === 'fixity.workers' ||
+      (typeof value === 'object' && !Array.isArray(value))
+    )
+      continue;
     const shown = '`' + (typeof value === 'string' ? value : JSON.stringify(value)) + '`';
     t.ok(rows.get(key)?.startsWith(shown), `${key}: documented default ${rows.get(key)} is ${shown}`);
   }

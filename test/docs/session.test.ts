@@ -38,16 +38,32 @@ interface Run {
 }
 
 /** Runs a command without blocking the event loop (the daemon's start-up polls meanwhile). */
-function run(command: string, args: string[], options: { cwd?: string; env?: Record<string, string> } = {}): Promise<Run> {
+function run(
+  command: string,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(command, args, { cwd: options.cwd, env: { ...process.env, ...options.env }, encoding: 'utf8', timeout: 60_000, maxBuffer: 16 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
-      resolve({ code, stdout, stderr });
-    });
+    execFile(
+      command,
+      args,
+      {
+        cwd: options.cwd,
+        env: { ...process.env, ...options.env },
+        encoding: 'utf8',
+        timeout: 60_000,
+        maxBuffer: 16 * 1024 * 1024,
+      },
+      (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : null;
+        resolve({ code, stdout, stderr });
+      },
+    );
   });
 }
 
-const bash = (script: string, cwd: string, env: Record<string, string>) => run('bash', ['-euo', 'pipefail', '-c', script], { cwd, env });
+const bash = (script: string, cwd: string, env: Record<string, string>) =>
+  run('bash', ['-euo', 'pipefail', '-c', script], { cwd, env });
 
 const depositors = readFileSync(join(repoRoot, 'docs/depositors.md'), 'utf8');
 const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
@@ -71,7 +87,10 @@ async function byHandRecipe(scratch: string) {
   const out: string[] = [];
   stdout.on('data', (c: Buffer) => out.push(c.toString()));
   stderr.on('data', (c: Buffer) => out.push(c.toString()));
-  const code = await runValidate([bag, '--content-type', 'digital', '--external-id', env.EXTERNAL_ID, '--bag-id', bagId], { stdout, stderr });
+  const code = await runValidate(
+    [bag, '--content-type', 'digital', '--external-id', env.EXTERNAL_ID, '--bag-id', bagId],
+    { stdout, stderr },
+  );
   return { blocks: recipe.length, made, check: { code, stdout: out.join(''), stderr: '' } };
 }
 const recipeScratch = mkdtempSync(join(tmpdir(), 'preservd-docs-bag-'));
@@ -99,7 +118,11 @@ t.test('the depositor session in docs/depositors.md works as written', async (t)
   const digests = [...r.stdout.matchAll(/(sha-256=:[A-Za-z0-9+/=]+:)/g)].map((m) => m[1]);
   t.equal(digests.length, 2, 'Repr-Digest and the local digest are printed');
   t.equal(digests[0], digests[1], 'the downloaded file matches its Repr-Digest');
-  t.equal(readFileSync(join(cwd, 'a.txt'), 'utf8'), files['a.txt'], 'the downloaded file has the bytes of the bag');
+  t.equal(
+    readFileSync(join(cwd, 'a.txt'), 'utf8'),
+    files['a.txt'],
+    'the downloaded file has the bytes of the bag',
+  );
   t.match(r.stdout, `${bagId}/data/sub/b c.txt`, 'the zip holds the payload under <bag_id>/');
   t.match(r.stdout, `${bagId}/chipmunk-info.txt`, 'and the tag files');
   t.match(r.stdout, /transfer success rsync upload finished/);
@@ -109,7 +132,11 @@ t.test('the depositor session in docs/depositors.md works as written', async (t)
   await t.test('running it again is harmless (303s lead to what exists)', async (t) => {
     // The stored bag's link refuses uploads, so stop before rsync: only the declare step.
     const declare = session[0]!.split('\n# Upload')[0]!;
-    const again = await bash(`${declare}\njson stored < request.json`, cwd, { PRESERVD: d.url, TOKEN: token, BAG: bag });
+    const again = await bash(`${declare}\njson stored < request.json`, cwd, {
+      PRESERVD: d.url,
+      TOKEN: token,
+      BAG: bag,
+    });
     t.equal(again.code, 0, again.stderr);
     t.equal(again.stdout.trim(), 'true', 'declaring again answers the stored package');
   });
@@ -118,9 +145,15 @@ t.test('the depositor session in docs/depositors.md works as written', async (t)
     const example = blocks(sectionOf(readme, 'Example session'), 'sh');
     t.ok(example.length > 0, 'the README has an sh block in "Example session"');
     // Every line but comments and the settings the session takes from its environment.
-    const lines = example.join('\n').split('\n').map((l) => l.trim());
+    const lines = example
+      .join('\n')
+      .split('\n')
+      .map((l) => l.trim());
     const commands = lines.filter((l) => l !== '' && !l.startsWith('#') && !/^(TOKEN|PRESERVD|BAG)=/.test(l));
-    t.ok(commands.some((l) => l.startsWith('rsync ')) && commands.some((l) => l.includes('/complete')), 'it shows the steps');
+    t.ok(
+      commands.some((l) => l.startsWith('rsync ')) && commands.some((l) => l.includes('/complete')),
+      'it shows the steps',
+    );
     const sessionLines = new Set(session[0]!.split('\n').map((l) => l.trim()));
     for (const c of commands) t.ok(sessionLines.has(c), `README line is in the tested session: ${c}`);
   });

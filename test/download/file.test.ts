@@ -19,13 +19,25 @@ t.test('parseRange', async (t) => {
   t.same(parseRange('bytes=9-9', 10), { kind: 'range', start: 9, end: 9 });
   t.same(parseRange('bytes=5-', 10), { kind: 'range', start: 5, end: 9 });
   t.same(parseRange('bytes=-3', 10), { kind: 'range', start: 7, end: 9 });
-  t.same(parseRange('bytes=-30', 10), { kind: 'range', start: 0, end: 9 }, 'a suffix longer than the file is the whole file');
+  t.same(
+    parseRange('bytes=-30', 10),
+    { kind: 'range', start: 0, end: 9 },
+    'a suffix longer than the file is the whole file',
+  );
   t.same(parseRange('bytes=2-100', 10), { kind: 'range', start: 2, end: 9 }, 'the end is clamped');
   t.same(parseRange('bytes=10-', 10), { kind: 'unsatisfiable' });
   t.same(parseRange('bytes=10-20', 10), { kind: 'unsatisfiable' });
   t.same(parseRange('bytes=-0', 10), { kind: 'unsatisfiable' });
   t.same(parseRange('bytes=0-', 0), { kind: 'unsatisfiable' }, 'nothing in an empty file can be satisfied');
-  for (const malformed of ['bytes=5-2', 'bytes=-', 'bytes=a-b', 'items=0-1', 'bytes 0-1', 'bytes=0-1,3-4', 'bytes=1-2-3']) {
+  for (const malformed of [
+    'bytes=5-2',
+    'bytes=-',
+    'bytes=a-b',
+    'items=0-1',
+    'bytes 0-1',
+    'bytes=0-1,3-4',
+    'bytes=1-2-3',
+  ]) {
     t.same(parseRange(malformed, 10), { kind: 'none' }, malformed);
   }
 });
@@ -38,7 +50,10 @@ t.test('content type and disposition', async (t) => {
   t.equal(contentTypeFor('data/a.weird'), 'application/octet-stream');
   t.equal(contentDisposition('a.txt'), 'attachment; filename="a.txt"');
   t.equal(contentDisposition('say "hi"\\.json'), 'attachment; filename="say \\"hi\\"\\\\.json"');
-  t.equal(contentDisposition("café (1)'*.txt"), `attachment; filename="caf_ (1)'*.txt"; filename*=UTF-8''caf%C3%A9%20%281%29%27%2A.txt`);
+  t.equal(
+    contentDisposition("café (1)'*.txt"),
+    `attachment; filename="caf_ (1)'*.txt"; filename*=UTF-8''caf%C3%A9%20%281%29%27%2A.txt`,
+  );
 });
 
 t.test('file downloads', async (t) => {
@@ -99,7 +114,11 @@ t.test('file downloads', async (t) => {
       t.equal(res.headers.get('content-range'), `bytes ${start}-${end}/${size}`, range);
       t.equal(res.headers.get('content-length'), String(end - start + 1), range);
       t.ok(body.equals(wav.subarray(start, end + 1)), `${range}: bytes`);
-      t.equal(res.headers.get('repr-digest'), `sha-256=:${b64(sha256(wav))}:`, `${range}: Repr-Digest describes the whole file`);
+      t.equal(
+        res.headers.get('repr-digest'),
+        `sha-256=:${b64(sha256(wav))}:`,
+        `${range}: Repr-Digest describes the whole file`,
+      );
       t.equal(res.headers.get('content-digest'), null, `${range}: no Content-Digest on a part`);
       t.equal(res.headers.get('etag'), `"${sha256(wav)}"`);
     }
@@ -163,7 +182,9 @@ t.test('file downloads', async (t) => {
     const old = await fetch(url, { headers: { 'if-modified-since': 'Mon, 01 Jan 1990 00:00:00 GMT' } });
     t.equal(old.status, 200);
     await old.arrayBuffer();
-    const both = await fetch(url, { headers: { 'if-none-match': '"nope"', 'if-modified-since': lastModified } });
+    const both = await fetch(url, {
+      headers: { 'if-none-match': '"nope"', 'if-modified-since': lastModified },
+    });
     t.equal(both.status, 200, 'If-None-Match wins over If-Modified-Since');
     await both.arrayBuffer();
     const rangeToo = await fetch(url, { headers: { 'if-none-match': etag, range: 'bytes=0-1' } });
@@ -180,10 +201,16 @@ t.test('file downloads', async (t) => {
     t.equal(res.headers.get('content-type'), 'audio/wav');
     t.ok(res.headers.get('repr-digest'));
     t.equal((await res.arrayBuffer()).byteLength, 0);
-    const ranged = await fetch(fileUrl(base, 'audio/take1.wav'), { method: 'HEAD', headers: { range: 'bytes=0-9' } });
+    const ranged = await fetch(fileUrl(base, 'audio/take1.wav'), {
+      method: 'HEAD',
+      headers: { range: 'bytes=0-9' },
+    });
     t.equal(ranged.status, 200, 'Range is for GET only');
     t.equal(ranged.headers.get('content-length'), String(size));
-    const cached = await fetch(fileUrl(base, 'a.txt'), { method: 'HEAD', headers: { 'if-none-match': `"${sha256(payload['a.txt']!)}"` } });
+    const cached = await fetch(fileUrl(base, 'a.txt'), {
+      method: 'HEAD',
+      headers: { 'if-none-match': `"${sha256(payload['a.txt']!)}"` },
+    });
     t.equal(cached.status, 304);
   });
 
@@ -255,29 +282,40 @@ t.test('offload to a front proxy', async (t) => {
     t.equal(res.headers['content-type'], 'audio/wav');
     t.equal(res.headers['content-disposition'], 'attachment; filename="take1.wav"');
     t.equal(res.headers['repr-digest'], `sha-256=:${b64(wavSha)}:`);
-    const cached = await fetch(fileUrl(base, 'audio/take1.wav'), { headers: { 'if-none-match': `"${wavSha}"` } });
+    const cached = await fetch(fileUrl(base, 'audio/take1.wav'), {
+      headers: { 'if-none-match': `"${wavSha}"` },
+    });
     t.equal(cached.status, 304, 'validators are still ours');
     t.equal(cached.headers.get('x-sendfile'), null);
   });
 
-  t.test('X-Sendfile with a newline and a % in a file name: percent-encoded, never a malformed answer', async (t) => {
-    const odd = 'nl\nname 100%.txt';
-    const oddBag = await makeStoredBag(t, {
-      extra: async (dir) => {
-        writeFileSync(join(dir, 'data', odd), 'odd name\n');
-        return [await fileRecordOf(dir, `data/${odd}`)];
-      },
-    });
-    const { base } = await serveBag(t, oddBag, { offload: { header: 'X-Sendfile' } });
-    const res = await rawGet(fileUrl(base, odd));
-    t.equal(res.status, 200, 'not the 500 a raw newline in the header gave');
-    t.equal(res.headers['x-sendfile'], join(oddBag.dir, 'data', encodeURIComponent(odd)));
-    t.equal(decodeURIComponent(res.headers['x-sendfile'] as string), join(oddBag.dir, 'data', odd), 'decodes to the file’s path');
-    t.equal(res.body.length, 0);
-  });
+  t.test(
+    'X-Sendfile with a newline and a % in a file name: percent-encoded, never a malformed answer',
+    async (t) => {
+      const odd = 'nl\nname 100%.txt';
+      const oddBag = await makeStoredBag(t, {
+        extra: async (dir) => {
+          writeFileSync(join(dir, 'data', odd), 'odd name\n');
+          return [await fileRecordOf(dir, `data/${odd}`)];
+        },
+      });
+      const { base } = await serveBag(t, oddBag, { offload: { header: 'X-Sendfile' } });
+      const res = await rawGet(fileUrl(base, odd));
+      t.equal(res.status, 200, 'not the 500 a raw newline in the header gave');
+      t.equal(res.headers['x-sendfile'], join(oddBag.dir, 'data', encodeURIComponent(odd)));
+      t.equal(
+        decodeURIComponent(res.headers['x-sendfile'] as string),
+        join(oddBag.dir, 'data', odd),
+        'decodes to the file’s path',
+      );
+      t.equal(res.body.length, 0);
+    },
+  );
 
   t.test('X-Accel-Redirect', async (t) => {
-    const { base } = await serveBag(t, bag, { offload: { header: 'X-Accel-Redirect', prefix: '/_storage/' } });
+    const { base } = await serveBag(t, bag, {
+      offload: { header: 'X-Accel-Redirect', prefix: '/_storage/' },
+    });
     const res = await rawGet(fileUrl(base, 'nested/café – ünïcode 日本.txt'));
     t.equal(res.status, 200);
     t.equal(
@@ -295,5 +333,8 @@ t.test('sha256 of what arrives equals the catalog for a big read', async (t) => 
   const { base } = await serveBag(t, bag);
   const res = await rawGet(fileUrl(base, 'audio/take1.wav'));
   t.equal(res.complete, true);
-  t.equal(createHash('sha256').update(res.body).digest('hex'), bag.files.find((f) => f.path === 'data/audio/take1.wav')!.digests.sha256);
+  t.equal(
+    createHash('sha256').update(res.body).digest('hex'),
+    bag.files.find((f) => f.path === 'data/audio/take1.wav')!.digests.sha256,
+  );
 });

@@ -9,7 +9,16 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { planZip } from '../../src/download/index.js';
-import { makeStoredBag, pythonZipReport, rawGet, run, serveBag, sha256, unzipTest, type RawResponse } from './fixtures/stored-bag.js';
+import {
+  makeStoredBag,
+  pythonZipReport,
+  rawGet,
+  run,
+  serveBag,
+  sha256,
+  unzipTest,
+  type RawResponse,
+} from './fixtures/stored-bag.js';
 import { fileRecordOf } from '../helpers/stored-package.js';
 
 const GiB = 2 ** 30;
@@ -29,7 +38,10 @@ function openDescriptorsUnder(dir: string): string[] {
 }
 
 /** A GET that may also fail before any header arrives (the connection was cut at once). */
-async function getOrCut(url: string, opts: Parameters<typeof rawGet>[1] = {}): Promise<RawResponse | { cut: Error }> {
+async function getOrCut(
+  url: string,
+  opts: Parameters<typeof rawGet>[1] = {},
+): Promise<RawResponse | { cut: Error }> {
   try {
     return await rawGet(url, opts);
   } catch (err) {
@@ -66,7 +78,10 @@ t.test('planZip', async (t) => {
   const edge = planZip('top', [fake('a', 0xffffffff)]);
   t.equal(edge.entries[0]!.zip64Size, true, '0xffffffff itself needs ZIP64');
 
-  const many = planZip('t', Array.from({ length: 70_000 }, (_, i) => fake(`f${i}`, 0)));
+  const many = planZip(
+    't',
+    Array.from({ length: 70_000 }, (_, i) => fake(`f${i}`, 0)),
+  );
   t.equal(many.zip64End, true, 'more than 65534 entries need the ZIP64 end records');
 
   t.throws(() => planZip('top', [fake('a', 1), fake('a', 1)]), /listed twice/);
@@ -85,7 +100,11 @@ t.test('zip download', async (t) => {
     t.equal(res.complete, true);
     t.equal(res.headers['content-type'], 'application/zip');
     t.equal(res.headers['content-disposition'], `attachment; filename="${bag.bagId}.zip"`);
-    t.equal(res.headers['content-length'], String(res.body.length), 'Content-Length equals the bytes received');
+    t.equal(
+      res.headers['content-length'],
+      String(res.body.length),
+      'Content-Length equals the bytes received',
+    );
     t.equal(res.body.length, plan.size, 'as planned before the first byte');
     t.equal(res.headers['transfer-encoding'], undefined);
 
@@ -99,7 +118,10 @@ t.test('zip download', async (t) => {
       bag.files.map((f) => `${bag.bagId}/${f.path}`),
       'entry names are exactly <bag_id>/<path>, tag files and payload',
     );
-    t.ok(bag.files.some((f) => f.path === 'bagit.txt') && bag.files.some((f) => f.path === 'tagmanifest-sha256.txt'));
+    t.ok(
+      bag.files.some((f) => f.path === 'bagit.txt') &&
+        bag.files.some((f) => f.path === 'tagmanifest-sha256.txt'),
+    );
     for (const [i, f] of bag.files.entries()) {
       t.equal(report.entries[i]!.size, f.size, `${f.path}: size`);
       t.equal(report.entries[i]!.sha256, f.digests.sha256, `${f.path}: bytes`);
@@ -126,7 +148,11 @@ t.test('zip download', async (t) => {
     t.equal(sha256(one.body), sha256(two.body));
     const zipPath = join(bag.dataDir, 'dated.zip');
     writeFileSync(zipPath, one.body);
-    const { stdout } = await run('python3', ['-c', 'import sys,zipfile; print({i.date_time for i in zipfile.ZipFile(sys.argv[1]).infolist()})', zipPath]);
+    const { stdout } = await run('python3', [
+      '-c',
+      'import sys,zipfile; print({i.date_time for i in zipfile.ZipFile(sys.argv[1]).infolist()})',
+      zipPath,
+    ]);
     const d = new Date(storedAt);
     const expected = `(${d.getFullYear()}, ${d.getMonth() + 1}, ${d.getDate()}, ${d.getHours()}, ${d.getMinutes()}, ${d.getSeconds() - (d.getSeconds() % 2)})`;
     t.equal(stdout.trim(), `{${expected}}`, 'every entry carries the stored date');
@@ -143,12 +169,15 @@ t.test('a client that leaves stops the reading', async (t) => {
     },
   });
   const { base } = await serveBag(t, bag);
-  const res = await rawGet(`${base}/zip`, { onPause: async () => Promise.reject(new Error('client gives up')) });
+  const res = await rawGet(`${base}/zip`, {
+    onPause: async () => Promise.reject(new Error('client gives up')),
+  });
   t.equal(res.complete, false);
   // rawGet stopped reading; close the socket for good and let the server notice.
   await new Promise((resolve) => setTimeout(resolve, 50));
   t.equal(res.error?.message, 'client gives up');
-  for (let i = 0; i < 50 && openDescriptorsUnder(bag.dir).length > 0; i++) await new Promise((resolve) => setTimeout(resolve, 20));
+  for (let i = 0; i < 50 && openDescriptorsUnder(bag.dir).length > 0; i++)
+    await new Promise((resolve) => setTimeout(resolve, 20));
   t.same(openDescriptorsUnder(bag.dir), [], 'the stored file was closed');
 });
 
@@ -156,14 +185,22 @@ t.test('a stored file that cannot be sent aborts the download', async (t) => {
   const big = Buffer.alloc(48 << 20);
   for (let i = 0; i < big.length; i += 4096) big[i] = (i >> 12) & 0xff;
 
-  async function expectAborted(t: Test, bag: Awaited<ReturnType<typeof makeStoredBag>>, res: RawResponse | { cut: Error }, name: string) {
+  async function expectAborted(
+    t: Test,
+    bag: Awaited<ReturnType<typeof makeStoredBag>>,
+    res: RawResponse | { cut: Error },
+    name: string,
+  ) {
     if ('cut' in res) {
       t.pass(`${name}: the connection was cut before any header`);
       return;
     }
     t.equal(res.status, 200, name);
     t.equal(res.complete, false, `${name}: the response did not end cleanly`);
-    t.ok(res.body.length < Number(res.headers['content-length']), `${name}: ${res.body.length} of ${res.headers['content-length']} bytes`);
+    t.ok(
+      res.body.length < Number(res.headers['content-length']),
+      `${name}: ${res.body.length} of ${res.headers['content-length']} bytes`,
+    );
     const zipPath = join(bag.dataDir, `${name}.zip`);
     writeFileSync(zipPath, res.body);
     const report = await pythonZipReport(zipPath);
@@ -193,7 +230,9 @@ t.test('a stored file that cannot be sent aborts the download', async (t) => {
   });
 
   t.test('a small bag: the missing file is in the first buffer', async (t) => {
-    const bag = await makeStoredBag(t, { payload: { 'a.txt': Buffer.from('a\n'), 'b.txt': Buffer.from('b\n') } });
+    const bag = await makeStoredBag(t, {
+      payload: { 'a.txt': Buffer.from('a\n'), 'b.txt': Buffer.from('b\n') },
+    });
     const { base } = await serveBag(t, bag);
     rmSync(join(bag.dir, 'data/b.txt'));
     await expectAborted(t, bag, await getOrCut(`${base}/zip`), 'small');
@@ -208,7 +247,10 @@ t.test('a stored file that cannot be sent aborts the download', async (t) => {
       },
     });
     const { base } = await serveBag(t, bag);
-    const res = await getOrCut(`${base}/zip`, { pauseAfter: 2 << 20, onPause: async () => truncateSync(join(bag.dir, 'data/big.bin'), 24 << 20) });
+    const res = await getOrCut(`${base}/zip`, {
+      pauseAfter: 2 << 20,
+      onPause: async () => truncateSync(join(bag.dir, 'data/big.bin'), 24 << 20),
+    });
     t.notOk('cut' in res, 'headers arrived');
     await expectAborted(t, bag, res, 'shrunk');
   });

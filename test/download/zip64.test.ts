@@ -47,7 +47,10 @@ async function makeSparseGiant(path: string): Promise<FileRecord> {
 }
 
 /** Downloads into a sparse file (all-zero chunks become holes); returns status, headers and bytes received. */
-function downloadSparse(url: string, target: string): Promise<{ status: number; contentLength: number; received: number; complete: boolean }> {
+function downloadSparse(
+  url: string,
+  target: string,
+): Promise<{ status: number; contentLength: number; received: number; complete: boolean }> {
   const zero = Buffer.alloc(1 << 20);
   return new Promise((resolve, reject) => {
     const fd = openSync(target, 'w');
@@ -63,7 +66,12 @@ function downloadSparse(url: string, target: string): Promise<{ status: number; 
       res.on('close', () => {
         ftruncateSync(fd, position);
         closeSync(fd);
-        resolve({ status: res.statusCode ?? 0, contentLength: Number(res.headers['content-length']), received: position, complete: res.complete });
+        resolve({
+          status: res.statusCode ?? 0,
+          contentLength: Number(res.headers['content-length']),
+          received: position,
+          complete: res.complete,
+        });
       });
     })
       .on('error', reject)
@@ -127,9 +135,15 @@ t.test('ZIP64: a 4.3 GiB entry and an entry past 4 GiB', async (t) => {
   t.comment(`python zipfile: ${Date.now() - checkStarted} ms`);
   const report = JSON.parse(stdout) as Record<string, unknown>;
   t.equal(report.testzip, null, 'testzip() finds no bad entry (the CRC of 4.3 GiB matches)');
-  t.same(report.names, bag.files.map((f) => `${bag.bagId}/${f.path}`));
+  t.same(
+    report.names,
+    bag.files.map((f) => `${bag.bagId}/${f.path}`),
+  );
   t.equal((report.sizes as Record<string, number>)[`${bag.bagId}/data/big.bin`], BIG_SIZE);
-  t.ok((report.offsets as Record<string, number>)[`${bag.bagId}/data/z-after.txt`]! > 2 ** 32, 'the last entry starts past 4 GiB');
+  t.ok(
+    (report.offsets as Record<string, number>)[`${bag.bagId}/data/z-after.txt`]! > 2 ** 32,
+    'the last entry starts past 4 GiB',
+  );
   t.equal(report.big_extract_version, 45);
   t.same(report.local_sizes, [0xffffffff, 0xffffffff], 'the local header defers to the ZIP64 extra field');
   t.equal(report.start, START.toString());
@@ -147,8 +161,14 @@ t.test('ZIP64: a 4.3 GiB entry and an entry past 4 GiB', async (t) => {
   t.equal(unzip.code, 0, 'unzip -t passes');
   t.match(unzip.output, /No errors detected/);
   if (!full) {
-    const { stdout: info } = await run('zipinfo', ['-v', zipPath, `${bag.bagId}/data/big.bin`], { maxBuffer: 1 << 20 });
-    t.match(info, new RegExp(`uncompressed size:\\s+${BIG_SIZE} bytes`), 'zipinfo reads the giant’s ZIP64 size');
+    const { stdout: info } = await run('zipinfo', ['-v', zipPath, `${bag.bagId}/data/big.bin`], {
+      maxBuffer: 1 << 20,
+    });
+    t.match(
+      info,
+      new RegExp(`uncompressed size:\\s+${BIG_SIZE} bytes`),
+      'zipinfo reads the giant’s ZIP64 size',
+    );
     t.match(info, /minimum software version required to extract:\s+4\.5/);
   }
 });

@@ -45,18 +45,28 @@ function assertCompleted(t: Test, audit: any, damagedBagId: string): void {
   const perBag = new Map<string, number>();
   for (const e of [...successes, ...failures]) perBag.set(e.bag_id, (perBag.get(e.bag_id) ?? 0) + 1);
   t.equal(perBag.size, PACKAGES, 'every package has a fixity check event');
-  t.ok([...perBag.values()].every((n) => n === 1), 'exactly one per package');
+  t.ok(
+    [...perBag.values()].every((n) => n === 1),
+    'exactly one per package',
+  );
   t.equal(failures[0]?.bag_id, damagedBagId);
   t.match(failures[0]?.detail, /data\/payload\.bin: sha256 changed/);
 }
 
 t.test('an audit killed with SIGKILL resumes after restart and counts every package once', async (t) => {
-  const first = await TestDaemon.start(t, { config, keepDataDir: true, env: { PRESERVD_FAILPOINT: 'audit:after-record@2' } });
+  const first = await TestDaemon.start(t, {
+    config,
+    keepDataDir: true,
+    env: { PRESERVD_FAILPOINT: 'audit:after-record@2' },
+  });
   const { dataDir } = first;
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
   const token = first.addUser('alice');
   const bags = [];
-  for (let i = 0; i < PACKAGES; i++) bags.push(await ingestBag(first, token, { 'payload.bin': randomBytes(1_000_000), 'note.txt': `bag ${i}\n` }));
+  for (let i = 0; i < PACKAGES; i++)
+    bags.push(
+      await ingestBag(first, token, { 'payload.bin': randomBytes(1_000_000), 'note.txt': `bag ${i}\n` }),
+    );
 
   // Damage one stored file (same size) so the audit has a failure to count; put back at the end.
   const damaged = (await first.request('GET', `/v1/packages/${bags[2]!.request.bag_id}`)).json;

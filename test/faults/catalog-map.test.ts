@@ -36,13 +36,27 @@ t.test('one transaction much larger than the map grows it, and every record read
   t.equal(mapSize(), INITIAL_MAP, 'the catalog starts with a 128 KiB map');
 
   const bagId = '0badc0de-0000-4000-8000-000000000001';
-  catalog.packages.create({ bagId, externalId: 'map-full', contentType: 'video', user: 'alice', capability: 'a'.repeat(32) });
+  catalog.packages.create({
+    bagId,
+    externalId: 'map-full',
+    contentType: 'video',
+    user: 'alice',
+    capability: 'a'.repeat(32),
+  });
   const files: FileRecord[] = [];
   for (let i = 0; i < 100_000; i++)
-    files.push({ path: `data/${String(i).padStart(6, '0')}.txt`, size: i, crc32: i.toString(16).padStart(8, '0'), digests: { md5: 'a'.repeat(32), sha256: i.toString(16).padStart(64, '0') } });
+    files.push({
+      path: `data/${String(i).padStart(6, '0')}.txt`,
+      size: i,
+      crc32: i.toString(16).padStart(8, '0'),
+      digests: { md5: 'a'.repeat(32), sha256: i.toString(16).padStart(64, '0') },
+    });
   catalog.packages.putFiles(bagId, files);
   catalog.packages.markStored(bagId, '0b/ad/c0/0badc0de-0000-4000-8000-000000000001');
-  t.ok(catalog.sizeBytes() > 100 * INITIAL_MAP, `the data (${catalog.sizeBytes()} bytes) is far beyond the first map`);
+  t.ok(
+    catalog.sizeBytes() > 100 * INITIAL_MAP,
+    `the data (${catalog.sizeBytes()} bytes) is far beyond the first map`,
+  );
   t.ok(mapSize() >= catalog.sizeBytes(), `the map grew to ${mapSize()} bytes`);
   await catalog.close();
   await env.close();
@@ -67,7 +81,8 @@ t.test('the daemon grows the map during an ingest while another process has the 
 
   const count = process.env.PRESERVD_LONG_TESTS === '1' ? 100_000 : 2_000;
   const files: Record<string, string> = {};
-  for (let i = 0; i < count; i++) files[`many/${String(i).padStart(6, '0')}-${'n'.repeat(60)}.txt`] = `${i}\n`;
+  for (let i = 0; i < count; i++)
+    files[`many/${String(i).padStart(6, '0')}-${'n'.repeat(60)}.txt`] = `${i}\n`;
   const { request } = await ingestBag(d, token, files);
   const after = catalogSize((await d.request('GET', '/metrics', { token: null })).text);
   t.ok(after > 4 * INITIAL_MAP, `the catalog grew to ${after} bytes in one ingest`);

@@ -18,27 +18,51 @@ const mounted = mountSmallFilesystem(16);
 const skip = 'skip' in mounted ? mounted.skip : false;
 const writer = fileURLToPath(new URL('./fixtures/catalog-space-writer.js', import.meta.url));
 
-t.test('a catalog on a disk that keeps filling refuses writes cleanly and loses nothing', { skip }, async (t) => {
-  const fs = mounted as SmallFilesystem;
-  t.teardown(() => fs.unmount());
-  const dataDir = join(fs.dir, 'data');
-  mkdirSync(dataDir);
-  await Catalog.open(new DataLayout(dataDir)).close(); // created while there is room
+t.test(
+  'a catalog on a disk that keeps filling refuses writes cleanly and loses nothing',
+  { skip },
+  async (t) => {
+    const fs = mounted as SmallFilesystem;
+    t.teardown(() => fs.unmount());
+    const dataDir = join(fs.dir, 'data');
+    mkdirSync(dataDir);
+    await Catalog.open(new DataLayout(dataDir)).close(); // created while there is room
 
-  const child = spawnSync(process.execPath, [writer, dataDir, fs.dir, '25', '20261125'], { encoding: 'utf8', timeout: 300_000 });
-  t.equal(child.signal, null, `the writer was not killed by a signal (${child.signal}); its stderr ends: ${child.stderr.slice(-2000)}`);
-  t.equal(child.status, 0, `the writer finished: ${child.stderr.slice(-2000)}`);
-  const report = JSON.parse(child.stdout) as { created: number; refusals: Record<string, number> };
-  t.same(Object.keys(report.refusals), ['CatalogSpaceError ENOSPC'], 'every failed write was refused as out of space before it began');
-  t.ok(report.refusals['CatalogSpaceError ENOSPC']! > 100, `many writes were refused (${report.refusals['CatalogSpaceError ENOSPC']})`);
-  t.ok(report.created > 100, `and many went through (${report.created} packages)`);
+    const child = spawnSync(process.execPath, [writer, dataDir, fs.dir, '25', '20261125'], {
+      encoding: 'utf8',
+      timeout: 300_000,
+    });
+    t.equal(
+      child.signal,
+      null,
+      `the writer was not killed by a signal (${child.signal}); its stderr ends: ${child.stderr.slice(-2000)}`,
+    );
+    t.equal(child.status, 0, `the writer finished: ${child.stderr.slice(-2000)}`);
+    const report = JSON.parse(child.stdout) as { created: number; refusals: Record<string, number> };
+    t.same(
+      Object.keys(report.refusals),
+      ['CatalogSpaceError ENOSPC'],
+      'every failed write was refused as out of space before it began',
+    );
+    t.ok(
+      report.refusals['CatalogSpaceError ENOSPC']! > 100,
+      `many writes were refused (${report.refusals['CatalogSpaceError ENOSPC']})`,
+    );
+    t.ok(report.created > 100, `and many went through (${report.created} packages)`);
 
-  const catalog = Catalog.open(new DataLayout(dataDir));
-  t.teardown(() => catalog.close());
-  t.equal(catalog.packages.count(), report.created, 'every package the writer was told it created is there, and no other');
-  t.equal(catalog.audits.inProgress(), undefined, 'every audit started was finished');
-  for (const audit of catalog.audits.list()) {
-    if (audit.successes !== audit.packages) t.fail(`audit ${audit.id}: ${audit.successes} of ${audit.packages} recorded`);
-    if ([...catalog.events.forAudit(audit.id)].length !== audit.packages) t.fail(`audit ${audit.id} has not one event per package`);
-  }
-});
+    const catalog = Catalog.open(new DataLayout(dataDir));
+    t.teardown(() => catalog.close());
+    t.equal(
+      catalog.packages.count(),
+      report.created,
+      'every package the writer was told it created is there, and no other',
+    );
+    t.equal(catalog.audits.inProgress(), undefined, 'every audit started was finished');
+    for (const audit of catalog.audits.list()) {
+      if (audit.successes !== audit.packages)
+        t.fail(`audit ${audit.id}: ${audit.successes} of ${audit.packages} recorded`);
+      if ([...catalog.events.forAudit(audit.id)].length !== audit.packages)
+        t.fail(`audit ${audit.id} has not one event per package`);
+    }
+  },
+);

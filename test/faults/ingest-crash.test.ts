@@ -29,14 +29,30 @@ interface Scenario {
 async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   const dataDir = mkdtempSync(join(tmpdir(), 'preservd-crashdata-'));
   t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const first = await TestDaemon.start(t, { dataDir, keepDataDir: true, env: s.failpoint ? { PRESERVD_FAILPOINT: s.failpoint } : {} });
+  const first = await TestDaemon.start(t, {
+    dataDir,
+    keepDataDir: true,
+    env: s.failpoint ? { PRESERVD_FAILPOINT: s.failpoint } : {},
+  });
   const token = first.addUser('alice');
   const bagId = randomUUID();
-  const req = await first.createRequest(token, { bag_id: bagId, external_id: `crash-${bagId.slice(0, 8)}`, content_type: 'video' });
+  const req = await first.createRequest(token, {
+    bag_id: bagId,
+    external_id: `crash-${bagId.slice(0, 8)}`,
+    content_type: 'video',
+  });
   const bagDir = join(scratch, bagId);
-  const files: Record<string, Buffer | string> = { 'a.txt': 'crash test\n', 'x/y.bin': Buffer.alloc(100_000, 1) };
-  if (s.big === true) for (let i = 0; i < 6; i++) files[`big/${i}.bin`] = Buffer.alloc(40 * 1024 * 1024, i + 1);
-  await makeBag(bagDir, { files, chipmunkInfo: { externalId: req.external_id, bagId, contentType: 'video' }, ...(s.broken ? { corrupt: ['data/a.txt'] } : {}) });
+  const files: Record<string, Buffer | string> = {
+    'a.txt': 'crash test\n',
+    'x/y.bin': Buffer.alloc(100_000, 1),
+  };
+  if (s.big === true)
+    for (let i = 0; i < 6; i++) files[`big/${i}.bin`] = Buffer.alloc(40 * 1024 * 1024, i + 1);
+  await makeBag(bagDir, {
+    files,
+    chipmunkInfo: { externalId: req.external_id, bagId, contentType: 'video' },
+    ...(s.broken ? { corrupt: ['data/a.txt'] } : {}),
+  });
   t.equal(rsyncUpload(bagDir, req.upload_link).code, 0, 'uploaded');
   const complete = await first.request('POST', `/v1/requests/${bagId}/complete`, { token });
   t.equal(complete.status, 201);
@@ -74,8 +90,12 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   const stored = pkg.json.storage_location as string;
   t.same(filesUnder(stored), filesUnder(bagDir), 'storage holds exactly the bag');
   for (const rel of filesUnder(bagDir)) {
-    const want = createHash('sha256').update(readFileSync(join(bagDir, rel))).digest('hex');
-    const got = createHash('sha256').update(readFileSync(join(stored, rel))).digest('hex');
+    const want = createHash('sha256')
+      .update(readFileSync(join(bagDir, rel)))
+      .digest('hex');
+    const got = createHash('sha256')
+      .update(readFileSync(join(stored, rel)))
+      .digest('hex');
     if (want !== got) t.fail(`${rel} differs in storage`);
   }
   const landingName = req.upload_link.split('/').at(-2);

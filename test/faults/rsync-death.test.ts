@@ -20,7 +20,8 @@ import { rsyncsOf } from '../helpers/proc.js';
 async function restarts(d: TestDaemon): Promise<number> {
   const metrics = await d.request('GET', '/metrics', { token: null });
   const m = /^preservd_rsync_restarts_total (\d+)$/m.exec(metrics.text);
-  if (m === null) throw new Error(`no preservd_rsync_restarts_total in /metrics:\n${metrics.text.slice(0, 500)}`);
+  if (m === null)
+    throw new Error(`no preservd_rsync_restarts_total in /metrics:\n${metrics.text.slice(0, 500)}`);
   return Number(m[1]);
 }
 
@@ -36,7 +37,8 @@ async function admittedPid(d: TestDaemon, capability: string): Promise<number> {
         // ended meanwhile
       }
     }
-    if (Date.now() > deadline) throw new Error(`no transfer into ${capability} was admitted within 20 s\n${d.output}`);
+    if (Date.now() > deadline)
+      throw new Error(`no transfer into ${capability} was admitted within 20 s\n${d.output}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -48,16 +50,25 @@ t.test('a killed rsync ends only its own upload; other uploads and new ones are 
   t.equal(await restarts(d), 0, 'no restart yet');
 
   const bagId = randomUUID();
-  const request = await d.createRequest(token, { bag_id: bagId, external_id: `death-${bagId.slice(0, 8)}`, content_type: 'video' });
+  const request = await d.createRequest(token, {
+    bag_id: bagId,
+    external_id: `death-${bagId.slice(0, 8)}`,
+    content_type: 'video',
+  });
   const capability = /\/([0-9a-f]{32})\/$/.exec(request.upload_link)![1]!;
   const scratch = mkdtempSync(join(tmpdir(), 'preservd-death-'));
   t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
   writeFileSync(join(scratch, 'slow.bin'), Buffer.alloc(2_000_000, 1));
-  const slow = spawn('rsync', ['-rt', '--bwlimit=200', join(scratch, 'slow.bin'), request.upload_link], { stdio: 'ignore' });
+  const slow = spawn('rsync', ['-rt', '--bwlimit=200', join(scratch, 'slow.bin'), request.upload_link], {
+    stdio: 'ignore',
+  });
   t.teardown(() => slow.kill('SIGKILL'));
   const slowExit = new Promise<number | null>((resolve) => slow.once('exit', (code) => resolve(code)));
   const pid = await admittedPid(d, capability);
-  t.ok(rsyncsOf(d.proc.pid!).includes(pid), 'the transfer is served by an rsync that preservd started for the connection');
+  t.ok(
+    rsyncsOf(d.proc.pid!).includes(pid),
+    'the transfer is served by an rsync that preservd started for the connection',
+  );
 
   process.kill(-pid, 'SIGKILL'); // that rsync and what it forked for the transfer
   t.not(await slowExit, 0, 'the client of the killed rsync sees an error');
@@ -67,7 +78,10 @@ t.test('a killed rsync ends only its own upload; other uploads and new ones are 
 
   // The interrupted upload's own link works too: the depositor runs the upload again.
   const bagDir = join(scratch, 'bag');
-  await makeBag(bagDir, { chipmunkInfo: { externalId: request.external_id, bagId, contentType: 'video' }, files: { 'b.txt': 'uploaded again\n' } });
+  await makeBag(bagDir, {
+    chipmunkInfo: { externalId: request.external_id, bagId, contentType: 'video' },
+    files: { 'b.txt': 'uploaded again\n' },
+  });
   const again = await rsyncUploadAsync(bagDir, request.upload_link);
   t.equal(again.code, 0, again.output);
   const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token });

@@ -19,7 +19,8 @@ async function finishedAudit(d: TestDaemon): Promise<any> {
   for (;;) {
     const res = await d.request('GET', `/v1/audits/${started.json.id}`);
     if (res.json.finished_at !== null) return res.json;
-    if (Date.now() > deadline) throw new Error(`audit ${started.json.id} did not finish: ${res.text}\n${d.output}`);
+    if (Date.now() > deadline)
+      throw new Error(`audit ${started.json.id} did not finish: ${res.text}\n${d.output}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -29,7 +30,10 @@ t.test('an audit records a file made unreadable during its life as file-unreadab
   t.teardown(() => rmSync(d.dataDir, { recursive: true, force: true }));
   const token = d.addUser('alice');
   const good = await ingestBag(d, token, { 'a.txt': 'still readable\n' });
-  const target = await ingestBag(d, token, { 'visible.txt': 'fine\n', 'sub/secret.bin': Buffer.alloc(50_000, 7) });
+  const target = await ingestBag(d, token, {
+    'visible.txt': 'fine\n',
+    'sub/secret.bin': Buffer.alloc(50_000, 7),
+  });
   const pkg = (await d.request('GET', `/v1/packages/${target.request.bag_id}`)).json;
   const file = join(pkg.storage_location, 'data/sub/secret.bin');
 
@@ -39,12 +43,23 @@ t.test('an audit records a file made unreadable during its life as file-unreadab
   t.equal(audit.successes[0].bag_id, good.request.bag_id);
   t.equal(audit.failures.length, 1, 'the package with the unreadable file fails');
   t.equal(audit.failures[0].bag_id, target.request.bag_id);
-  t.equal(audit.failures[0].detail, 'data/sub/secret.bin: could not be read (EACCES)', 'file-unreadable, naming the file and the reason');
+  t.equal(
+    audit.failures[0].detail,
+    'data/sub/secret.bin: could not be read (EACCES)',
+    'file-unreadable, naming the file and the reason',
+  );
 
   const download = await d.request('GET', `/v1/packages/${target.request.bag_id}/sub/secret.bin`);
-  t.ok(download.status >= 500 && download.status < 600, `the download fails with a server error (${download.status}), not a hang`);
+  t.ok(
+    download.status >= 500 && download.status < 600,
+    `the download fails with a server error (${download.status}), not a hang`,
+  );
   t.notMatch(download.text, /storage|\/tmp\//, 'and does not show a server path');
-  t.equal((await d.request('GET', `/v1/packages/${target.request.bag_id}/visible.txt`)).text, 'fine\n', 'the daemon keeps serving');
+  t.equal(
+    (await d.request('GET', `/v1/packages/${target.request.bag_id}/visible.txt`)).text,
+    'fine\n',
+    'the daemon keeps serving',
+  );
 
   chmodSync(file, 0o600);
   const after = await finishedAudit(d);

@@ -55,8 +55,11 @@ t.test('workers that cannot start fail the jobs instead of respawning forever', 
     console.log(outcome, later);
   `;
   const stdout = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, ['--import', failInWorkers, '--input-type=module', '-e', script], { timeout: 15_000 }, (err, out) =>
-      err ? reject(err) : resolve(out),
+    execFile(
+      process.execPath,
+      ['--import', failInWorkers, '--input-type=module', '-e', script],
+      { timeout: 15_000 },
+      (err, out) => (err ? reject(err) : resolve(out)),
     );
   });
   t.equal(stdout.trim(), 'ERR_FIXITY_WORKER_FAILED ERR_FIXITY_WORKER_FAILED');
@@ -70,7 +73,11 @@ t.test('constructor options are checked', async (t) => {
   const small = createHasher({ workers: 4, maxOpenFiles: 1, readSize: 1 });
   t.teardown(() => small.close());
   const path = files.file('tiny', 100_000);
-  t.match(await small.hashFile(path, ['md5']), { size: 100_000 }, 'one open file at most, reads raised to 64 KiB');
+  t.match(
+    await small.hashFile(path, ['md5']),
+    { size: 100_000 },
+    'one open file at most, reads raised to 64 KiB',
+  );
 });
 
 t.test('idle workers end after WORKER_IDLE_MS and start again for the next job', async (t) => {
@@ -81,7 +88,10 @@ t.test('idle workers end after WORKER_IDLE_MS and start again for the next job',
   t.equal((await pool.hashFile(path, ['sha256'])).size, 100_000);
   const busy = threads();
   await new Promise((r) => setTimeout(r, WORKER_IDLE_MS + 1000));
-  t.ok(threads() <= busy - 2, `the two workers' threads ended (${busy} threads with them, ${threads()} after)`);
+  t.ok(
+    threads() <= busy - 2,
+    `the two workers' threads ended (${busy} threads with them, ${threads()} after)`,
+  );
   t.equal((await pool.hashFile(path, ['sha256'])).size, 100_000, 'the next job starts them again');
   t.equal((await pool.hashFiles([{ path, algorithms: ['md5'] }], { priority: 'audit' })).length, 1);
 });

@@ -15,7 +15,9 @@ const bytes = readFileSync(big);
 const expected = {
   size: SIZE,
   crc32: (crc32(bytes) >>> 0).toString(16).padStart(8, '0'),
-  digests: Object.fromEntries(ALGORITHMS.map((a) => [a, createHash(a).update(bytes).digest('hex')])) as Record<Algorithm, string>,
+  digests: Object.fromEntries(
+    ALGORITHMS.map((a) => [a, createHash(a).update(bytes).digest('hex')]),
+  ) as Record<Algorithm, string>,
 };
 
 /** An in-memory store that can "crash" the job (abort it) right after its n-th checkpoint. */
@@ -41,33 +43,38 @@ class MemoryStore implements ResumeStore {
   }
 }
 
-t.test('hash half, crash, resume in a new pool: same digests as a one-shot hash, second half read only', async (t) => {
-  const controller = new AbortController();
-  const store = new MemoryStore({ saves: 4, controller });
-  const first = createHasher({ workers: 2, readSize: 64 * 1024 });
-  await t.rejects(
-    first.hashFile(big, [...ALGORITHMS], { crc32: true, resume: store, signal: controller.signal }),
-    { code: 'ABORT_ERR' },
-  );
-  await first.close(); // the "restart"
-  t.equal(store.saves, 4);
-  t.ok(store.state, 'a checkpoint survived the crash');
+t.test(
+  'hash half, crash, resume in a new pool: same digests as a one-shot hash, second half read only',
+  async (t) => {
+    const controller = new AbortController();
+    const store = new MemoryStore({ saves: 4, controller });
+    const first = createHasher({ workers: 2, readSize: 64 * 1024 });
+    await t.rejects(
+      first.hashFile(big, [...ALGORITHMS], { crc32: true, resume: store, signal: controller.signal }),
+      { code: 'ABORT_ERR' },
+    );
+    await first.close(); // the "restart"
+    t.equal(store.saves, 4);
+    t.ok(store.state, 'a checkpoint survived the crash');
 
-  const second = createHasher({ workers: 2, readSize: 64 * 1024 });
-  t.teardown(() => second.close());
-  const result = await second.hashFile(big, [...ALGORITHMS], { crc32: true, resume: store });
-  t.same(result, expected, 'digests, CRC-32 and size equal the one-shot ones');
-  t.equal(second.stats().bytesHashed, SIZE - 4 * MiB, 'only the bytes after the checkpoint were read');
-  t.equal(store.clears, 1, 'the finished checkpoint was cleared');
-  t.equal(store.state, undefined);
-});
+    const second = createHasher({ workers: 2, readSize: 64 * 1024 });
+    t.teardown(() => second.close());
+    const result = await second.hashFile(big, [...ALGORITHMS], { crc32: true, resume: store });
+    t.same(result, expected, 'digests, CRC-32 and size equal the one-shot ones');
+    t.equal(second.stats().bytesHashed, SIZE - 4 * MiB, 'only the bytes after the checkpoint were read');
+    t.equal(store.clears, 1, 'the finished checkpoint was cleared');
+    t.equal(store.state, undefined);
+  },
+);
 
 t.test('a checkpoint of a file that changed since (mtime) is ignored: start over', async (t) => {
   const controller = new AbortController();
   const store = new MemoryStore({ saves: 2, controller });
   const pool = createHasher({ workers: 1, readSize: 64 * 1024 });
   t.teardown(() => pool.close());
-  await t.rejects(pool.hashFile(big, ['sha256'], { resume: store, signal: controller.signal }), { code: 'ABORT_ERR' });
+  await t.rejects(pool.hashFile(big, ['sha256'], { resume: store, signal: controller.signal }), {
+    code: 'ABORT_ERR',
+  });
   const before = pool.stats().bytesHashed;
   const later = new Date(Date.now() + 60_000);
   utimesSync(big, later, later);
@@ -81,7 +88,9 @@ t.test('a checkpoint for other algorithms, or garbage, is ignored: start over', 
   t.teardown(() => pool.close());
   const controller = new AbortController();
   const store = new MemoryStore({ saves: 2, controller });
-  await t.rejects(pool.hashFile(big, ['md5'], { resume: store, signal: controller.signal }), { code: 'ABORT_ERR' });
+  await t.rejects(pool.hashFile(big, ['md5'], { resume: store, signal: controller.signal }), {
+    code: 'ABORT_ERR',
+  });
   let before = pool.stats().bytesHashed;
   t.same((await pool.hashFile(big, ['md5', 'sha1'], { resume: store })).digests, {
     md5: expected.digests.md5,
@@ -92,7 +101,10 @@ t.test('a checkpoint for other algorithms, or garbage, is ignored: start over', 
   const garbage = new MemoryStore();
   garbage.state = new TextEncoder().encode('{"format":"something else"}');
   before = pool.stats().bytesHashed;
-  t.equal((await pool.hashFile(big, ['sha512'], { resume: garbage })).digests.sha512, expected.digests.sha512);
+  t.equal(
+    (await pool.hashFile(big, ['sha512'], { resume: garbage })).digests.sha512,
+    expected.digests.sha512,
+  );
   t.equal(pool.stats().bytesHashed - before, SIZE);
 });
 

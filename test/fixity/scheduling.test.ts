@@ -22,7 +22,10 @@ t.test('10^5 jobs queued at once all finish, with the right digests, in bounded 
   t.ok(queuedStats.queued + queuedStats.running === 100_000, 'every job is queued or handed to a worker');
   const results = await Promise.all(jobs);
   const heapGrowth = process.memoryUsage().heapUsed - heapBefore;
-  t.ok(results.every((r, i) => r.digests.md5 === expected[i % paths.length]), 'every digest right');
+  t.ok(
+    results.every((r, i) => r.digests.md5 === expected[i % paths.length]),
+    'every digest right',
+  );
   t.match(pool.stats(), { filesHashed: 100_000, queued: 0, running: 0 });
   // 10^5 promises and results are ~50 MB at most; file contents would be far more.
   t.ok(heapGrowth < 200 * MiB, `heap grew ${(heapGrowth / MiB).toFixed(0)} MiB`);
@@ -89,47 +92,73 @@ t.test('the audit rate limit holds the audit read rate down; ingest ignores it',
   await sleep(100);
   pool.setAuditRateLimit(0);
   await slow;
-  t.ok(performance.now() - start < 1500, 'an audit at 1 MiB/s (8 s) finished soon after the limit was lifted');
+  t.ok(
+    performance.now() - start < 1500,
+    'an audit at 1 MiB/s (8 s) finished soon after the limit was lifted',
+  );
 });
 
-t.test('abort: a queued job, a running job, an already-aborted signal, one signal for many jobs', async (t) => {
-  const pool = createHasher({ workers: 1, readSize: 64 * 1024, auditRateLimitBytesPerSec: 1 * MiB });
-  t.teardown(() => pool.close());
-  const big = files.file('big', 4 * MiB);
-  const small = files.file('small', 1000);
+t.test(
+  'abort: a queued job, a running job, an already-aborted signal, one signal for many jobs',
+  async (t) => {
+    const pool = createHasher({ workers: 1, readSize: 64 * 1024, auditRateLimitBytesPerSec: 1 * MiB });
+    t.teardown(() => pool.close());
+    const big = files.file('big', 4 * MiB);
+    const small = files.file('small', 1000);
 
-  const runningCtl = new AbortController();
-  const running = pool.hashFile(big, ['sha256'], { priority: 'audit', signal: runningCtl.signal });
-  const queuedCtl = new AbortController();
-  const queued = pool.hashFile(big, ['sha256'], { priority: 'audit', signal: queuedCtl.signal });
-  await sleep(100);
-  queuedCtl.abort(new Error('no longer needed'));
-  await t.rejects(queued, { name: 'AbortError', code: 'ABORT_ERR', cause: { message: 'no longer needed' } });
-  const abortedAt = performance.now();
-  runningCtl.abort();
-  const err = await running.then(() => undefined, (e: unknown) => e);
-  t.type(err, AbortError);
-  t.ok(performance.now() - abortedAt < 500, 'a running job stops within a chunk or two');
+    const runningCtl = new AbortController();
+    const running = pool.hashFile(big, ['sha256'], { priority: 'audit', signal: runningCtl.signal });
+    const queuedCtl = new AbortController();
+    const queued = pool.hashFile(big, ['sha256'], { priority: 'audit', signal: queuedCtl.signal });
+    await sleep(100);
+    queuedCtl.abort(new Error('no longer needed'));
+    await t.rejects(queued, {
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+      cause: { message: 'no longer needed' },
+    });
+    const abortedAt = performance.now();
+    runningCtl.abort();
+    const err = await running.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    t.type(err, AbortError);
+    t.ok(performance.now() - abortedAt < 500, 'a running job stops within a chunk or two');
 
-  await t.rejects(pool.hashFile(small, ['md5'], { signal: AbortSignal.abort() }), { code: 'ABORT_ERR' });
+    await t.rejects(pool.hashFile(small, ['md5'], { signal: AbortSignal.abort() }), { code: 'ABORT_ERR' });
 
-  const warnings: Error[] = [];
-  const onWarning = (w: Error): number => warnings.push(w);
-  process.on('warning', onWarning);
-  const shared = new AbortController();
-  const many = Array.from({ length: 200 }, () => pool.hashFile(big, ['md5'], { priority: 'audit', signal: shared.signal }));
-  const settled = Promise.allSettled(many);
-  await sleep(50);
-  shared.abort();
-  const outcomes = await settled;
-  process.off('warning', onWarning);
-  t.ok(outcomes.every((o) => o.status === 'rejected'), 'all 200 jobs rejected');
-  t.same(warnings.map((w) => w.name), [], 'no listener-leak warning');
+    const warnings: Error[] = [];
+    const onWarning = (w: Error): number => warnings.push(w);
+    process.on('warning', onWarning);
+    const shared = new AbortController();
+    const many = Array.from({ length: 200 }, () =>
+      pool.hashFile(big, ['md5'], { priority: 'audit', signal: shared.signal }),
+    );
+    const settled = Promise.allSettled(many);
+    await sleep(50);
+    shared.abort();
+    const outcomes = await settled;
+    process.off('warning', onWarning);
+    t.ok(
+      outcomes.every((o) => o.status === 'rejected'),
+      'all 200 jobs rejected',
+    );
+    t.same(
+      warnings.map((w) => w.name),
+      [],
+      'no listener-leak warning',
+    );
 
-  pool.setAuditRateLimit(0);
-  t.match(await pool.hashFile(small, ['md5'], { priority: 'audit' }), { size: 1000 }, 'the pool still works');
-  t.match(pool.stats(), { queued: 0, running: 0 });
-});
+    pool.setAuditRateLimit(0);
+    t.match(
+      await pool.hashFile(small, ['md5'], { priority: 'audit' }),
+      { size: 1000 },
+      'the pool still works',
+    );
+    t.match(pool.stats(), { queued: 0, running: 0 });
+  },
+);
 
 t.test('work goes to idle workers: a long job does not hold small ones back', async (t) => {
   const pool = createHasher({ workers: 2, readSize: 64 * 1024 });

@@ -25,14 +25,26 @@ import type { Test } from 'tap';
 
 const run = promisify(execFile);
 
-const PROGRAMS = ['ceph-authtool', 'monmaptool', 'ceph-mon', 'ceph-osd', 'radosgw', 'radosgw-admin', 'ceph', 'setpriv', 'openssl'];
+const PROGRAMS = [
+  'ceph-authtool',
+  'monmaptool',
+  'ceph-mon',
+  'ceph-osd',
+  'radosgw',
+  'radosgw-admin',
+  'ceph',
+  'setpriv',
+  'openssl',
+];
 const INSTALL = 'apt-get install --no-install-recommends ceph-mon ceph-osd radosgw ceph-common openssl';
 
 /** Why the S3 tests cannot run here (a program is missing), or undefined when they can. */
 function cephMissing(): string | undefined {
   const path = (process.env.PATH ?? '').split(delimiter).filter(Boolean);
   const missing = PROGRAMS.filter((p) => !path.some((dir) => isExecutable(join(dir, p))));
-  return missing.length === 0 ? undefined : `the S3 tests need a real Ceph RADOS Gateway, and ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (${INSTALL})`;
+  return missing.length === 0
+    ? undefined
+    : `the S3 tests need a real Ceph RADOS Gateway, and ${missing.join(', ')} ${missing.length === 1 ? 'is' : 'are'} not installed (${INSTALL})`;
 }
 
 function isExecutable(path: string): boolean {
@@ -51,7 +63,9 @@ function isExecutable(path: string): boolean {
 export function s3Test(t: Test, name: string, fn: (t: Test) => Promise<void>): void {
   const missing = cephMissing();
   if (missing !== undefined && process.env.PRESERVD_REQUIRE_S3 !== '1') {
-    process.stderr.write(`\n*** SKIPPED S3 TEST "${name}": ${missing}. Set PRESERVD_REQUIRE_S3=1 to make this a failure. ***\n\n`);
+    process.stderr.write(
+      `\n*** SKIPPED S3 TEST "${name}": ${missing}. Set PRESERVD_REQUIRE_S3=1 to make this a failure. ***\n\n`,
+    );
     t.test(name, { skip: missing }, async () => undefined);
     return;
   }
@@ -158,7 +172,15 @@ ms mon client mode = secure crc
 `;
 }
 
-const POOLS = ['.rgw.root', 'default.rgw.log', 'default.rgw.control', 'default.rgw.meta', 'default.rgw.buckets.index', 'default.rgw.buckets.data', 'default.rgw.buckets.non-ec'];
+const POOLS = [
+  '.rgw.root',
+  'default.rgw.log',
+  'default.rgw.control',
+  'default.rgw.meta',
+  'default.rgw.buckets.index',
+  'default.rgw.buckets.data',
+  'default.rgw.buckets.non-ec',
+];
 
 /** Starts a cluster for this test (or benchmark); it is torn down when the test ends. */
 export async function startCeph(t: { teardown(fn: () => unknown): void }): Promise<Ceph> {
@@ -184,7 +206,8 @@ export async function startCeph(t: { teardown(fn: () => unknown): void }): Promi
 }
 
 async function bootstrap(dir: string, children: ChildProcess[], stop: () => Promise<void>): Promise<Ceph> {
-  for (const sub of ['mon/a', 'osd/0', 'rgw', 'run', 'log', 'crash', 'tmp', 'tls']) mkdirSync(join(dir, sub), { recursive: true });
+  for (const sub of ['mon/a', 'osd/0', 'rgw', 'run', 'log', 'crash', 'tmp', 'tls'])
+    mkdirSync(join(dir, sub), { recursive: true });
   const monPort = await freePortBlock();
   const rgwPort = monPort + 31;
   const tlsPort = monPort + 32;
@@ -194,12 +217,65 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
   const c = ['-c', conf];
   const keyring = join(dir, 'keyring');
   // Every key up front: ceph-mon --mkfs imports the whole keyring.
-  await run('ceph-authtool', ['--create-keyring', keyring, '--gen-key', '-n', 'mon.', '--cap', 'mon', 'allow *']);
-  await run('ceph-authtool', [keyring, '--gen-key', '-n', 'client.admin', '--cap', 'mon', 'allow *', '--cap', 'osd', 'allow *', '--cap', 'mgr', 'allow *']);
-  await run('ceph-authtool', [keyring, '--gen-key', '-n', 'osd.0', '--cap', 'mon', 'allow profile osd', '--cap', 'osd', 'allow *']);
-  await run('ceph-authtool', [keyring, '--gen-key', '-n', 'client.rgw.a', '--cap', 'mon', 'allow rw', '--cap', 'osd', 'allow rwx']);
+  await run('ceph-authtool', [
+    '--create-keyring',
+    keyring,
+    '--gen-key',
+    '-n',
+    'mon.',
+    '--cap',
+    'mon',
+    'allow *',
+  ]);
+  await run('ceph-authtool', [
+    keyring,
+    '--gen-key',
+    '-n',
+    'client.admin',
+    '--cap',
+    'mon',
+    'allow *',
+    '--cap',
+    'osd',
+    'allow *',
+    '--cap',
+    'mgr',
+    'allow *',
+  ]);
+  await run('ceph-authtool', [
+    keyring,
+    '--gen-key',
+    '-n',
+    'osd.0',
+    '--cap',
+    'mon',
+    'allow profile osd',
+    '--cap',
+    'osd',
+    'allow *',
+  ]);
+  await run('ceph-authtool', [
+    keyring,
+    '--gen-key',
+    '-n',
+    'client.rgw.a',
+    '--cap',
+    'mon',
+    'allow rw',
+    '--cap',
+    'osd',
+    'allow rwx',
+  ]);
   const fsid = /fsid = (\S+)/.exec(readFileSync(conf, 'utf8'))![1]!;
-  await run('monmaptool', ['--create', '--fsid', fsid, '--addv', 'a', `[v2:127.0.0.1:${monPort}]`, join(dir, 'monmap')]);
+  await run('monmaptool', [
+    '--create',
+    '--fsid',
+    fsid,
+    '--addv',
+    'a',
+    `[v2:127.0.0.1:${monPort}]`,
+    join(dir, 'monmap'),
+  ]);
   await run('ceph-mon', [...c, '--mkfs', '-i', 'a', '--monmap', join(dir, 'monmap'), '--keyring', keyring]);
   const mon = daemon(dir, 'mon.a', 'ceph-mon', [...c, '-i', 'a', '-f']);
   children.push(mon);
@@ -208,7 +284,8 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
   // The OSD's id and every pool radosgw wants, in one ceph CLI process (its start-up is slow).
   const osdUuid = randomUUID();
   const commands = [`osd new ${osdUuid} 0`, 'osd crush add osd.0 1.0 host=localhost root=default'];
-  for (const pool of POOLS) commands.push(`osd pool create ${pool} 8 8 replicated`, `osd pool application enable ${pool} rgw`);
+  for (const pool of POOLS)
+    commands.push(`osd pool create ${pool} 8 8 replicated`, `osd pool application enable ${pool} rgw`);
   await runWithInput('ceph', [...c, '--connect-timeout', '30'], `${commands.join('\n')}\n`);
 
   await run('ceph-osd', [...c, '-i', '0', '--mkfs', '--osd-uuid', osdUuid]);
@@ -216,7 +293,12 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
   const osd = daemon(dir, 'osd.0', 'ceph-osd', [...c, '-i', '0', '-f'], { MALLOC_MMAP_THRESHOLD_: '131072' });
   children.push(osd);
   // radosgw started before the OSD is active waits 5 s for its next retry.
-  await until(() => logHas(dir, 'osd.0.log', 'state: booting -> active'), 60_000, 'the OSD did not become active', osd);
+  await until(
+    () => logHas(dir, 'osd.0.log', 'state: booting -> active'),
+    60_000,
+    'the OSD did not become active',
+    osd,
+  );
 
   let rgw: ChildProcess | undefined;
   const endpoint = `http://127.0.0.1:${rgwPort}`;
@@ -232,7 +314,17 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
 
   const accessKeyId = randomBytes(10).toString('hex').toUpperCase();
   const secretAccessKey = randomBytes(20).toString('hex');
-  await run('radosgw-admin', [...c, '-n', 'client.admin', 'user', 'create', '--uid=tester', '--display-name=tester', `--access-key=${accessKeyId}`, `--secret=${secretAccessKey}`]);
+  await run('radosgw-admin', [
+    ...c,
+    '-n',
+    'client.admin',
+    'user',
+    'create',
+    '--uid=tester',
+    '--display-name=tester',
+    `--access-key=${accessKeyId}`,
+    `--secret=${secretAccessKey}`,
+  ]);
 
   return {
     endpoint,
@@ -255,16 +347,57 @@ async function bootstrap(dir: string, children: ChildProcess[], stop: () => Prom
 async function makeCertificates(dir: string): Promise<string> {
   const ca = join(dir, 'ca.pem');
   const days = ['-days', '2'];
-  await run('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'ca.key'), '-out', ca, ...days, '-subj', '/CN=preservd test CA']);
   await run('openssl', [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', join(dir, 'gateway.key'), '-out', join(dir, 'gateway.pem'), ...days,
-    '-subj', '/CN=127.0.0.1', '-CA', ca, '-CAkey', join(dir, 'ca.key'), '-addext', 'subjectAltName=IP:127.0.0.1', '-addext', 'basicConstraints=critical,CA:FALSE',
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    join(dir, 'ca.key'),
+    '-out',
+    ca,
+    ...days,
+    '-subj',
+    '/CN=preservd test CA',
+  ]);
+  await run('openssl', [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    join(dir, 'gateway.key'),
+    '-out',
+    join(dir, 'gateway.pem'),
+    ...days,
+    '-subj',
+    '/CN=127.0.0.1',
+    '-CA',
+    ca,
+    '-CAkey',
+    join(dir, 'ca.key'),
+    '-addext',
+    'subjectAltName=IP:127.0.0.1',
+    '-addext',
+    'basicConstraints=critical,CA:FALSE',
   ]);
   return ca;
 }
 
 /** A Ceph daemon in the foreground, killed by the kernel if this process dies. */
-function daemon(dir: string, name: string, program: string, args: string[], env: Record<string, string> = {}): ChildProcess {
+function daemon(
+  dir: string,
+  name: string,
+  program: string,
+  args: string[],
+  env: Record<string, string> = {},
+): ChildProcess {
   const child = spawn('setpriv', ['--pdeathsig=KILL', '--', program, ...args], {
     stdio: ['ignore', 'ignore', 'ignore'],
     env: { ...process.env, ...env },
@@ -281,10 +414,16 @@ async function kill(child: ChildProcess): Promise<void> {
   await exited;
 }
 
-async function until(ready: () => boolean | Promise<boolean>, ms: number, what: string, child?: ChildProcess): Promise<void> {
+async function until(
+  ready: () => boolean | Promise<boolean>,
+  ms: number,
+  what: string,
+  child?: ChildProcess,
+): Promise<void> {
   const deadline = Date.now() + ms;
   while (Date.now() < deadline) {
-    if (child !== undefined && (child.exitCode !== null || child.signalCode !== null)) throw new Error(`${what}: it exited (${child.exitCode ?? child.signalCode})`);
+    if (child !== undefined && (child.exitCode !== null || child.signalCode !== null))
+      throw new Error(`${what}: it exited (${child.exitCode ?? child.signalCode})`);
     if (await ready()) return;
     await sleep(50);
   }
@@ -294,7 +433,9 @@ async function until(ready: () => boolean | Promise<boolean>, ms: number, what: 
 /** Whether something listens on 127.0.0.1:port (from /proc/net/tcp: no connection made). */
 function listens(port: number): boolean {
   const hex = port.toString(16).toUpperCase().padStart(4, '0');
-  return readFileSync('/proc/net/tcp', 'utf8').split('\n').some((line) => line.includes(`0100007F:${hex} 00000000:0000 0A`));
+  return readFileSync('/proc/net/tcp', 'utf8')
+    .split('\n')
+    .some((line) => line.includes(`0100007F:${hex} 00000000:0000 0A`));
 }
 
 function logHas(dir: string, log: string, text: string): boolean {
@@ -334,7 +475,9 @@ function tailLogs(dir: string): string {
   const parts: string[] = [];
   for (const name of ['mon.a.log', 'osd.0.log', 'client.rgw.a.log']) {
     try {
-      const lines = readFileSync(join(dir, 'log', name), 'utf8').trimEnd().split('\n');
+      const lines = readFileSync(join(dir, 'log', name), 'utf8')
+        .trimEnd()
+        .split('\n');
       parts.push(`--- ${name}\n${lines.slice(-15).join('\n')}`);
     } catch {
       // not written

@@ -46,7 +46,12 @@ export function suiteCases(): SuiteCase[] {
       for (const name of readdirSync(cDir).sort()) {
         const dir = join(cDir, name);
         if (!statSync(dir).isDirectory()) continue;
-        cases.push({ id: `${v}/${category}/${name}`, version: v.slice(1), category: category as SuiteCategory, dir });
+        cases.push({
+          id: `${v}/${category}/${name}`,
+          version: v.slice(1),
+          category: category as SuiteCategory,
+          dir,
+        });
       }
     }
   }

@@ -89,10 +89,15 @@ export class TestDaemon {
 
   static async start(t: Teardown, options: StartOptions = {}): Promise<TestDaemon> {
     const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'preservd-test-'));
-    const identity = { ...(options.uid !== undefined ? { uid: options.uid } : {}), ...(options.gid !== undefined ? { gid: options.gid } : {}) };
-    if (options.dataDir === undefined && (options.uid !== undefined || options.gid !== undefined)) chownSync(dataDir, options.uid ?? -1, options.gid ?? -1);
+    const identity = {
+      ...(options.uid !== undefined ? { uid: options.uid } : {}),
+      ...(options.gid !== undefined ? { gid: options.gid } : {}),
+    };
+    if (options.dataDir === undefined && (options.uid !== undefined || options.gid !== undefined))
+      chownSync(dataDir, options.uid ?? -1, options.gid ?? -1);
     const bound = options.boundByPermissions === true;
-    if (options.dataDir === undefined && bound && process.getuid?.() === 0) chownSync(dataDir, checkoutOwner().uid, checkoutOwner().gid);
+    if (options.dataDir === undefined && bound && process.getuid?.() === 0)
+      chownSync(dataDir, checkoutOwner().uid, checkoutOwner().gid);
     const httpPort = await freePort();
     const rsyncPort = await freePort();
     const configPath = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
@@ -135,7 +140,8 @@ export class TestDaemon {
     // A start takes about a second on a quiet machine; far longer when every core is busy.
     const deadline = Date.now() + 60_000;
     while (Date.now() < deadline) {
-      if (this.proc.exitCode !== null) throw new Error(`the daemon exited with ${this.proc.exitCode}:\n${this.output}`);
+      if (this.proc.exitCode !== null)
+        throw new Error(`the daemon exited with ${this.proc.exitCode}:\n${this.output}`);
       try {
         const res = await fetch(`${this.url}/v1/openapi.json`);
         if (res.ok) return;
@@ -160,7 +166,12 @@ export class TestDaemon {
       body = new URLSearchParams(options.form).toString();
       headers['content-type'] ??= 'application/x-www-form-urlencoded';
     }
-    const res = await fetch(`${this.url}${path}`, { method, headers, body: (body as BodyInit | undefined) ?? null, redirect: 'manual' });
+    const res = await fetch(`${this.url}${path}`, {
+      method,
+      headers,
+      body: (body as BodyInit | undefined) ?? null,
+      redirect: 'manual',
+    });
     const text = await res.text();
     let json: unknown;
     try {
@@ -172,9 +183,17 @@ export class TestDaemon {
   }
 
   /** Runs `preservd ARGS` against this daemon's data directory and configuration. */
-  cli(args: string[], extraEnv: Record<string, string> = {}): { code: number; stdout: string; stderr: string } {
+  cli(
+    args: string[],
+    extraEnv: Record<string, string> = {},
+  ): { code: number; stdout: string; stderr: string } {
     const [command, argv] = TestDaemon.command([cliPath, ...args], this.bound);
-    const r = spawnSync(command, argv, { env: { ...this.env, ...extraEnv }, encoding: 'utf8', timeout: 120_000, ...this.identity });
+    const r = spawnSync(command, argv, {
+      env: { ...this.env, ...extraEnv },
+      encoding: 'utf8',
+      timeout: 120_000,
+      ...this.identity,
+    });
     return { code: r.status ?? -1, stdout: r.stdout, stderr: r.stderr };
   }
 
@@ -186,8 +205,14 @@ export class TestDaemon {
   }
 
   /** Creates a request as `token` and returns its JSON. */
-  async createRequest(token: string, fields: { bag_id: string; external_id: string; content_type?: string }): Promise<any> {
-    const res = await this.request('POST', '/v1/requests', { token, json: { content_type: 'digital', ...fields } });
+  async createRequest(
+    token: string,
+    fields: { bag_id: string; external_id: string; content_type?: string },
+  ): Promise<any> {
+    const res = await this.request('POST', '/v1/requests', {
+      token,
+      json: { content_type: 'digital', ...fields },
+    });
     if (res.status !== 201) throw new Error(`create failed: ${res.status} ${res.text}`);
     return res.json;
   }
@@ -199,19 +224,25 @@ export class TestDaemon {
       const res = await this.request('GET', `/v1/queue/${id}`, { token });
       if (res.status !== 200) throw new Error(`queue item ${id}: ${res.status} ${res.text}`);
       if (res.json.status !== 'PENDING') return res.json;
-      if (Date.now() > deadline) throw new Error(`queue item ${id} still PENDING after ${timeoutMs} ms\n${this.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`queue item ${id} still PENDING after ${timeoutMs} ms\n${this.output}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
 
   /** Polls GET /v1/audits/{id} until `until` holds of it: by default, until every package was checked. */
-  async waitForAudit(id: number, until: (audit: any) => boolean = (a) => a.successes.length + a.failures.length === a.packages, timeoutMs = 30_000): Promise<any> {
+  async waitForAudit(
+    id: number,
+    until: (audit: any) => boolean = (a) => a.successes.length + a.failures.length === a.packages,
+    timeoutMs = 30_000,
+  ): Promise<any> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const res = await this.request('GET', `/v1/audits/${id}`);
       if (res.status !== 200) throw new Error(`GET /v1/audits/${id}: ${res.status} ${res.text}`);
       if (until(res.json)) return res.json;
-      if (Date.now() > deadline) throw new Error(`audit ${id} did not get there within ${timeoutMs} ms: ${res.text}\n${this.output}`);
+      if (Date.now() > deadline)
+        throw new Error(`audit ${id} did not get there within ${timeoutMs} ms: ${res.text}\n${this.output}`);
       await new Promise((r) => setTimeout(r, 50));
     }
   }
@@ -245,7 +276,9 @@ export class TestDaemon {
    * too, as systemd would kill the whole cgroup.
    */
   async kill9(): Promise<void> {
-    const pids = spawnSync('pgrep', ['-P', String(this.proc.pid)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
+    const pids = spawnSync('pgrep', ['-P', String(this.proc.pid)], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean);
     this.proc.kill('SIGKILL');
     for (const pid of pids) {
       for (const target of [-Number(pid), Number(pid)]) {
@@ -266,7 +299,10 @@ const CHIPMUNK_RSYNC_OPTIONS = ['-rtvzP', '--delete', '--no-group', '--no-perms'
 /** Uploads a bag folder the way chipmunk-client does. */
 export function rsyncUpload(bagDir: string, link: string): { code: number; output: string } {
   assertLink(link);
-  const r = spawnSync('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], { encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], {
+    encoding: 'utf8',
+    timeout: 120_000,
+  });
   return { code: r.status ?? -1, output: `${r.stdout}${r.stderr}` };
 }
 
@@ -277,7 +313,10 @@ export function rsyncUpload(bagDir: string, link: string): { code: number; outpu
 export function rsyncUploadAsync(bagDir: string, link: string): Promise<{ code: number; output: string }> {
   assertLink(link);
   return new Promise((ok) => {
-    const child = spawn('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 120_000 });
+    const child = spawn('rsync', [...CHIPMUNK_RSYNC_OPTIONS, `${bagDir}/`, link], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: 120_000,
+    });
     let output = '';
     child.stdout.on('data', (d: Buffer) => (output += d.toString()));
     child.stderr.on('data', (d: Buffer) => (output += d.toString()));
@@ -288,5 +327,6 @@ export function rsyncUploadAsync(bagDir: string, link: string): Promise<{ code: 
 
 /** A `null` upload_link (a viewer's, a stored package's) would make rsync copy into a local folder named "null". */
 function assertLink(link: unknown): asserts link is string {
-  if (typeof link !== 'string' || !link.includes(':')) throw new Error(`not an upload link: ${JSON.stringify(link)}`);
+  if (typeof link !== 'string' || !link.includes(':'))
+    throw new Error(`not an upload link: ${JSON.stringify(link)}`);
 }

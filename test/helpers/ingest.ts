@@ -19,16 +19,28 @@ export async function ingestBag(
   d: TestDaemon,
   token: string,
   files: MakeBagOptions['files'],
-  options: Partial<MakeBagOptions> & { contentType?: string; externalId?: string; expect?: 'DONE' | 'FAILED' } = {},
+  options: Partial<MakeBagOptions> & {
+    contentType?: string;
+    externalId?: string;
+    expect?: 'DONE' | 'FAILED';
+  } = {},
 ): Promise<IngestedBag> {
   const bagId = randomUUID();
   const contentType = options.contentType ?? 'video';
   const externalId = options.externalId ?? `ext-${bagId.slice(0, 8)}`;
-  const request = await d.createRequest(token, { bag_id: bagId, external_id: externalId, content_type: contentType });
+  const request = await d.createRequest(token, {
+    bag_id: bagId,
+    external_id: externalId,
+    content_type: contentType,
+  });
   const scratch = mkdtempSync(join(tmpdir(), 'preservd-bag-'));
   process.once('exit', () => rmSync(scratch, { recursive: true, force: true }));
   const bagDir = join(scratch, 'bag');
-  await makeBag(bagDir, { chipmunkInfo: { externalId: request.external_id, bagId, contentType }, ...options, files });
+  await makeBag(bagDir, {
+    chipmunkInfo: { externalId: request.external_id, bagId, contentType },
+    ...options,
+    files,
+  });
   const up = rsyncUpload(bagDir, request.upload_link);
   if (up.code !== 0) throw new Error(`rsync failed: ${up.output}`);
   const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token });

@@ -73,11 +73,22 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
     const capabilities = new Set<string>();
     const items = [...catalog.queue.list()];
     for (const item of items) {
-      if (item.status === 'PENDING') violations.push({ code: 'queue-pending', bagId: item.bagId, detail: `queue item ${item.id} at stage ${item.stage}` });
+      if (item.status === 'PENDING')
+        violations.push({
+          code: 'queue-pending',
+          bagId: item.bagId,
+          detail: `queue item ${item.id} at stage ${item.stage}`,
+        });
     }
     const pendingBags = new Set(items.filter((i) => i.status === 'PENDING').map((i) => i.bagId));
     for (const checkpoint of catalog.checkpoints.list()) {
-      if (!pendingBags.has(checkpoint.bagId)) violations.push({ code: 'checkpoint-left', bagId: checkpoint.bagId, path: checkpoint.path, detail: 'a hashing checkpoint of an ingest that ended' });
+      if (!pendingBags.has(checkpoint.bagId))
+        violations.push({
+          code: 'checkpoint-left',
+          bagId: checkpoint.bagId,
+          path: checkpoint.path,
+          detail: 'a hashing checkpoint of an ingest that ended',
+        });
     }
 
     for (const pkg of catalog.packages.list()) {
@@ -85,25 +96,57 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
       const landingDir = join(layout.landing, pkg.capability);
       const done = items.filter((i) => i.bagId === pkg.bagId && i.status === 'DONE');
       if (!pkg.stored) {
-        if (done.length > 0) violations.push({ code: 'done-item-not-stored', bagId: pkg.bagId, detail: `queue item ${done[0]!.id} is DONE` });
+        if (done.length > 0)
+          violations.push({
+            code: 'done-item-not-stored',
+            bagId: pkg.bagId,
+            detail: `queue item ${done[0]!.id} is DONE`,
+          });
         if (items.some((i) => i.bagId === pkg.bagId && i.status === 'PENDING')) continue; // reported above
-        if (!existsSync(landingDir)) violations.push({ code: 'upload-missing', bagId: pkg.bagId, path: `landing/${pkg.capability}` });
-        if (existsSync(join(layout.closed, pkg.capability))) violations.push({ code: 'upload-closed', bagId: pkg.bagId, detail: 'the upload link of an unstored request stays closed' });
+        if (!existsSync(landingDir))
+          violations.push({ code: 'upload-missing', bagId: pkg.bagId, path: `landing/${pkg.capability}` });
+        if (existsSync(join(layout.closed, pkg.capability)))
+          violations.push({
+            code: 'upload-closed',
+            bagId: pkg.bagId,
+            detail: 'the upload link of an unstored request stays closed',
+          });
         continue;
       }
 
-      if (done.length !== 1) violations.push({ code: 'stored-without-done-item', bagId: pkg.bagId, detail: `${done.length} DONE queue items` });
-      const ingestions = [...catalog.events.forPackage(pkg.bagId)].filter((e) => e.type === 'ingestion' && e.outcome === 'success');
-      if (ingestions.length !== 1) violations.push({ code: 'stored-ingestion-events', bagId: pkg.bagId, detail: `${ingestions.length} successful ingestion events` });
-      if (existsSync(landingDir)) violations.push({ code: 'stored-upload-left', bagId: pkg.bagId, path: `landing/${pkg.capability}` });
+      if (done.length !== 1)
+        violations.push({
+          code: 'stored-without-done-item',
+          bagId: pkg.bagId,
+          detail: `${done.length} DONE queue items`,
+        });
+      const ingestions = [...catalog.events.forPackage(pkg.bagId)].filter(
+        (e) => e.type === 'ingestion' && e.outcome === 'success',
+      );
+      if (ingestions.length !== 1)
+        violations.push({
+          code: 'stored-ingestion-events',
+          bagId: pkg.bagId,
+          detail: `${ingestions.length} successful ingestion events`,
+        });
+      if (existsSync(landingDir))
+        violations.push({ code: 'stored-upload-left', bagId: pkg.bagId, path: `landing/${pkg.capability}` });
       if (pkg.storagePath === undefined) {
-        violations.push({ code: 'stored-folder-missing', bagId: pkg.bagId, detail: 'stored without a storage path' });
+        violations.push({
+          code: 'stored-folder-missing',
+          bagId: pkg.bagId,
+          detail: 'stored without a storage path',
+        });
         continue;
       }
       expectedInStorage.add(pkg.storagePath);
       const dir = storage.packageDir(pkg.storagePath);
       if (!existsSync(dir)) {
-        violations.push({ code: 'stored-folder-missing', bagId: pkg.bagId, path: `storage/${pkg.storagePath}` });
+        violations.push({
+          code: 'stored-folder-missing',
+          bagId: pkg.bagId,
+          path: `storage/${pkg.storagePath}`,
+        });
         continue;
       }
       const recorded = catalog.packages.listFiles(pkg.bagId);
@@ -116,13 +159,25 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         const abs = Storage.resolveInside(dir, file.path);
         const size = (await lstat(abs)).size;
         if (size !== file.size) {
-          violations.push({ code: 'stored-file-size', bagId: pkg.bagId, path: file.path, detail: `catalog ${file.size}, disk ${size}` });
+          violations.push({
+            code: 'stored-file-size',
+            bagId: pkg.bagId,
+            path: file.path,
+            detail: `catalog ${file.size}, disk ${size}`,
+          });
           continue;
         }
         const digest = await sha256(abs);
-        if (digest !== file.digests.sha256) violations.push({ code: 'stored-file-digest', bagId: pkg.bagId, path: file.path, detail: `catalog ${file.digests.sha256}, disk ${digest}` });
+        if (digest !== file.digests.sha256)
+          violations.push({
+            code: 'stored-file-digest',
+            bagId: pkg.bagId,
+            path: file.path,
+            detail: `catalog ${file.digests.sha256}, disk ${digest}`,
+          });
       }
-      for (const extra of onDisk) violations.push({ code: 'stored-file-extra', bagId: pkg.bagId, path: extra });
+      for (const extra of onDisk)
+        violations.push({ code: 'stored-file-extra', bagId: pkg.bagId, path: extra });
     }
 
     // storage/ab/cd/ef/<bag_id>: anything that is not a stored package's folder is an orphan.
@@ -130,13 +185,16 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
     const visit = async (rel: string, depth: number): Promise<void> => {
       for (const entry of await readdir(join(storage.storageRoot, rel), { withFileTypes: true })) {
         const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
-        if (depth < 3 && entry.isDirectory() && /^[0-9a-f]{2}$/.test(entry.name)) await visit(path, depth + 1);
-        else if (depth < 3 || !expectedInStorage.has(path)) violations.push({ code: 'storage-orphan', path: `storage/${path}` });
+        if (depth < 3 && entry.isDirectory() && /^[0-9a-f]{2}$/.test(entry.name))
+          await visit(path, depth + 1);
+        else if (depth < 3 || !expectedInStorage.has(path))
+          violations.push({ code: 'storage-orphan', path: `storage/${path}` });
       }
     };
     await visit('', 0);
 
-    for (const name of await listOrEmpty(storage.stagingRoot)) violations.push({ code: 'staging-leftover', path: `staging/${name}` });
+    for (const name of await listOrEmpty(storage.stagingRoot))
+      violations.push({ code: 'staging-leftover', path: `staging/${name}` });
     for (const name of await listOrEmpty(layout.landing)) {
       if (!capabilities.has(name)) violations.push({ code: 'landing-orphan', path: `landing/${name}` });
     }
@@ -144,17 +202,27 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
     for (const audit of catalog.audits.list()) {
       const label = `audit ${audit.id}`;
       if (audit.finishedAt === undefined) {
-        violations.push({ code: 'audit-unfinished', detail: `${label}: ${audit.successes + audit.failures} of ${audit.packages} packages checked` });
+        violations.push({
+          code: 'audit-unfinished',
+          detail: `${label}: ${audit.successes + audit.failures} of ${audit.packages} packages checked`,
+        });
         continue;
       }
       const left = catalog.audits.remaining(audit.id).length;
       if (audit.successes + audit.failures !== audit.packages || left !== 0)
-        violations.push({ code: 'audit-counts', detail: `${label}: ${audit.successes} + ${audit.failures} of ${audit.packages}, ${left} left to do` });
+        violations.push({
+          code: 'audit-counts',
+          detail: `${label}: ${audit.successes} + ${audit.failures} of ${audit.packages}, ${left} left to do`,
+        });
       const perPackage = new Map<string, number>();
-      for (const e of catalog.events.forAudit(audit.id)) perPackage.set(e.bagId, (perPackage.get(e.bagId) ?? 0) + (e.type === 'fixity check' ? 1 : 0));
+      for (const e of catalog.events.forAudit(audit.id))
+        perPackage.set(e.bagId, (perPackage.get(e.bagId) ?? 0) + (e.type === 'fixity check' ? 1 : 0));
       const twice = [...perPackage].filter(([, n]) => n !== 1).map(([bagId]) => bagId);
       if (perPackage.size !== audit.packages || twice.length > 0)
-        violations.push({ code: 'audit-events', detail: `${label}: events for ${perPackage.size} of ${audit.packages} packages${twice.length > 0 ? `; not exactly one for ${twice.join(', ')}` : ''}` });
+        violations.push({
+          code: 'audit-events',
+          detail: `${label}: events for ${perPackage.size} of ${audit.packages} packages${twice.length > 0 ? `; not exactly one for ${twice.join(', ')}` : ''}`,
+        });
     }
   } finally {
     await catalog.close();
@@ -163,7 +231,11 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
 }
 
 /** One assertion: no invariant is broken (the list of violations is the diagnostic). */
-export async function assertInvariants(t: Test, dataDir: string, message = 'catalog and data directory agree'): Promise<Violation[]> {
+export async function assertInvariants(
+  t: Test,
+  dataDir: string,
+  message = 'catalog and data directory agree',
+): Promise<Violation[]> {
   const violations = await findViolations(dataDir);
   t.same(violations, [], message);
   return violations;

@@ -103,10 +103,13 @@ async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<
     await writeFile(join(dir, `manifest-${a}.txt`), lines.join(''));
   }
   if (tagAlgorithms === false) return;
-  const tagFiles = filesUnder(dir, { regularOnly: true }).filter((p) => !p.startsWith('data/') && !/^tagmanifest-.+\.txt$/.test(p));
+  const tagFiles = filesUnder(dir, { regularOnly: true }).filter(
+    (p) => !p.startsWith('data/') && !/^tagmanifest-.+\.txt$/.test(p),
+  );
   for (const a of tagAlgorithms) {
     const lines: string[] = [];
-    for (const p of tagFiles) lines.push(`${digest(a, await readFile(join(dir, p)))}  ${encodeManifestPath(p, version)}\n`);
+    for (const p of tagFiles)
+      lines.push(`${digest(a, await readFile(join(dir, p)))}  ${encodeManifestPath(p, version)}\n`);
     await writeFile(join(dir, `tagmanifest-${a}.txt`), lines.join(''));
   }
 }
@@ -120,20 +123,33 @@ export async function makeBag(dir: string, opts: MakeBagOptions): Promise<string
     await put(dir, `data/${rel}`, content);
     bytes += Buffer.byteLength(content);
   }
-  await writeFile(join(dir, 'bagit.txt'), opts.bagitTxt ?? `BagIt-Version: ${version}\nTag-File-Character-Encoding: UTF-8\n`);
+  await writeFile(
+    join(dir, 'bagit.txt'),
+    opts.bagitTxt ?? `BagIt-Version: ${version}\nTag-File-Character-Encoding: UTF-8\n`,
+  );
 
   if (opts.bagInfo !== false) {
     const entries: Array<[string, string]> = [['Bagging-Date', '2026-11-22']];
-    if (opts.payloadOxum !== false) entries.push(['Payload-Oxum', opts.payloadOxum ?? `${bytes}.${Object.keys(opts.files).length}`]);
-    if (opts.bagInfo !== undefined) entries.push(...(Array.isArray(opts.bagInfo) ? opts.bagInfo : Object.entries(opts.bagInfo)));
+    if (opts.payloadOxum !== false)
+      entries.push(['Payload-Oxum', opts.payloadOxum ?? `${bytes}.${Object.keys(opts.files).length}`]);
+    if (opts.bagInfo !== undefined)
+      entries.push(...(Array.isArray(opts.bagInfo) ? opts.bagInfo : Object.entries(opts.bagInfo)));
     await writeFile(join(dir, 'bag-info.txt'), entries.map(([k, v]) => `${k}: ${v}\n`).join(''));
   }
 
   if (opts.chipmunkInfo !== undefined) {
     const c = opts.chipmunkInfo;
-    const lines = [`External-Identifier: ${c.externalId}`, `Chipmunk-Content-Type: ${c.contentType}`, `Bag-ID: ${c.bagId}`];
+    const lines = [
+      `External-Identifier: ${c.externalId}`,
+      `Chipmunk-Content-Type: ${c.contentType}`,
+      `Bag-ID: ${c.bagId}`,
+    ];
     if (c.metadata !== undefined) {
-      lines.push(`Metadata-URL: ${c.metadata.url}`, `Metadata-Type: ${c.metadata.type}`, `Metadata-Tagfile: ${c.metadata.tagfile}`);
+      lines.push(
+        `Metadata-URL: ${c.metadata.url}`,
+        `Metadata-Type: ${c.metadata.type}`,
+        `Metadata-Tagfile: ${c.metadata.tagfile}`,
+      );
       const content = c.metadata.content === undefined ? '' : c.metadata.content;
       if (content !== null) await put(dir, c.metadata.tagfile, content);
     }

@@ -19,15 +19,27 @@ export async function writeManyFilePackage(dataDir: string, count: number): Prom
   const dir = new Storage(new DataLayout(dataDir)).packageDir(storagePath);
   const files: FileRecord[] = [];
   const add = (path: string, content: string): void => {
-    if (path.endsWith('/f0.txt') || !path.includes('/')) mkdirSync(join(dir, path, '..'), { recursive: true });
+    if (path.endsWith('/f0.txt') || !path.includes('/'))
+      mkdirSync(join(dir, path, '..'), { recursive: true });
     writeFileSync(join(dir, path), content);
     const bytes = Buffer.from(content);
-    files.push({ path, size: bytes.length, crc32: (crc32(bytes) >>> 0).toString(16).padStart(8, '0'), digests: { sha256: createHash('sha256').update(bytes).digest('hex') } });
+    files.push({
+      path,
+      size: bytes.length,
+      crc32: (crc32(bytes) >>> 0).toString(16).padStart(8, '0'),
+      digests: { sha256: createHash('sha256').update(bytes).digest('hex') },
+    });
   };
   add('bagit.txt', 'BagIt-Version: 1.0\nTag-File-Character-Encoding: UTF-8\n');
   for (let i = 0; i < count; i++) add(`data/d${Math.floor(i / 1000)}/f${i % 1000}.txt`, `${i}\n`);
   const catalog = Catalog.open(new DataLayout(dataDir));
-  catalog.packages.create({ bagId, externalId: `many-${count}`, contentType: 'digital', user: 'alice', capability: randomUUID() });
+  catalog.packages.create({
+    bagId,
+    externalId: `many-${count}`,
+    contentType: 'digital',
+    user: 'alice',
+    capability: randomUUID(),
+  });
   catalog.packages.putFiles(bagId, files);
   catalog.packages.markStored(bagId, storagePath);
   await catalog.close();

@@ -34,7 +34,10 @@ export function rsyncsOf(pid: number): number[] {
   return childrenOf(pid).filter((p) => {
     try {
       const stat = readFileSync(`/proc/${p}/stat`, 'utf8');
-      return stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'rsync' && !'ZX'.includes(stat[stat.lastIndexOf(')') + 2]!);
+      return (
+        stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')) === 'rsync' &&
+        !'ZX'.includes(stat[stat.lastIndexOf(')') + 2]!)
+      );
     } catch {
       return false;
     }

@@ -13,7 +13,8 @@ export class Jar {
       const [pair] = line.split(';');
       const eq = pair!.indexOf('=');
       const value = pair!.slice(eq + 1);
-      if (value === '' || /max-age=0|expires=thu, 01 jan 1970/i.test(line)) this.cookies.delete(pair!.slice(0, eq));
+      if (value === '' || /max-age=0|expires=thu, 01 jan 1970/i.test(line))
+        this.cookies.delete(pair!.slice(0, eq));
       else this.cookies.set(pair!.slice(0, eq), value);
     }
     return set;
@@ -31,7 +32,11 @@ export async function logIn(d: TestDaemon, jar: Jar, token: string, options: { c
   jar.take(form.headers);
   const fields: Record<string, string> = { token };
   if (options.csrf !== false) fields._csrf = csrfField(form.text);
-  const res = await d.request('POST', '/login', { token: null, form: fields, headers: { cookie: jar.header } });
+  const res = await d.request('POST', '/login', {
+    token: null,
+    form: fields,
+    headers: { cookie: jar.header },
+  });
   return { res, setCookies: jar.take(res.headers) };
 }
 

@@ -47,18 +47,30 @@ export interface StoredPackage {
 }
 
 /** The record ingest would write for a file of the bag at `dir` (whole file read: test sizes only). */
-export async function fileRecordOf(dir: string, path: string, algorithms: readonly Algorithm[] = ['sha256']): Promise<FileRecord> {
+export async function fileRecordOf(
+  dir: string,
+  path: string,
+  algorithms: readonly Algorithm[] = ['sha256'],
+): Promise<FileRecord> {
   const bytes = await readFile(Storage.resolveInside(dir, path));
   const digests: Partial<Record<Algorithm, string>> = {};
-  for (const a of new Set<Algorithm>([...algorithms, 'sha256'])) digests[a] = createHash(a).update(bytes).digest('hex');
+  for (const a of new Set<Algorithm>([...algorithms, 'sha256']))
+    digests[a] = createHash(a).update(bytes).digest('hex');
   return { path, size: bytes.length, crc32: (crc32(bytes) >>> 0).toString(16).padStart(8, '0'), digests };
 }
 
 /** Writes a bag into storage and records it as a stored package. */
-export async function createStoredPackage(catalog: Catalog, storage: Storage, spec: StoredPackageSpec = {}): Promise<StoredPackage> {
+export async function createStoredPackage(
+  catalog: Catalog,
+  storage: Storage,
+  spec: StoredPackageSpec = {},
+): Promise<StoredPackage> {
   const bagId = (spec.bagId ?? randomUUID()).toLowerCase();
   const algorithms = spec.algorithms ?? ['md5', 'sha256'];
-  const payload = spec.payload ?? { 'hello.txt': `hello from ${bagId}\n`, 'sub/notes.txt': randomBytes(64).toString('hex') };
+  const payload = spec.payload ?? {
+    'hello.txt': `hello from ${bagId}\n`,
+    'sub/notes.txt': randomBytes(64).toString('hex'),
+  };
   const storagePath = Storage.storagePath(bagId);
   const dir = storage.packageDir(storagePath);
   await makeBag(dir, { files: payload, algorithms });
@@ -66,7 +78,8 @@ export async function createStoredPackage(catalog: Catalog, storage: Storage, sp
   const extraPaths = new Set(extra.map((r) => r.path));
 
   const files: FileRecord[] = [...extra];
-  for (const path of filesUnder(dir)) if (!extraPaths.has(path)) files.push(await fileRecordOf(dir, path, algorithms));
+  for (const path of filesUnder(dir))
+    if (!extraPaths.has(path)) files.push(await fileRecordOf(dir, path, algorithms));
 
   const created = catalog.packages.create({
     bagId,
@@ -78,5 +91,12 @@ export async function createStoredPackage(catalog: Catalog, storage: Storage, sp
   if ('existing' in created) throw new Error(`package ${bagId} already exists`);
   catalog.packages.putFiles(bagId, files);
   const pkg = catalog.packages.markStored(bagId, storagePath);
-  return { pkg, bagId, dir, storagePath, files: catalog.packages.listFiles(bagId), bytes: files.reduce((n, f) => n + f.size, 0) };
+  return {
+    pkg,
+    bagId,
+    dir,
+    storagePath,
+    files: catalog.packages.listFiles(bagId),
+    bytes: files.reduce((n, f) => n + f.size, 0),
+  };
 }

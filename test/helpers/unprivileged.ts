@@ -25,7 +25,18 @@ export function boundByPermissions(argv: string[]): [string, string[]] {
   if (!runAsRoot) return [argv[0]!, argv.slice(1)];
   const owner = checkoutOwner();
   const dropped = '-dac_override,-dac_read_search';
-  return ['setpriv', [`--reuid=${owner.uid}`, `--regid=${owner.gid}`, '--clear-groups', `--inh-caps=${dropped}`, `--bounding-set=${dropped}`, '--', ...argv]];
+  return [
+    'setpriv',
+    [
+      `--reuid=${owner.uid}`,
+      `--regid=${owner.gid}`,
+      '--clear-groups',
+      `--inh-caps=${dropped}`,
+      `--bounding-set=${dropped}`,
+      '--',
+      ...argv,
+    ],
+  ];
 }
 
 /** The checkout's owner: who a child started by `boundByPermissions` runs as. */

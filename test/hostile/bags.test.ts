@@ -15,7 +15,15 @@ import t, { type Test } from 'tap';
 import { cliPath, rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag, type MakeBagOptions } from '../helpers/make-bag.js';
-import { followUploadLink, landingDirOf, listTree, newRequest, resealTagManifests, snapshot, type Request } from './fixtures/attack.js';
+import {
+  followUploadLink,
+  landingDirOf,
+  listTree,
+  newRequest,
+  resealTagManifests,
+  snapshot,
+  type Request,
+} from './fixtures/attack.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'preservd-hostile-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
@@ -45,7 +53,10 @@ t.test('hostile bags', async (t) => {
   let n = 0;
 
   /** A request and a valid bag for it in a scratch folder (or straight in its landing folder). */
-  const prepare = async (options: Partial<MakeBagOptions> = {}, where: 'scratch' | 'landing' = 'scratch'): Promise<{ req: Request; dir: string }> => {
+  const prepare = async (
+    options: Partial<MakeBagOptions> = {},
+    where: 'scratch' | 'landing' = 'scratch',
+  ): Promise<{ req: Request; dir: string }> => {
     const req = await newRequest(d, alice);
     const dir = where === 'landing' ? landingDirOf(d, req) : join(scratch, `bag-${++n}`);
     await makeBag(dir, {
@@ -65,7 +76,12 @@ t.test('hostile bags', async (t) => {
    * Complete the request and expect FAILED with at least `expected` (code, and path when given),
    * the upload back in its landing folder, storage and every package's state unchanged.
    */
-  const expectRefused = async (t: Test, req: Request, expected: Array<{ code: string; path?: string }>, kept = 'bagit.txt'): Promise<any> => {
+  const expectRefused = async (
+    t: Test,
+    req: Request,
+    expected: Array<{ code: string; path?: string }>,
+    kept = 'bagit.txt',
+  ): Promise<any> => {
     const before = await snapshot(d);
     const complete = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
     t.equal(complete.status, 201, complete.text);
@@ -78,7 +94,10 @@ t.test('hostile bags', async (t) => {
         { errors: item.errors.slice(0, 20) },
       );
     }
-    t.ok(item.errors.every((x: any) => typeof x.message === 'string' && !x.message.includes(d.dataDir)), 'messages never name a server path');
+    t.ok(
+      item.errors.every((x: any) => typeof x.message === 'string' && !x.message.includes(d.dataDir)),
+      'messages never name a server path',
+    );
     await followUploadLink(d, alice, req);
     t.ok(existsSync(join(landingDirOf(d, req), kept)), 'the upload is back in its landing folder');
     t.same(await snapshot(d), before, 'nothing stored, no package changed');
@@ -88,8 +107,13 @@ t.test('hostile bags', async (t) => {
   await t.test('path escapes in the payload manifest', async (t) => {
     const { req, dir } = await prepare();
     const digest = sha256('hello\n');
-    const lines = [...ESCAPES.map(([p]) => p), 'data/%2e%2e/%2e%2e/x', 'data/%2E%2E%2Fx'].map((p) => `${digest}  ${p}\n`);
-    await writeFile(join(dir, 'manifest-sha256.txt'), (await readFile(join(dir, 'manifest-sha256.txt'), 'utf8')) + lines.join(''));
+    const lines = [...ESCAPES.map(([p]) => p), 'data/%2e%2e/%2e%2e/x', 'data/%2E%2E%2Fx'].map(
+      (p) => `${digest}  ${p}\n`,
+    );
+    await writeFile(
+      join(dir, 'manifest-sha256.txt'),
+      (await readFile(join(dir, 'manifest-sha256.txt'), 'utf8')) + lines.join(''),
+    );
     await resealTagManifests(dir);
     upload(t, dir, req);
     const item = await expectRefused(t, req, [
@@ -100,62 +124,94 @@ t.test('hostile bags', async (t) => {
     ]);
     const unsafe = item.errors.filter((e: any) => e.code === 'unsafe-path');
     t.equal(unsafe.length, ESCAPES.length, 'one problem per escaping line');
-    t.match(unsafe[0].message, /manifest-sha256\.txt line 2 names "\.\.\/x", which is refused because it contains a "\.\." segment/);
+    t.match(
+      unsafe[0].message,
+      /manifest-sha256\.txt line 2 names "\.\.\/x", which is refused because it contains a "\.\." segment/,
+    );
   });
 
   await t.test('path escapes in a tag manifest and in fetch.txt', async (t) => {
     const fetchLines = ESCAPES.map(([p]) => `https://example.org/x 6 ${p}\n`).join('');
     const { req, dir } = await prepare({ extraTagFiles: { 'fetch.txt': fetchLines } });
     const tagLines = [...ESCAPES.map(([p]) => p), '%2e%2e/x'].map((p) => `${md5('x')}  ${p}\n`).join('');
-    await writeFile(join(dir, 'tagmanifest-md5.txt'), (await readFile(join(dir, 'tagmanifest-md5.txt'), 'utf8')) + tagLines);
+    await writeFile(
+      join(dir, 'tagmanifest-md5.txt'),
+      (await readFile(join(dir, 'tagmanifest-md5.txt'), 'utf8')) + tagLines,
+    );
     upload(t, dir, req);
     const item = await expectRefused(t, req, [{ code: 'file-missing', path: '%2e%2e/x' }]);
     for (const listedIn of ['tagmanifest-md5.txt', 'fetch.txt']) {
-      const found = item.errors.filter((e: any) => e.code === 'unsafe-path' && e.message.startsWith(`${listedIn} line`));
-      t.same(found.map((e: any) => e.path), ESCAPES.map(([p]) => p), `every escape in ${listedIn} is refused, in order`);
+      const found = item.errors.filter(
+        (e: any) => e.code === 'unsafe-path' && e.message.startsWith(`${listedIn} line`),
+      );
+      t.same(
+        found.map((e: any) => e.path),
+        ESCAPES.map(([p]) => p),
+        `every escape in ${listedIn} is refused, in order`,
+      );
     }
-    t.notOk(item.errors.some((e: any) => e.code === 'fetch-hole'), 'a refused fetch line is not also a hole');
+    t.notOk(
+      item.errors.some((e: any) => e.code === 'fetch-hole'),
+      'a refused fetch line is not also a hole',
+    );
   });
 
   await t.test('Metadata-Tagfile pointing outside the bag', async (t) => {
     const { req, dir } = await prepare();
-    await writeFile(join(dir, 'chipmunk-info.txt'), `${await readFile(join(dir, 'chipmunk-info.txt'), 'utf8')}Metadata-URL: https://example.org/m\nMetadata-Type: MARC\nMetadata-Tagfile: ../../../../etc/passwd\n`);
+    await writeFile(
+      join(dir, 'chipmunk-info.txt'),
+      `${await readFile(join(dir, 'chipmunk-info.txt'), 'utf8')}Metadata-URL: https://example.org/m\nMetadata-Type: MARC\nMetadata-Tagfile: ../../../../etc/passwd\n`,
+    );
     await resealTagManifests(dir);
     upload(t, dir, req);
     await expectRefused(t, req, [{ code: 'unsafe-path', path: '../../../../etc/passwd' }]);
   });
 
-  await t.test('names in the bag that storage would refuse: refused at ingest, each named once', async (t) => {
-    // No manifest lists them: unlisted tag files and folders are the bag's paths all the same.
-    const { req, dir } = await prepare();
-    await writeFile(join(dir, 'notes\\2026.txt'), 'made on Windows\n');
-    await writeFile(join(dir, '..\\..\\AppData\\Roaming\\Startup\\evil.bat'), 'x');
-    mkdirSync(join(dir, '..\\x'));
-    await writeFile(join(dir, '..\\x', 'y.txt'), 'hi\n');
-    mkdirSync(join(dir, 'data', 'sub\\dir'));
-    await writeFile(join(dir, 'data', 'sub\\dir', 'z.txt'), 'z\n');
-    await writeFile(join(dir, '~notes.txt'), 'x');
-    await writeFile(join(dir, 'C:notes.txt'), 'x');
-    await writeFile(join(dir, '%TEMP%notes.txt'), 'x');
-    upload(t, dir, req);
-    const item = await expectRefused(t, req, [{ code: 'unsafe-path', path: 'notes\\2026.txt' }]);
-    const unsafe = item.errors.filter((e: any) => e.code === 'unsafe-path');
-    t.same(
-      unsafe.map((e: any) => e.path).sort(),
-      ['%TEMP%notes.txt', '..\\..\\AppData\\Roaming\\Startup\\evil.bat', '..\\x', 'C:notes.txt', 'data/sub\\dir', 'notes\\2026.txt', '~notes.txt'],
-      'each file and folder once; nothing inside a refused folder again',
-    );
-    t.equal(
-      unsafe.find((e: any) => e.path === '..\\x').message,
-      'The bag holds "..\\x", which is refused because it contains a backslash, a path separator on Windows; rename it.',
-    );
-    t.match(unsafe.find((e: any) => e.path === '~notes.txt').message, /starts with "~"/);
-    t.notOk(item.errors.some((e: any) => e.code === 'non-portable-name' && e.path === 'notes\\2026.txt'), 'an error, not also a warning');
-  });
+  await t.test(
+    'names in the bag that storage would refuse: refused at ingest, each named once',
+    async (t) => {
+      // No manifest lists them: unlisted tag files and folders are the bag's paths all the same.
+      const { req, dir } = await prepare();
+      await writeFile(join(dir, 'notes\\2026.txt'), 'made on Windows\n');
+      await writeFile(join(dir, '..\\..\\AppData\\Roaming\\Startup\\evil.bat'), 'x');
+      mkdirSync(join(dir, '..\\x'));
+      await writeFile(join(dir, '..\\x', 'y.txt'), 'hi\n');
+      mkdirSync(join(dir, 'data', 'sub\\dir'));
+      await writeFile(join(dir, 'data', 'sub\\dir', 'z.txt'), 'z\n');
+      await writeFile(join(dir, '~notes.txt'), 'x');
+      await writeFile(join(dir, 'C:notes.txt'), 'x');
+      await writeFile(join(dir, '%TEMP%notes.txt'), 'x');
+      upload(t, dir, req);
+      const item = await expectRefused(t, req, [{ code: 'unsafe-path', path: 'notes\\2026.txt' }]);
+      const unsafe = item.errors.filter((e: any) => e.code === 'unsafe-path');
+      t.same(
+        unsafe.map((e: any) => e.path).sort(),
+        [
+          '%TEMP%notes.txt',
+          '..\\..\\AppData\\Roaming\\Startup\\evil.bat',
+          '..\\x',
+          'C:notes.txt',
+          'data/sub\\dir',
+          'notes\\2026.txt',
+          '~notes.txt',
+        ],
+        'each file and folder once; nothing inside a refused folder again',
+      );
+      t.equal(
+        unsafe.find((e: any) => e.path === '..\\x').message,
+        'The bag holds "..\\x", which is refused because it contains a backslash, a path separator on Windows; rename it.',
+      );
+      t.match(unsafe.find((e: any) => e.path === '~notes.txt').message, /starts with "~"/);
+      t.notOk(
+        item.errors.some((e: any) => e.code === 'non-portable-name' && e.path === 'notes\\2026.txt'),
+        'an error, not also a warning',
+      );
+    },
+  );
 
   await t.test('symbolic links to /etc/passwd, placed in the landing folder', async (t) => {
     const passwd = await readFile('/etc/passwd');
-    const { req, dir } = await prepare({ files: { 'a.txt': 'hello\n', 'passwd': passwd } }, 'landing');
+    const { req, dir } = await prepare({ files: { 'a.txt': 'hello\n', passwd: passwd } }, 'landing');
     // The manifests list the real /etc/passwd's digest: following the link would make it "valid".
     rmSync(join(dir, 'data', 'passwd'));
     symlinkSync('/etc/passwd', join(dir, 'data', 'passwd'));
@@ -180,7 +236,11 @@ t.test('hostile bags', async (t) => {
     // A second name inside the bag for the same file is not the problem; the name outside is.
     await expectRefused(t, req, [{ code: 'hard-link', path: 'data/a.txt' }]);
     await writeFile(outside, 'HELLO\n');
-    t.equal(await readFile(join(landingDirOf(d, req), 'data', 'a.txt'), 'utf8'), 'HELLO\n', '(the other name can change the file: why it is refused)');
+    t.equal(
+      await readFile(join(landingDirOf(d, req), 'data', 'a.txt'), 'utf8'),
+      'HELLO\n',
+      '(the other name can change the file: why it is refused)',
+    );
   });
 
   await t.test('FIFOs (and a device, where mknod works) do not hang the validator', async (t) => {
@@ -195,7 +255,8 @@ t.test('hostile bags', async (t) => {
       { code: 'special-file', path: 'bag-info.txt' },
       { code: 'special-file', path: 'manifest-md5.txt' },
     ];
-    if (spawnSync('mknod', [join(dir, 'data', 'null'), 'c', '1', '3']).status === 0) expected.push({ code: 'special-file', path: 'data/null' });
+    if (spawnSync('mknod', [join(dir, 'data', 'null'), 'c', '1', '3']).status === 0)
+      expected.push({ code: 'special-file', path: 'data/null' });
     const started = Date.now();
     await expectRefused(t, req, expected);
     // Opening a FIFO for reading would wait forever: the bound catches a hang, not slowness (a
@@ -206,10 +267,22 @@ t.test('hostile bags', async (t) => {
   await t.test('names and bytes that are not UTF-8, NUL bytes in a manifest', async (t) => {
     const { req, dir } = await prepare();
     const dataDir = Buffer.from(join(dir, 'data') + '/');
-    await writeFile(Buffer.concat([dataDir, Buffer.from([0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74])]), 'latin-1 name');
-    await writeFile(join(dir, 'bag-info.txt'), Buffer.concat([Buffer.from('Bagging-Date: 2026-11-22\nContact-Name: Ren'), Buffer.from([0xe9, 0xff, 0x0a])]));
+    await writeFile(
+      Buffer.concat([dataDir, Buffer.from([0x66, 0xe9, 0x2e, 0x74, 0x78, 0x74])]),
+      'latin-1 name',
+    );
+    await writeFile(
+      join(dir, 'bag-info.txt'),
+      Buffer.concat([
+        Buffer.from('Bagging-Date: 2026-11-22\nContact-Name: Ren'),
+        Buffer.from([0xe9, 0xff, 0x0a]),
+      ]),
+    );
     const manifest = await readFile(join(dir, 'manifest-sha256.txt'));
-    await writeFile(join(dir, 'manifest-sha256.txt'), Buffer.concat([manifest, Buffer.from(`${sha256('hello\n')}  data/a\0.txt\n\0\0\0\0\n`)]));
+    await writeFile(
+      join(dir, 'manifest-sha256.txt'),
+      Buffer.concat([manifest, Buffer.from(`${sha256('hello\n')}  data/a\0.txt\n\0\0\0\0\n`)]),
+    );
     await resealTagManifests(dir);
     upload(t, dir, req);
     await expectRefused(t, req, [
@@ -226,7 +299,10 @@ t.test('hostile bags', async (t) => {
     const lines: string[] = [];
     for (let i = 0; i < 100_000; i++) lines.push(`${digest}  data/missing/${i}.txt\n`);
     lines.push(`${digest}  data/${'a'.repeat(1 << 20)}\n`, `${'f'.repeat(1 << 20)}\n`);
-    await writeFile(join(dir, 'manifest-sha256.txt'), (await readFile(join(dir, 'manifest-sha256.txt'), 'utf8')) + lines.join(''));
+    await writeFile(
+      join(dir, 'manifest-sha256.txt'),
+      (await readFile(join(dir, 'manifest-sha256.txt'), 'utf8')) + lines.join(''),
+    );
     await resealTagManifests(dir);
     upload(t, dir, req);
     const started = Date.now();
@@ -238,8 +314,14 @@ t.test('hostile bags', async (t) => {
     // Well under a second per thousand lines even on a loaded machine; a check quadratic in the
     // lines would take many minutes. Speed itself is bench/'s business.
     t.ok(seconds < 90, `validated and answered in ${seconds} s`);
-    t.ok(item.errors.length < 2_000, `the queue item stays small: ${item.errors.length} errors, ${item.error.length} characters`);
-    t.match(item.errors.find((e: any) => e.code === 'problems-omitted'), { message: '99001 more file-missing problems were found; they are not listed one by one.' });
+    t.ok(
+      item.errors.length < 2_000,
+      `the queue item stays small: ${item.errors.length} errors, ${item.error.length} characters`,
+    );
+    t.match(
+      item.errors.find((e: any) => e.code === 'problems-omitted'),
+      { message: '99001 more file-missing problems were found; they are not listed one by one.' },
+    );
     const long = item.errors.find((e: any) => e.code === 'file-missing' && e.path.length > 1 << 20);
     t.ok(long.message.length < 2048, 'a 1 MiB path is cut in the sentence');
     const events = await d.request('GET', `/v1/packages/${req.bag_id}/events`, { token: alice });
@@ -255,13 +337,24 @@ t.test('hostile bags', async (t) => {
     const complete = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
     const item = await d.waitForQueueItem(complete.json.id, alice);
     t.equal(item.status, 'FAILED');
-    t.same(item.errors.map((e: any) => e.code), ['upload-empty']);
+    t.same(
+      item.errors.map((e: any) => e.code),
+      ['upload-empty'],
+    );
     await followUploadLink(d, alice, req);
     t.ok(existsSync(landingDirOf(d, req)), 'the landing folder is still there to upload into');
     t.same(await snapshot(d), before);
 
     const zero = await prepare({ files: { 'a.txt': '' }, bagitTxt: '' });
-    for (const name of ['bag-info.txt', 'chipmunk-info.txt', 'manifest-md5.txt', 'manifest-sha256.txt', 'tagmanifest-md5.txt', 'tagmanifest-sha256.txt']) await writeFile(join(zero.dir, name), '');
+    for (const name of [
+      'bag-info.txt',
+      'chipmunk-info.txt',
+      'manifest-md5.txt',
+      'manifest-sha256.txt',
+      'tagmanifest-md5.txt',
+      'tagmanifest-sha256.txt',
+    ])
+      await writeFile(join(zero.dir, name), '');
     upload(t, zero.dir, zero.req);
     await expectRefused(t, zero.req, [
       { code: 'bagit-txt-malformed', path: 'bagit.txt' },
@@ -290,57 +383,99 @@ t.test('hostile bags', async (t) => {
     for (let i = 0; i < 20; i++) await write();
     await fd.close();
     const item = await d.waitForQueueItem(complete.json.id, alice);
-    t.equal(item.status, 'FAILED', 'the ingest waited for quiet, then found the bag no longer matching its manifests');
-    t.ok(item.errors.some((e: any) => e.path === 'data/big.bin'), JSON.stringify(item.errors.map((e: any) => [e.code, e.path])));
+    t.equal(
+      item.status,
+      'FAILED',
+      'the ingest waited for quiet, then found the bag no longer matching its manifests',
+    );
+    t.ok(
+      item.errors.some((e: any) => e.path === 'data/big.bin'),
+      JSON.stringify(item.errors.map((e: any) => [e.code, e.path])),
+    );
     // Whether the check also sees the writer's last writes land under it depends on timing.
     const found: string[][] = item.errors.map((e: any) => [e.code, e.path]).sort();
     t.same(
       found.filter(([code]) => code !== 'file-changed-during-validation'),
-      [['manifest-mismatch', 'data/big.bin'], ['manifest-mismatch', 'data/big.bin'], ['payload-oxum-mismatch', 'bag-info.txt']],
+      [
+        ['manifest-mismatch', 'data/big.bin'],
+        ['manifest-mismatch', 'data/big.bin'],
+        ['payload-oxum-mismatch', 'bag-info.txt'],
+      ],
       'big.bin differs from both manifests and the payload from its oxum, and nothing else',
     );
-    t.ok(found.every(([code, path]) => code !== 'file-changed-during-validation' || path === 'data/big.bin'), 'a change seen during the check is big.bin');
-    t.notOk(item.errors.some((e: any) => e.path === 'data/a.txt'), 'the refused rsync changed nothing');
+    t.ok(
+      found.every(([code, path]) => code !== 'file-changed-during-validation' || path === 'data/big.bin'),
+      'a change seen during the check is big.bin',
+    );
+    t.notOk(
+      item.errors.some((e: any) => e.path === 'data/a.txt'),
+      'the refused rsync changed nothing',
+    );
     await followUploadLink(d, alice, req);
     t.equal(await readFile(join(landingDirOf(d, req), 'data', 'a.txt'), 'utf8'), 'hello\n');
     t.same(await snapshot(d), before);
   });
 
-  await t.test('preservd validate: a file that grows during validation is a mismatch, not a crash', async (t) => {
-    const dir = await makeBag(join(scratch, 'growing'), { files: { 'big.bin': Buffer.alloc(64 << 20, 3) } });
-    const child = spawn(process.execPath, [cliPath, 'validate', dir], { env: d.env, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
-    child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));
-    const exited = new Promise<number | null>((ok) => child.once('exit', ok));
-    let running = true;
-    void exited.then(() => (running = false));
-    const fd = await open(join(dir, 'data', 'big.bin'), 'a');
-    while (running) {
-      await fd.write(Buffer.alloc(64 << 10, 4));
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    await fd.close();
-    t.equal(await exited, 1, stdout);
-    t.match(stdout, /^error {2}file-changed-during-validation {2}data\/big\.bin {2}data\/big\.bin changed while it was being validated/m);
-    t.match(stdout, /^invalid /m);
-  });
+  await t.test(
+    'preservd validate: a file that grows during validation is a mismatch, not a crash',
+    async (t) => {
+      const dir = await makeBag(join(scratch, 'growing'), {
+        files: { 'big.bin': Buffer.alloc(64 << 20, 3) },
+      });
+      const child = spawn(process.execPath, [cliPath, 'validate', dir], {
+        env: d.env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let stdout = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stdout += c.toString()));
+      const exited = new Promise<number | null>((ok) => child.once('exit', ok));
+      let running = true;
+      void exited.then(() => (running = false));
+      const fd = await open(join(dir, 'data', 'big.bin'), 'a');
+      while (running) {
+        await fd.write(Buffer.alloc(64 << 10, 4));
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await fd.close();
+      t.equal(await exited, 1, stdout);
+      t.match(
+        stdout,
+        /^error {2}file-changed-during-validation {2}data\/big\.bin {2}data\/big\.bin changed while it was being validated/m,
+      );
+      t.match(stdout, /^invalid /m);
+    },
+  );
 
   await t.test('names that collide by case or normalization, and device names, are warnings', async (t) => {
-    const files = { 'café.txt': 'nfc', ['cafe\u0301.txt']: 'nfd', 'README.txt': 'a', 'readme.txt': 'b', 'CON': 'c', 'aux.txt': 'd', 'com1.log': 'e' };
+    const files = {
+      'café.txt': 'nfc',
+      ['cafe\u0301.txt']: 'nfd',
+      'README.txt': 'a',
+      'readme.txt': 'b',
+      CON: 'c',
+      'aux.txt': 'd',
+      'com1.log': 'e',
+    };
     const { req, dir } = await prepare({ files });
     const validate = d.cli(['validate', dir]);
     t.equal(validate.code, 0, validate.stdout + validate.stderr);
     t.match(validate.stdout, /warning {2}normalization-collision {2}data\/café\.txt/);
     t.match(validate.stdout, /warning {2}case-collision {2}data\/readme\.txt/);
-    for (const name of ['CON', 'aux.txt', 'com1.log']) t.match(validate.stdout, new RegExp(`warning {2}non-portable-name {2}data/${name}`));
+    for (const name of ['CON', 'aux.txt', 'com1.log'])
+      t.match(validate.stdout, new RegExp(`warning {2}non-portable-name {2}data/${name}`));
     upload(t, dir, req);
     const complete = await d.request('POST', `/v1/requests/${req.bag_id}/complete`, { token: alice });
     const item = await d.waitForQueueItem(complete.json.id, alice);
     t.equal(item.status, 'DONE', 'warnings do not refuse a bag');
     const events = await d.request('GET', `/v1/packages/${req.bag_id}/events`, { token: alice });
     const validation = events.json.find((e: any) => e.type === 'validation');
-    for (const warning of [/Unicode normalization/, /letter case/, /data\/CON uses a name Windows reserves for devices/]) t.match(validation.detail, warning, 'the warnings are kept in the validation event');
+    for (const warning of [
+      /Unicode normalization/,
+      /letter case/,
+      /data\/CON uses a name Windows reserves for devices/,
+    ])
+      t.match(validation.detail, warning, 'the warnings are kept in the validation event');
     const pkg = await d.request('GET', `/v1/packages/${req.bag_id}`, { token: alice });
     t.same([...pkg.json.files].sort(), Object.keys(files).sort(), 'every spelling is stored, byte for byte');
   });

@@ -20,7 +20,11 @@ t.test('refusals say nothing the caller did not already know', async (t) => {
   t.same(api.json, { error: 'package "39015012345678" belongs to another user' });
   t.notOk(api.text.includes(bagId), 'the bag_id behind the external_id stays unsaid');
   const byId = await d.request('GET', `/v1/requests/${bagId}`, { token: mallory });
-  t.same([byId.status, byId.json], [403, { error: `package "${bagId}" belongs to another user` }], 'asked by bag_id: the bag_id asked for');
+  t.same(
+    [byId.status, byId.json],
+    [403, { error: `package "${bagId}" belongs to another user` }],
+    'asked by bag_id: the bag_id asked for',
+  );
 
   const jar = new Jar();
   t.equal((await logIn(d, jar, mallory)).res.status, 303);
@@ -34,6 +38,17 @@ t.test('refusals say nothing the caller did not already know', async (t) => {
   const missing = await d.request('GET', '/v1/audits/999', { token: mallory });
   t.same([existing.status, missing.status], [403, 403], 'admins only, whether the audit exists or not');
   t.equal(existing.text, missing.text, 'the same answer');
-  t.same([(await getPage(d, jar, `/audits/${started.json.id}`)).status, (await getPage(d, jar, '/audits/999')).status], [403, 403], 'and the pages');
-  t.equal((await d.request('GET', '/v1/audits/999')).status, 404, 'an admin still gets 404 for an unknown audit');
+  t.same(
+    [
+      (await getPage(d, jar, `/audits/${started.json.id}`)).status,
+      (await getPage(d, jar, '/audits/999')).status,
+    ],
+    [403, 403],
+    'and the pages',
+  );
+  t.equal(
+    (await d.request('GET', '/v1/audits/999')).status,
+    404,
+    'an admin still gets 404 for an unknown audit',
+  );
 });

@@ -21,10 +21,17 @@ t.test('redactUrl blanks credential-like query parameters only', async (t) => {
   t.equal(redactUrl('/v1/requests'), '/v1/requests');
   t.equal(redactUrl('/v1/queue?package=abc'), '/v1/queue?package=abc');
   t.equal(redactUrl('/v1/x?a=1&token=s3cret&b=2'), '/v1/x?a=1&token=[Redacted]&b=2');
-  t.equal(redactUrl('/v1/x?TOKEN=s3cret&access_token=s3cret&api_key=s3cret'), '/v1/x?TOKEN=[Redacted]&access_token=[Redacted]&api_key=[Redacted]');
+  t.equal(
+    redactUrl('/v1/x?TOKEN=s3cret&access_token=s3cret&api_key=s3cret'),
+    '/v1/x?TOKEN=[Redacted]&access_token=[Redacted]&api_key=[Redacted]',
+  );
   t.equal(redactUrl('/v1/x?to%6Ben=s3cret'), '/v1/x?to%6Ben=[Redacted]', 'a percent-encoded key');
   t.equal(redactUrl('/v1/x?token'), '/v1/x?token', 'no value, nothing to hide');
-  t.equal(redactUrl('/v1/x?%E0%A4%A=1&token=s3cret'), '/v1/x?%E0%A4%A=1&token=[Redacted]', 'a malformed escape elsewhere');
+  t.equal(
+    redactUrl('/v1/x?%E0%A4%A=1&token=s3cret'),
+    '/v1/x?%E0%A4%A=1&token=[Redacted]',
+    'a malformed escape elsewhere',
+  );
 });
 
 t.test('the request log', async (t) => {
@@ -48,32 +55,60 @@ t.test('the request log', async (t) => {
 
   const bagId = randomUUID();
   const sent: Array<{ what: string; status: number; route: string }> = [];
-  const send = async (what: string, route: string, method: string, path: string, options: Parameters<TestDaemon['request']>[2]) => {
+  const send = async (
+    what: string,
+    route: string,
+    method: string,
+    path: string,
+    options: Parameters<TestDaemon['request']>[2],
+  ) => {
     const res = await d.request(method, path, { token: null, ...options });
     sent.push({ what, status: res.status, route });
     return res;
   };
   const chipHeader = { authorization: `Token token=${chip}` };
   await send('chipmunk header', '/v1/requests', 'GET', '/v1/requests', { headers: chipHeader });
-  await send('quoted chipmunk header', '/v1/requests/:bag_id', 'GET', `/v1/requests/${bagId}`, { headers: { authorization: `Token token="${second}"` } });
-  await send('query token', '/v1/requests', 'GET', `/v1/requests?token=${chip}&access_token=${second}`, { headers: chipHeader });
+  await send('quoted chipmunk header', '/v1/requests/:bag_id', 'GET', `/v1/requests/${bagId}`, {
+    headers: { authorization: `Token token="${second}"` },
+  });
+  await send('query token', '/v1/requests', 'GET', `/v1/requests?token=${chip}&access_token=${second}`, {
+    headers: chipHeader,
+  });
   await send('query token, unauthenticated', '/v1/packages', 'GET', `/v1/packages?token=${chip}`, {});
-  await send('query token, no route', 'unmatched', 'GET', `/v1/nothing-here?api_key=${chip}`, { headers: chipHeader });
-  await send('form token', '/v1/requests', 'POST', '/v1/requests', { headers: chipHeader, form: { token: chip, bag_id: bagId, external_id: 'ext-log', content_type: 'digital' } });
+  await send('query token, no route', 'unmatched', 'GET', `/v1/nothing-here?api_key=${chip}`, {
+    headers: chipHeader,
+  });
+  await send('form token', '/v1/requests', 'POST', '/v1/requests', {
+    headers: chipHeader,
+    form: { token: chip, bag_id: bagId, external_id: 'ext-log', content_type: 'digital' },
+  });
   await send('bad JSON with a token in it', '/v1/requests', 'POST', '/v1/requests', {
     headers: { ...chipHeader, 'content-type': 'application/json' },
     body: `{"token": "${chip}", `,
   });
-  await send('JSON token on complete', '/v1/requests/:bag_id/complete', 'POST', `/v1/requests/${bagId}/complete`, { headers: chipHeader, json: { token: second } });
-  await send('wrong token', '/v1/requests', 'GET', '/v1/requests', { headers: { authorization: `Bearer ${notAToken}` } });
-  await send('admin bearer', '/v1/audits', 'GET', '/v1/audits', { token: admin, headers: { 'x-request-id': 'trace-from-client' } });
+  await send(
+    'JSON token on complete',
+    '/v1/requests/:bag_id/complete',
+    'POST',
+    `/v1/requests/${bagId}/complete`,
+    { headers: chipHeader, json: { token: second } },
+  );
+  await send('wrong token', '/v1/requests', 'GET', '/v1/requests', {
+    headers: { authorization: `Bearer ${notAToken}` },
+  });
+  await send('admin bearer', '/v1/audits', 'GET', '/v1/audits', {
+    token: admin,
+    headers: { 'x-request-id': 'trace-from-client' },
+  });
   const created = sent.find((s) => s.what === 'form token')!;
   t.equal(created.status, 201, 'the form request was accepted (with its stray token field ignored)');
   t.equal(sent.find((s) => s.what === 'wrong token')!.status, 401);
 
   // Wait until every request's completion line is out.
   const deadline = Date.now() + 10_000;
-  const completed = () => stdout.split('\n').filter((l) => l.includes('"request completed"') && !l.includes('/v1/openapi.json')).length;
+  const completed = () =>
+    stdout.split('\n').filter((l) => l.includes('"request completed"') && !l.includes('/v1/openapi.json'))
+      .length;
   while (completed() < sent.length && Date.now() < deadline) await new Promise((r) => setTimeout(r, 25));
 
   await t.test('stdout is JSON lines', async (t) => {

@@ -19,9 +19,18 @@ const responses: Array<[route: string, method: string, status: number, seconds: 
 ];
 
 /** prom-client's two metrics, registered alone, and ours, fed the same responses. */
-function both(): { registry: Registry; record: (route: string, method: string, status: number, seconds: number) => void; ours: Registry } {
+function both(): {
+  registry: Registry;
+  record: (route: string, method: string, status: number, seconds: number) => void;
+  ours: Registry;
+} {
   const registry = new Registry();
-  const count = new Counter({ name: 'preservd_http_requests_total', help: 'HTTP responses by route, method and status', labelNames: ['route', 'method', 'status'], registers: [registry] });
+  const count = new Counter({
+    name: 'preservd_http_requests_total',
+    help: 'HTTP responses by route, method and status',
+    labelNames: ['route', 'method', 'status'],
+    registers: [registry],
+  });
   const durations = new Histogram({
     name: 'preservd_http_request_duration_seconds',
     help: 'HTTP response time by route and method',

@@ -28,14 +28,17 @@ function parseMetrics(text: string): { samples: Sample[]; types: Map<string, str
     const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
     if (m === null) throw new Error(`not a sample line: ${line}`);
     const labels: Record<string, string> = {};
-    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g)) labels[l[1]!] = l[2]!;
+    for (const l of (m[2] ?? '').matchAll(/([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g))
+      labels[l[1]!] = l[2]!;
     samples.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
   return { samples, types };
 }
 
 function value(samples: Sample[], name: string, labels: Record<string, string> = {}): number | undefined {
-  const found = samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const found = samples.filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   return found.length === 0 ? undefined : found.reduce((sum, s) => sum + s.value, 0);
 }
 
@@ -58,7 +61,12 @@ t.test('/metrics', async (t) => {
       t.equal(r.statusCode, 200, `${remoteAddress} may read`);
     }
     for (const remoteAddress of ['192.0.2.7', '::ffff:192.0.2.7', '2001:db8::1', '10.127.0.1']) {
-      const r = await offline.app.inject({ method: 'GET', url: '/metrics', remoteAddress, headers: { 'x-forwarded-for': '127.0.0.1' } });
+      const r = await offline.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        remoteAddress,
+        headers: { 'x-forwarded-for': '127.0.0.1' },
+      });
       t.equal(r.statusCode, 403, `${remoteAddress} may not (X-Forwarded-For is not trusted)`);
       t.type(r.json().error, 'string');
     }
@@ -73,7 +81,12 @@ t.test('/metrics', async (t) => {
     const admin = offline.catalog.users.issueToken('root').secret;
     const user = offline.catalog.users.issueToken('ursula').secret;
     const get = (authorization?: string) =>
-      offline.app.inject({ method: 'GET', url: '/metrics', remoteAddress: '192.0.2.7', headers: authorization === undefined ? {} : { authorization } });
+      offline.app.inject({
+        method: 'GET',
+        url: '/metrics',
+        remoteAddress: '192.0.2.7',
+        headers: authorization === undefined ? {} : { authorization },
+      });
     const none = await get();
     t.equal(none.statusCode, 401);
     t.equal(none.headers['www-authenticate'], 'Bearer realm="preservd"');
@@ -107,8 +120,16 @@ async function metricsAfterWork(t: Test, d: TestDaemon): Promise<void> {
   const payloadBytes = 300_000 + 6;
   const good = await ingestBag(d, alice, payload);
   const bagId: string = good.request.bag_id;
-  const bad = await ingestBag(d, alice, { 'a.txt': 'will be corrupted\n' }, { corrupt: ['data/a.txt'], expect: 'FAILED' });
-  t.ok(bad.item.errors.some((e: { code: string }) => e.code === 'manifest-mismatch'), 'the failed ingest is a manifest mismatch');
+  const bad = await ingestBag(
+    d,
+    alice,
+    { 'a.txt': 'will be corrupted\n' },
+    { corrupt: ['data/a.txt'], expect: 'FAILED' },
+  );
+  t.ok(
+    bad.item.errors.some((e: { code: string }) => e.code === 'manifest-mismatch'),
+    'the failed ingest is a manifest mismatch',
+  );
 
   t.equal((await d.request('GET', `/v1/packages/${bagId}/a.bin`, { token: alice })).status, 200);
   t.equal((await d.request('GET', `/v1/packages/${bagId}/download`, { token: alice })).status, 200);
@@ -117,7 +138,10 @@ async function metricsAfterWork(t: Test, d: TestDaemon): Promise<void> {
 
   const before = await scrape();
   const hashedBefore = value(before.samples, 'preservd_fixity_bytes_hashed_total') ?? 0;
-  t.ok(hashedBefore >= payloadBytes, `bytes hashed by ingest (${hashedBefore}) cover the payload (${payloadBytes})`);
+  t.ok(
+    hashedBefore >= payloadBytes,
+    `bytes hashed by ingest (${hashedBefore}) cover the payload (${payloadBytes})`,
+  );
 
   const audit = await d.request('POST', '/v1/audits');
   t.equal(audit.status, 201);
@@ -133,17 +157,72 @@ async function metricsAfterWork(t: Test, d: TestDaemon): Promise<void> {
 
   await t.test('HTTP requests by route template, method and status', async (t) => {
     const requests = samples.filter((s) => s.name === 'preservd_http_requests_total');
-    t.ok(value(samples, 'preservd_http_requests_total', { route: '/v1/requests', method: 'POST', status: '201' })! >= 2);
-    t.ok(value(samples, 'preservd_http_requests_total', { route: '/v1/requests/:bag_id/complete', method: 'POST', status: '201' })! >= 2);
-    t.ok(value(samples, 'preservd_http_requests_total', { route: '/v1/queue/:id', method: 'GET', status: '200' })! >= 2);
-    t.equal(value(samples, 'preservd_http_requests_total', { route: '/v1/packages/:bag_id/*', method: 'GET', status: '200' }), 1);
-    t.equal(value(samples, 'preservd_http_requests_total', { route: '/v1/packages/:bag_id/download', method: 'GET', status: '200' }), 1);
-    t.equal(value(samples, 'preservd_http_requests_total', { route: '/v1/packages/:bag_id', method: 'GET', status: '404' }), 1);
-    t.equal(value(samples, 'preservd_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }), 1, 'unrouted URLs are one series');
-    t.equal(value(samples, 'preservd_http_requests_total', { route: '/v1/audits', method: 'POST', status: '201' }), 1);
+    t.ok(
+      value(samples, 'preservd_http_requests_total', {
+        route: '/v1/requests',
+        method: 'POST',
+        status: '201',
+      })! >= 2,
+    );
+    t.ok(
+      value(samples, 'preservd_http_requests_total', {
+        route: '/v1/requests/:bag_id/complete',
+        method: 'POST',
+        status: '201',
+      })! >= 2,
+    );
+    t.ok(
+      value(samples, 'preservd_http_requests_total', {
+        route: '/v1/queue/:id',
+        method: 'GET',
+        status: '200',
+      })! >= 2,
+    );
+    t.equal(
+      value(samples, 'preservd_http_requests_total', {
+        route: '/v1/packages/:bag_id/*',
+        method: 'GET',
+        status: '200',
+      }),
+      1,
+    );
+    t.equal(
+      value(samples, 'preservd_http_requests_total', {
+        route: '/v1/packages/:bag_id/download',
+        method: 'GET',
+        status: '200',
+      }),
+      1,
+    );
+    t.equal(
+      value(samples, 'preservd_http_requests_total', {
+        route: '/v1/packages/:bag_id',
+        method: 'GET',
+        status: '404',
+      }),
+      1,
+    );
+    t.equal(
+      value(samples, 'preservd_http_requests_total', { route: 'unmatched', method: 'GET', status: '404' }),
+      1,
+      'unrouted URLs are one series',
+    );
+    t.equal(
+      value(samples, 'preservd_http_requests_total', { route: '/v1/audits', method: 'POST', status: '201' }),
+      1,
+    );
     const uuid = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/i;
-    t.same(requests.filter((s) => Object.values(s.labels).some((v) => uuid.test(v))), [], 'no bag id in any label');
-    t.ok(value(samples, 'preservd_http_request_duration_seconds_count', { route: '/v1/requests', method: 'POST' })! >= 2);
+    t.same(
+      requests.filter((s) => Object.values(s.labels).some((v) => uuid.test(v))),
+      [],
+      'no bag id in any label',
+    );
+    t.ok(
+      value(samples, 'preservd_http_request_duration_seconds_count', {
+        route: '/v1/requests',
+        method: 'POST',
+      })! >= 2,
+    );
     t.equal(types.get('preservd_http_requests_total'), 'counter');
   });
 
@@ -156,13 +235,20 @@ async function metricsAfterWork(t: Test, d: TestDaemon): Promise<void> {
     t.ok(value(samples, 'preservd_ingest_duration_seconds_sum', { outcome: 'DONE' })! > 0);
     t.ok(value(samples, 'preservd_ingest_bytes_total')! >= payloadBytes, 'stored bytes');
     const mismatches = bad.item.errors.filter((e: { code: string }) => e.code === 'manifest-mismatch').length;
-    t.equal(value(samples, 'preservd_ingest_failures_total', { code: 'manifest-mismatch' }), mismatches, 'one per problem of that code');
+    t.equal(
+      value(samples, 'preservd_ingest_failures_total', { code: 'manifest-mismatch' }),
+      mismatches,
+      'one per problem of that code',
+    );
     t.equal(types.get('preservd_ingest_failures_total'), 'counter');
   });
 
   await t.test('bytes hashed and audit progress', async (t) => {
     const hashed = value(samples, 'preservd_fixity_bytes_hashed_total')!;
-    t.ok(hashed - hashedBefore >= payloadBytes, `the audit hashed the payload again (${hashed - hashedBefore} bytes)`);
+    t.ok(
+      hashed - hashedBefore >= payloadBytes,
+      `the audit hashed the payload again (${hashed - hashedBefore} bytes)`,
+    );
     t.equal(types.get('preservd_fixity_bytes_hashed_total'), 'counter');
     t.ok(value(samples, 'preservd_fixity_files_hashed_total')! >= 4);
     t.equal(value(samples, 'preservd_audit_last_packages', { state: 'total' }), 1, 'the one stored package');

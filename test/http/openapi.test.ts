@@ -99,7 +99,10 @@ t.test('the OpenAPI document', async (t) => {
       const inTemplate = [...path.matchAll(/\{([^}]+)\}/g)].map((m) => m[1]).sort();
       const declared = (op.parameters ?? []).filter((p) => p.in === 'path');
       t.same(declared.map((p) => p.name).sort(), inTemplate, `${key}: path parameters match the template`);
-      t.ok(declared.every((p) => p.required === true), `${key}: path parameters are required`);
+      t.ok(
+        declared.every((p) => p.required === true),
+        `${key}: path parameters are required`,
+      );
     }
   });
 
@@ -113,24 +116,51 @@ t.test('the OpenAPI document', async (t) => {
     const documented = new Set(ops.map((o) => o.key));
     const gets = new Set(routes.filter((r) => r.method === 'GET').map((r) => r.url));
     // The browser side (API.md): HTML pages and their assets, outside /v1 and not part of the API.
-    const pages = ['/', '/login', '/logout', '/queue', '/packages', '/packages/:bag_id', '/audits', '/audits/:id', '/assets/preservd.css', '/assets/audit-progress.js', '/assets/favicon.svg'];
+    const pages = [
+      '/',
+      '/login',
+      '/logout',
+      '/queue',
+      '/packages',
+      '/packages/:bag_id',
+      '/audits',
+      '/audits/:id',
+      '/assets/preservd.css',
+      '/assets/audit-progress.js',
+      '/assets/favicon.svg',
+    ];
     for (const route of routes) {
       if (route.method === 'HEAD') {
-        t.ok(gets.has(route.url), `HEAD ${route.url} is fastify's twin of a GET route (not documented separately)`);
+        t.ok(
+          gets.has(route.url),
+          `HEAD ${route.url} is fastify's twin of a GET route (not documented separately)`,
+        );
         continue;
       }
       if (pages.includes(route.url)) {
-        t.notOk(documented.has(`${route.method.toLowerCase()} ${documentedPath(route.url)}`), `${route.method} ${route.url} is a page, not in the API document`);
+        t.notOk(
+          documented.has(`${route.method.toLowerCase()} ${documentedPath(route.url)}`),
+          `${route.method} ${route.url} is a page, not in the API document`,
+        );
         continue;
       }
       const key = `${route.method.toLowerCase()} ${documentedPath(route.url)}`;
       t.ok(documented.has(key), `${route.method} ${route.url} is documented`);
     }
-    const registered = new Set(routes.filter((r) => r.method !== 'HEAD').map((r) => `${r.method.toLowerCase()} ${documentedPath(r.url)}`));
+    const registered = new Set(
+      routes
+        .filter((r) => r.method !== 'HEAD')
+        .map((r) => `${r.method.toLowerCase()} ${documentedPath(r.url)}`),
+    );
     for (const key of documented) t.ok(registered.has(key), `${key} is a registered route`);
 
     const file = join(repoRoot, 'docs', 'openapi.json');
-    if (existsSync(file)) t.same(JSON.parse(readFileSync(file, 'utf8')), doc, 'docs/openapi.json is current (npm run openapi rewrites it)');
+    if (existsSync(file))
+      t.same(
+        JSON.parse(readFileSync(file, 'utf8')),
+        doc,
+        'docs/openapi.json is current (npm run openapi rewrites it)',
+      );
   });
 
   await t.test('every documented operation is answered by its handler', async (t) => {
@@ -147,26 +177,43 @@ t.test('the OpenAPI document', async (t) => {
       t.ok(answer.status < 500, `${key}: ${answer.status} for ${url}`);
       if (answer.status === 404) {
         t.type(answer.json?.error, 'string', `${key}: a JSON 404`);
-        t.notMatch(answer.json.error, ROUTER_NOT_FOUND, `${key}: the handler's 404, not the router's (${answer.json.error})`);
+        t.notMatch(
+          answer.json.error,
+          ROUTER_NOT_FOUND,
+          `${key}: the handler's 404, not the router's (${answer.json.error})`,
+        );
       }
     }
   });
 
   await t.test('summaries, statuses and security', async (t) => {
-    t.same(doc.components.securitySchemes.bearer, { ...doc.components.securitySchemes.bearer, type: 'http', scheme: 'bearer' });
+    t.same(doc.components.securitySchemes.bearer, {
+      ...doc.components.securitySchemes.bearer,
+      type: 'http',
+      scheme: 'bearer',
+    });
     t.same(doc.security, [{ bearer: [] }], 'bearer by default');
     for (const { key, method, path, op } of ops) {
       t.ok(typeof op.summary === 'string' && op.summary.length > 3, `${key} has a summary`);
       const codes = Object.keys(op.responses);
-      for (const code of API_MD_STATUSES[key] ?? []) t.ok(codes.includes(String(code)), `${key} documents ${code}`);
+      for (const code of API_MD_STATUSES[key] ?? [])
+        t.ok(codes.includes(String(code)), `${key} documents ${code}`);
       for (const [code, response] of Object.entries(op.responses)) {
-        t.ok(response.description !== undefined && response.description !== 'Default Response', `${key} ${code} says when it is given`);
-        if (code === '201' || code === '303') t.ok(response.headers?.Location, `${key} ${code} documents Location`);
-        if (code === '401') t.ok(response.headers?.['WWW-Authenticate'], `${key} 401 documents WWW-Authenticate`);
+        t.ok(
+          response.description !== undefined && response.description !== 'Default Response',
+          `${key} ${code} says when it is given`,
+        );
+        if (code === '201' || code === '303')
+          t.ok(response.headers?.Location, `${key} ${code} documents Location`);
+        if (code === '401')
+          t.ok(response.headers?.['WWW-Authenticate'], `${key} 401 documents WWW-Authenticate`);
       }
 
       const security = op.security ?? doc.security;
-      const anonymous = await d.request(method.toUpperCase(), bogusUrl(path), { token: null, ...(method === 'post' ? { form: {} } : {}) });
+      const anonymous = await d.request(method.toUpperCase(), bogusUrl(path), {
+        token: null,
+        ...(method === 'post' ? { form: {} } : {}),
+      });
       if (PUBLIC.has(key)) {
         t.same(op.security, [], `${key} is documented as public`);
         t.not(anonymous.status, 401, `${key} answers without a token`);
@@ -176,7 +223,10 @@ t.test('the OpenAPI document', async (t) => {
         t.equal(anonymous.headers.get('www-authenticate'), 'Bearer realm="preservd"');
       }
     }
-    t.ok(ops.some((o) => o.key === 'get /v1/openapi.json'), 'the document documents itself');
+    t.ok(
+      ops.some((o) => o.key === 'get /v1/openapi.json'),
+      'the document documents itself',
+    );
     t.same(
       Object.keys(API_MD_STATUSES).filter((k) => !ops.some((o) => o.key === k)),
       [],

@@ -46,13 +46,23 @@ async function seed(dataDir: string): Promise<Seeded[]> {
             contentType: i % 2 === 0 ? 'audio' : 'video',
             queue: i % 10 !== 0 ? 'none' : i % 30 === 0 ? 'FAILED' : 'DONE',
           };
-          catalog.packages.create({ bagId: s.bagId, externalId: s.externalId, contentType: s.contentType, user: s.user, capability: randomBytes(16).toString('hex') });
+          catalog.packages.create({
+            bagId: s.bagId,
+            externalId: s.externalId,
+            contentType: s.contentType,
+            user: s.user,
+            capability: randomBytes(16).toString('hex'),
+          });
           if (s.queue !== 'none') {
             const item = catalog.queue.enqueue(s.bagId, s.user);
             if (!('created' in item)) throw new Error('seeding: a second queue item');
             s.queueId = item.created.id;
             if (s.queue === 'DONE') catalog.queue.finish(item.created.id, { status: 'DONE' });
-            if (s.queue === 'FAILED') catalog.queue.finish(item.created.id, { status: 'FAILED', errors: [{ code: 'bag-invalid', severity: 'error', message: `failure ${i}` }] });
+            if (s.queue === 'FAILED')
+              catalog.queue.finish(item.created.id, {
+                status: 'FAILED',
+                errors: [{ code: 'bag-invalid', severity: 'error', message: `failure ${i}` }],
+              });
           }
           out.push(s);
         }
@@ -80,7 +90,11 @@ t.test('search and overview on a catalog larger than the search budget', async (
   t.equal((await logIn(d, admin, d.adminToken)).res.status, 303);
   const alice = new Jar();
   t.equal((await logIn(d, alice, d.addUser('alice'))).res.status, 303);
-  const newestFirst = (keep: (s: Seeded) => boolean) => seeded.filter(keep).reverse().map((s) => s.bagId);
+  const newestFirst = (keep: (s: Seeded) => boolean) =>
+    seeded
+      .filter(keep)
+      .reverse()
+      .map((s) => s.bagId);
 
   await t.test('a whole external_id is one index read, however old its package', async (t) => {
     const page = results((await getPage(d, admin, '/packages?q=Needle-Old')).text);
@@ -94,7 +108,10 @@ t.test('search and overview on a catalog larger than the search budget', async (
   await t.test('a part of one beyond the budget: said so, and found by following the link', async (t) => {
     const first = results((await getPage(d, admin, '/packages?q=needle-old')).text);
     t.same(first.ids, []);
-    t.equal(first.summary, `No packages; ${SEARCH_BUDGET.toLocaleString('en')} packages read, older ones not searched yet.`);
+    t.equal(
+      first.summary,
+      `No packages; ${SEARCH_BUDGET.toLocaleString('en')} packages read, older ones not searched yet.`,
+    );
     t.ok(first.older);
     const next = results((await getPage(d, admin, first.older!)).text);
     t.same(next.ids, [seeded[OLDEST_NAMED]!.bagId]);
@@ -105,20 +122,37 @@ t.test('search and overview on a catalog larger than the search budget', async (
   await t.test('many matches: pages of 50, newest first, each once', async (t) => {
     const ids: string[] = [];
     const summaries: string[] = [];
-    for (let path: string | undefined = '/packages?q=BATCH-'; path !== undefined; ) {
+    for (let path: string | undefined = '/packages?q=BATCH-'; path !== undefined;) {
       const page = results((await getPage(d, admin, path)).text);
       ids.push(...page.ids);
       summaries.push(page.summary);
       path = page.older;
     }
-    t.same(ids, newestFirst((s) => s.externalId.startsWith('batch-')));
+    t.same(
+      ids,
+      newestFirst((s) => s.externalId.startsWith('batch-')),
+    );
     t.same(summaries, ['50 packages; more follow.', `${ids.length - 50} packages further on.`]);
     const mine = results((await getPage(d, alice, '/packages?q=batch-')).text);
-    t.same(mine.ids, newestFirst((s) => s.externalId.startsWith('batch-') && s.user === 'alice'), "a user's: only theirs");
+    t.same(
+      mine.ids,
+      newestFirst((s) => s.externalId.startsWith('batch-') && s.user === 'alice'),
+      "a user's: only theirs",
+    );
     const audio = results((await getPage(d, alice, '/packages?q=batch-&content_type=audio')).text);
-    t.same(audio.ids, newestFirst((s) => s.externalId.startsWith('batch-') && s.user === 'alice' && s.contentType === 'audio'), 'with a content type');
+    t.same(
+      audio.ids,
+      newestFirst(
+        (s) => s.externalId.startsWith('batch-') && s.user === 'alice' && s.contentType === 'audio',
+      ),
+      'with a content type',
+    );
     const latest = results((await getPage(d, admin, '/packages?content_type=video')).text);
-    t.same(latest.ids, newestFirst((s) => s.contentType === 'video').slice(0, 50), 'no query: the latest deposits');
+    t.same(
+      latest.ids,
+      newestFirst((s) => s.contentType === 'video').slice(0, 50),
+      'no query: the latest deposits',
+    );
   });
 
   await t.test('a cursor that is not ours: 400', async (t) => {
@@ -129,16 +163,32 @@ t.test('search and overview on a catalog larger than the search budget', async (
     const expect = (keep: (s: Seeded) => boolean) => {
       const mine = seeded.filter(keep);
       const count = (status: Seeded['queue'] | 'PENDING') => mine.filter((s) => s.queue === status).length;
-      const failures = mine.filter((s) => s.queue === 'FAILED').reverse().slice(0, 5).map((s) => s.bagId);
+      const failures = mine
+        .filter((s) => s.queue === 'FAILED')
+        .reverse()
+        .slice(0, 5)
+        .map((s) => s.bagId);
       return { pending: count('PENDING'), done: count('DONE'), failed: count('FAILED'), failures };
     };
-    for (const [who, jar, keep] of [['admin', admin, () => true], ['alice', alice, (s: Seeded) => s.user === 'alice']] as const) {
+    for (const [who, jar, keep] of [
+      ['admin', admin, () => true],
+      ['alice', alice, (s: Seeded) => s.user === 'alice'],
+    ] as const) {
       const html = (await getPage(d, jar, '/')).text;
-      const shown = (status: string) => Number(new RegExp(`<strong>([\\d,]+)</strong> <span class="status-${status}">`).exec(html)?.[1]?.replaceAll(',', ''));
+      const shown = (status: string) =>
+        Number(
+          new RegExp(`<strong>([\\d,]+)</strong> <span class="status-${status}">`)
+            .exec(html)?.[1]
+            ?.replaceAll(',', ''),
+        );
       const failures = [...html.matchAll(/<td><a href="\/packages\/([0-9a-f-]{36})">/g)].map((m) => m[1]);
       const want = expect(keep);
       t.ok(want.failed > 5, `${who}: more failures than the overview shows`);
-      t.same({ pending: shown('PENDING'), done: shown('DONE'), failed: shown('FAILED'), failures }, want, who);
+      t.same(
+        { pending: shown('PENDING'), done: shown('DONE'), failed: shown('FAILED'), failures },
+        want,
+        who,
+      );
     }
   });
 });

@@ -21,28 +21,59 @@ t.test('the status report', async (t) => {
   const mine = await d.request('GET', '/v1/queue/status', { token: alice });
   t.equal(mine.status, 200);
   t.same(Object.keys(mine.json), ['done', 'pending', 'failed'], 'keys in chipmunk’s order');
-  t.same(mine.json.done.map((i: any) => i.id), [third.item.id, first.item.id], 'done, newest first; not bob’s');
+  t.same(
+    mine.json.done.map((i: any) => i.id),
+    [third.item.id, first.item.id],
+    'done, newest first; not bob’s',
+  );
   t.same(mine.json.pending, []);
-  t.same(mine.json.failed.map((i: any) => i.id), [failed.item.id]);
+  t.same(
+    mine.json.failed.map((i: any) => i.id),
+    [failed.item.id],
+  );
   const item = mine.json.done[0];
   t.same(Object.keys(item), ['id', 'status', 'request', 'package', 'created_at', 'updated_at']);
-  t.same(item.package, { bag_id: third.request.bag_id, external_id: third.request.external_id, content_type: 'video' });
+  t.same(item.package, {
+    bag_id: third.request.bag_id,
+    external_id: third.request.external_id,
+    content_type: 'video',
+  });
   t.equal(item.request, `/v1/requests/${third.request.bag_id}`);
   t.match(item.updated_at, ISO_MS);
   t.match(mine.json.failed[0].error, /Payload-Oxum/);
 
   const admin = await d.request('GET', '/v1/queue/status', { token: d.adminToken });
-  t.same(admin.json.done.map((i: any) => i.id), [bobs.item.id, third.item.id, first.item.id], 'an admin sees everyone’s');
+  t.same(
+    admin.json.done.map((i: any) => i.id),
+    [bobs.item.id, third.item.id, first.item.id],
+    'an admin sees everyone’s',
+  );
 
   // Strict bounds on updated_at.
   const at = third.item.updated_at as string;
-  const before = await d.request('GET', `/v1/queue/status?before=${encodeURIComponent(at)}`, { token: alice });
-  t.same(before.json.done.map((i: any) => i.id), [first.item.id], 'before is strict');
+  const before = await d.request('GET', `/v1/queue/status?before=${encodeURIComponent(at)}`, {
+    token: alice,
+  });
+  t.same(
+    before.json.done.map((i: any) => i.id),
+    [first.item.id],
+    'before is strict',
+  );
   const after = await d.request('GET', `/v1/queue/status?after=${encodeURIComponent(at)}`, { token: alice });
   t.same(after.json.done, [], 'after is strict');
-  const since = await d.request('GET', `/v1/queue/status?after=${encodeURIComponent(first.item.updated_at)}`, { token: alice });
-  t.same(since.json.done.map((i: any) => i.id), [third.item.id]);
-  t.same(since.json.failed.map((i: any) => i.id), [failed.item.id]);
+  const since = await d.request(
+    'GET',
+    `/v1/queue/status?after=${encodeURIComponent(first.item.updated_at)}`,
+    { token: alice },
+  );
+  t.same(
+    since.json.done.map((i: any) => i.id),
+    [third.item.id],
+  );
+  t.same(
+    since.json.failed.map((i: any) => i.id),
+    [failed.item.id],
+  );
   const day = await d.request('GET', '/v1/queue/status?before=2000-01-01', { token: alice });
   t.same([day.json.done, day.json.failed], [[], []], 'a date alone is midnight UTC');
 

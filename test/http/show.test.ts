@@ -18,50 +18,74 @@ import { packageView } from '../../src/http/views.js';
 import { uploadLink } from '../../src/ingest/upload-link.js';
 import { Storage } from '../../src/storage/storage.js';
 
-const file = (path: string): FileRecord => ({ path, size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } });
-
-t.test('KeptShows holds shows by package and flavour, drops the least recently shown, renders a changed package again', async (t) => {
-  let reads = 0;
-  let renders = 0;
-  const lists = new Map<string, string>();
-  const shows = new KeptShows(40);
-  /** As the route shows: the held body, else one rendered (the list read) and held. */
-  const show = (p: Package, storage: StorageState | undefined): Buffer => {
-    const held = shows.get(p, storage);
-    if (held !== undefined) return held;
-    reads++;
-    renders++;
-    return shows.keep(p, storage, Buffer.from(`${p.bagId}${storage === undefined ? '' : '+'}:${lists.get(p.bagId)!}${renders}`));
-  };
-  const pkg = (bagId: string, version = 1) => ({ bagId, version }) as Package;
-  const text = (body: Buffer) => body.toString();
-  const storage: StorageState = { fixity: undefined, replicas: [] };
-  lists.set('a', '[1,2]');
-  t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1');
-  t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'held');
-  t.equal(text(show(pkg('a'), storage)), 'a+:[1,2]2', 'the other flavour: rendered');
-  t.equal(text(show(pkg('a'), { fixity: undefined, replicas: [] })), 'a+:[1,2]2', 'the same storage state read again: held');
-  t.equal(reads, 2, 'one rendering per flavour');
-  t.equal(text(show(pkg('a'), { fixity: { verifiedAt: 1 }, replicas: [] })), 'a+:[1,2]3', 'another storage state: rendered again');
-  t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'the other flavour still held');
-  lists.set('a', '[3]');
-  t.equal(text(show(pkg('a', 2), undefined)), 'a:[3]4', 'the record changed: read and rendered again');
-  t.equal(text(show(pkg('a', 2), storage)), 'a+:[3]5', 'both flavours');
-  t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'a record without a version (an older catalog): version 0, rendered again');
-  t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'and held');
-  lists.set('b', '[4,5]');
-  show(pkg('b'), undefined); // 'b:[4,5]7': 8 bytes, a's 'a+:[3]6': 7
-  show({ bagId: 'a' } as Package, storage); // a is now the most recently shown
-  lists.set('c', '[6,7,8,9,10,11,12,13,14]');
-  show(pkg('c'), undefined); // 7 + 8 + 27 > 40: b goes
-  t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'kept');
-  t.equal(text(show(pkg('b'), undefined)), 'b:[4,5]9', 'dropped, rendered again');
-  lists.set('big', `[${'1,'.repeat(20)}1]`);
-  const reads0 = reads;
-  show(pkg('big'), undefined);
-  show(pkg('big'), undefined);
-  t.equal(reads - reads0, 2, 'larger than the limit: never held');
+const file = (path: string): FileRecord => ({
+  path,
+  size: 1,
+  crc32: '00000000',
+  digests: { sha256: '0'.repeat(64) },
 });
+
+t.test(
+  'KeptShows holds shows by package and flavour, drops the least recently shown, renders a changed package again',
+  async (t) => {
+    let reads = 0;
+    let renders = 0;
+    const lists = new Map<string, string>();
+    const shows = new KeptShows(40);
+    /** As the route shows: the held body, else one rendered (the list read) and held. */
+    const show = (p: Package, storage: StorageState | undefined): Buffer => {
+      const held = shows.get(p, storage);
+      if (held !== undefined) return held;
+      reads++;
+      renders++;
+      return shows.keep(
+        p,
+        storage,
+        Buffer.from(`${p.bagId}${storage === undefined ? '' : '+'}:${lists.get(p.bagId)!}${renders}`),
+      );
+    };
+    const pkg = (bagId: string, version = 1) => ({ bagId, version }) as Package;
+    const text = (body: Buffer) => body.toString();
+    const storage: StorageState = { fixity: undefined, replicas: [] };
+    lists.set('a', '[1,2]');
+    t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1');
+    t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'held');
+    t.equal(text(show(pkg('a'), storage)), 'a+:[1,2]2', 'the other flavour: rendered');
+    t.equal(
+      text(show(pkg('a'), { fixity: undefined, replicas: [] })),
+      'a+:[1,2]2',
+      'the same storage state read again: held',
+    );
+    t.equal(reads, 2, 'one rendering per flavour');
+    t.equal(
+      text(show(pkg('a'), { fixity: { verifiedAt: 1 }, replicas: [] })),
+      'a+:[1,2]3',
+      'another storage state: rendered again',
+    );
+    t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'the other flavour still held');
+    lists.set('a', '[3]');
+    t.equal(text(show(pkg('a', 2), undefined)), 'a:[3]4', 'the record changed: read and rendered again');
+    t.equal(text(show(pkg('a', 2), storage)), 'a+:[3]5', 'both flavours');
+    t.equal(
+      text(show({ bagId: 'a' } as Package, storage)),
+      'a+:[3]6',
+      'a record without a version (an older catalog): version 0, rendered again',
+    );
+    t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'and held');
+    lists.set('b', '[4,5]');
+    show(pkg('b'), undefined); // 'b:[4,5]7': 8 bytes, a's 'a+:[3]6': 7
+    show({ bagId: 'a' } as Package, storage); // a is now the most recently shown
+    lists.set('c', '[6,7,8,9,10,11,12,13,14]');
+    show(pkg('c'), undefined); // 7 + 8 + 27 > 40: b goes
+    t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'kept');
+    t.equal(text(show(pkg('b'), undefined)), 'b:[4,5]9', 'dropped, rendered again');
+    lists.set('big', `[${'1,'.repeat(20)}1]`);
+    const reads0 = reads;
+    show(pkg('big'), undefined);
+    show(pkg('big'), undefined);
+    t.equal(reads - reads0, 2, 'larger than the limit: never held');
+  },
+);
 
 t.test('a show of a stored package', async (t) => {
   const server = await offlineServer();
@@ -71,7 +95,13 @@ t.test('a show of a stored package', async (t) => {
   const { secret } = catalog.users.issueToken('admin');
   const headers = { authorization: `Bearer ${secret}` };
   const bagId = randomUUID();
-  catalog.packages.create({ bagId, externalId: 'x', contentType: 'audio', user: 'admin', capability: 'c'.repeat(32) });
+  catalog.packages.create({
+    bagId,
+    externalId: 'x',
+    contentType: 'audio',
+    user: 'admin',
+    capability: 'c'.repeat(32),
+  });
   catalog.packages.putFiles(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
   catalog.packages.markStored(bagId, Storage.storagePath(bagId));
 
@@ -81,118 +111,208 @@ t.test('a show of a stored package', async (t) => {
   t.equal(Number(show.headers['content-length']), show.rawPayload.length);
   const doc = show.json();
   t.same(doc.files, ['a.wav', 'é "q".wav']);
-  t.same(Object.keys(doc), ['bag_id', 'user', 'content_type', 'external_id', 'upload_link', 'storage_location', 'replicas', 'stored', 'last_fixity_check', 'files', 'created_at', 'updated_at']);
+  t.same(Object.keys(doc), [
+    'bag_id',
+    'user',
+    'content_type',
+    'external_id',
+    'upload_link',
+    'storage_location',
+    'replicas',
+    'stored',
+    'last_fixity_check',
+    'files',
+    'created_at',
+    'updated_at',
+  ]);
 
   const head = await app.inject({ method: 'HEAD', url: `/v1/packages/${bagId}`, headers });
   t.equal(head.statusCode, 200);
   t.equal(head.headers['content-length'], show.headers['content-length'], 'HEAD: the length of the GET');
   t.equal(head.rawPayload.length, 0, 'HEAD: no body');
 
-  t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json(), doc, 'the second show, from the held list');
+  t.same(
+    (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json(),
+    doc,
+    'the second show, from the held list',
+  );
   const metrics = await app.inject({ method: 'GET', url: '/metrics', remoteAddress: '127.0.0.1' });
-  t.match(metrics.body, /preservd_http_requests_total\{route="\/v1\/packages\/:bag_id",method="GET",status="200"\} 2/, 'counted by the metrics');
+  t.match(
+    metrics.body,
+    /preservd_http_requests_total\{route="\/v1\/packages\/:bag_id",method="GET",status="200"\} 2/,
+    'counted by the metrics',
+  );
 
   // Files recorded again without a write to the record itself: the payload list is part of the version.
   catalog.packages.putFiles(bagId, ['bagit.txt', 'data/c.wav'].map(file));
-  t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files, ['c.wav'], 'a new payload list alone changes the show');
+  t.same(
+    (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files,
+    ['c.wav'],
+    'a new payload list alone changes the show',
+  );
 
   // Stored again with other files (not something the ingest does): the record changes, so does the list.
   await sleep(5);
   catalog.packages.putFiles(bagId, ['bagit.txt', 'data/b.wav'].map(file));
   catalog.packages.markStored(bagId, Storage.storagePath(bagId));
-  t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files, ['b.wav']);
+  t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files, [
+    'b.wav',
+  ]);
 });
 
-t.test('a held show is the bytes of a fresh rendering, per flavour, until what it shows changes', async (t) => {
-  const replicas = [{ name: 'mirror', kind: 'dir', path: '/nonexistent/mirror' }, { name: 'vault', kind: 'dir', path: '/nonexistent/vault' }] as Config['replicas'];
-  const server = await offlineServer({ replicas });
-  t.teardown(() => server.close());
-  const { app, catalog } = server;
-  const config = { ...defaults(), replicas };
-  const tokenOf = (name: string, admin = false) => {
-    catalog.users.add(name, admin);
-    return catalog.users.issueToken(name).secret;
-  };
-  const callers = { admin: tokenOf('root', true), owner: tokenOf('olga'), viewer: tokenOf('vera'), typeAdmin: tokenOf('tess') };
-  catalog.grants.grant('vera', 'viewer', 'audio', Object.keys(config.contentTypes));
-  catalog.grants.grant('tess', 'admin', 'audio', Object.keys(config.contentTypes));
-  const seesStorage = { admin: true, owner: false, viewer: false, typeAdmin: true };
-  const bagId = randomUUID();
-  catalog.packages.create({ bagId, externalId: 'ü-1', contentType: 'audio', user: 'olga', capability: 'c'.repeat(32) });
-  catalog.packages.putFiles(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
-  catalog.packages.markStored(bagId, Storage.storagePath(bagId));
-
-  const show = async (who: keyof typeof callers) => (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers: { authorization: `Bearer ${callers[who]}` } })).rawPayload;
-  const storageLocation = JSON.parse((await show('admin')).toString()).storage_location as string;
-  /** Where packages are stored: their locations are under it. */
-  const storageRoot = storageLocation.slice(0, -Storage.storagePath(bagId).length);
-  // A fresh rendering through the response schema: a route of its own with the show's schema, as fastify serialises it.
-  const schemaApp = Fastify();
-  for (const schema of sharedSchemas) schemaApp.addSchema(schema);
-  let rendering: Record<string, unknown> = {};
-  schemaApp.get('/', { schema: { response: { 200: ref('Package') } } }, async () => rendering);
-  t.teardown(() => schemaApp.close());
-  /** The show rendered afresh from what the catalog holds now (views.ts, through the Package schema). */
-  const fresh = async (storageVisible: boolean) => {
-    const pkg = catalog.packages.get(bagId)!;
-    const view = packageView(pkg, {
-      storageVisible,
-      uploadLink: uploadLink(config.upload, pkg),
-      storageLocation: storageVisible ? `${storageRoot}${pkg.storagePath!}` : undefined,
-      replicas: storageVisible ? replicas.map(({ name }) => ({ name, copy: catalog.replication.get(bagId, name) })) : undefined,
-      fixity: storageVisible ? catalog.fixity.get(bagId) : undefined,
-      files: JSON.parse(catalog.packages.payloadListJson(bagId).toString('utf8')) as string[],
+t.test(
+  'a held show is the bytes of a fresh rendering, per flavour, until what it shows changes',
+  async (t) => {
+    const replicas = [
+      { name: 'mirror', kind: 'dir', path: '/nonexistent/mirror' },
+      { name: 'vault', kind: 'dir', path: '/nonexistent/vault' },
+    ] as Config['replicas'];
+    const server = await offlineServer({ replicas });
+    t.teardown(() => server.close());
+    const { app, catalog } = server;
+    const config = { ...defaults(), replicas };
+    const tokenOf = (name: string, admin = false) => {
+      catalog.users.add(name, admin);
+      return catalog.users.issueToken(name).secret;
+    };
+    const callers = {
+      admin: tokenOf('root', true),
+      owner: tokenOf('olga'),
+      viewer: tokenOf('vera'),
+      typeAdmin: tokenOf('tess'),
+    };
+    catalog.grants.grant('vera', 'viewer', 'audio', Object.keys(config.contentTypes));
+    catalog.grants.grant('tess', 'admin', 'audio', Object.keys(config.contentTypes));
+    const seesStorage = { admin: true, owner: false, viewer: false, typeAdmin: true };
+    const bagId = randomUUID();
+    catalog.packages.create({
+      bagId,
+      externalId: 'ü-1',
+      contentType: 'audio',
+      user: 'olga',
+      capability: 'c'.repeat(32),
     });
-    rendering = view;
-    const body = (await schemaApp.inject({ method: 'GET', url: '/' })).body;
-    t.equal(body, JSON.stringify(view), 'the schema writes the view as JSON.stringify does (the bytes the show always sent)');
-    return body;
-  };
-  const everyCaller = async (when: string) => {
-    for (const round of ['rendered', 'held'])
-      for (const who of Object.keys(callers) as Array<keyof typeof callers>) t.same((await show(who)).toString(), await fresh(seesStorage[who]), `${when}: ${who}, ${round}`);
-  };
-
-  await everyCaller('as stored');
-  t.notOk(JSON.parse((await show('owner')).toString()).storage_location, 'the owner after an admin: no storage details');
-  t.ok(JSON.parse((await show('admin')).toString()).storage_location, 'an admin after the owner: storage details');
-
-  const before = (await show('admin')).toString();
-  catalog.fixity.checked(bagId, Date.now() + 1000, 'success');
-  t.not((await show('admin')).toString(), before, 'an audit of the package changes the show');
-  await everyCaller('after an audit');
-
-  catalog.replication.enqueue(bagId, ['mirror', 'vault'], 10);
-  await everyCaller('copies pending');
-  catalog.replication.verified(bagId, 'mirror', () => ({}) as PreservationEvent);
-  t.match(JSON.parse((await show('admin')).toString()).replicas[0], { name: 'mirror', status: 'verified' }, 'a verified copy shows');
-  await everyCaller('one copy verified');
-  catalog.replication.fail(bagId, 'vault', { error: 'wrong size', nextAttemptAt: Date.now() });
-  t.match(JSON.parse((await show('admin')).toString()).replicas[1], { name: 'vault', status: 'failed', error: 'wrong size' }, 'a failed copy shows');
-  await everyCaller('one copy failed');
-
-  const shownAt = JSON.parse((await show('owner')).toString()).updated_at as string;
-  await sleep(5);
-  catalog.packages.markStored(bagId, Storage.storagePath(bagId));
-  t.not(JSON.parse((await show('owner')).toString()).updated_at, shownAt, 'a changed record changes the show');
-  await everyCaller('after the record changed');
-
-  // Two writes within one millisecond: the second changes what an admin sees, not updated_at.
-  const realNow = Date.now;
-  const frozen = realNow();
-  Date.now = () => frozen;
-  try {
+    catalog.packages.putFiles(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
     catalog.packages.markStored(bagId, Storage.storagePath(bagId));
-    const shown = (await show('admin')).toString();
-    catalog.packages.markStored(bagId, Storage.storagePath(randomUUID()));
-    t.not((await show('admin')).toString(), shown, 'a second write in the same millisecond changes the show');
-    await everyCaller('after two writes in one millisecond');
-  } finally {
-    Date.now = realNow;
-  }
 
-  const open = randomUUID();
-  catalog.packages.create({ bagId: open, externalId: 'open', contentType: 'audio', user: 'olga', capability: 'd'.repeat(32) });
-  const openShow = await app.inject({ method: 'GET', url: `/v1/packages/${open}`, headers: { authorization: `Bearer ${callers.admin}` } });
-  t.same(openShow.json().files, [], 'an open request: its show rendered, with no files');
-});
+    const show = async (who: keyof typeof callers) =>
+      (
+        await app.inject({
+          method: 'GET',
+          url: `/v1/packages/${bagId}`,
+          headers: { authorization: `Bearer ${callers[who]}` },
+        })
+      ).rawPayload;
+    const storageLocation = JSON.parse((await show('admin')).toString()).storage_location as string;
+    /** Where packages are stored: their locations are under it. */
+    const storageRoot = storageLocation.slice(0, -Storage.storagePath(bagId).length);
+    // A fresh rendering through the response schema: a route of its own with the show's schema, as fastify serialises it.
+    const schemaApp = Fastify();
+    for (const schema of sharedSchemas) schemaApp.addSchema(schema);
+    let rendering: Record<string, unknown> = {};
+    schemaApp.get('/', { schema: { response: { 200: ref('Package') } } }, async () => rendering);
+    t.teardown(() => schemaApp.close());
+    /** The show rendered afresh from what the catalog holds now (views.ts, through the Package schema). */
+    const fresh = async (storageVisible: boolean) => {
+      const pkg = catalog.packages.get(bagId)!;
+      const view = packageView(pkg, {
+        storageVisible,
+        uploadLink: uploadLink(config.upload, pkg),
+        storageLocation: storageVisible ? `${storageRoot}${pkg.storagePath!}` : undefined,
+        replicas: storageVisible
+          ? replicas.map(({ name }) => ({ name, copy: catalog.replication.get(bagId, name) }))
+          : undefined,
+        fixity: storageVisible ? catalog.fixity.get(bagId) : undefined,
+        files: JSON.parse(catalog.packages.payloadListJson(bagId).toString('utf8')) as string[],
+      });
+      rendering = view;
+      const body = (await schemaApp.inject({ method: 'GET', url: '/' })).body;
+      t.equal(
+        body,
+        JSON.stringify(view),
+        'the schema writes the view as JSON.stringify does (the bytes the show always sent)',
+      );
+      return body;
+    };
+    const everyCaller = async (when: string) => {
+      for (const round of ['rendered', 'held'])
+        for (const who of Object.keys(callers) as Array<keyof typeof callers>)
+          t.same((await show(who)).toString(), await fresh(seesStorage[who]), `${when}: ${who}, ${round}`);
+    };
+
+    await everyCaller('as stored');
+    t.notOk(
+      JSON.parse((await show('owner')).toString()).storage_location,
+      'the owner after an admin: no storage details',
+    );
+    t.ok(
+      JSON.parse((await show('admin')).toString()).storage_location,
+      'an admin after the owner: storage details',
+    );
+
+    const before = (await show('admin')).toString();
+    catalog.fixity.checked(bagId, Date.now() + 1000, 'success');
+    t.not((await show('admin')).toString(), before, 'an audit of the package changes the show');
+    await everyCaller('after an audit');
+
+    catalog.replication.enqueue(bagId, ['mirror', 'vault'], 10);
+    await everyCaller('copies pending');
+    catalog.replication.verified(bagId, 'mirror', () => ({}) as PreservationEvent);
+    t.match(
+      JSON.parse((await show('admin')).toString()).replicas[0],
+      { name: 'mirror', status: 'verified' },
+      'a verified copy shows',
+    );
+    await everyCaller('one copy verified');
+    catalog.replication.fail(bagId, 'vault', { error: 'wrong size', nextAttemptAt: Date.now() });
+    t.match(
+      JSON.parse((await show('admin')).toString()).replicas[1],
+      { name: 'vault', status: 'failed', error: 'wrong size' },
+      'a failed copy shows',
+    );
+    await everyCaller('one copy failed');
+
+    const shownAt = JSON.parse((await show('owner')).toString()).updated_at as string;
+    await sleep(5);
+    catalog.packages.markStored(bagId, Storage.storagePath(bagId));
+    t.not(
+      JSON.parse((await show('owner')).toString()).updated_at,
+      shownAt,
+      'a changed record changes the show',
+    );
+    await everyCaller('after the record changed');
+
+    // Two writes within one millisecond: the second changes what an admin sees, not updated_at.
+    const realNow = Date.now;
+    const frozen = realNow();
+    Date.now = () => frozen;
+    try {
+      catalog.packages.markStored(bagId, Storage.storagePath(bagId));
+      const shown = (await show('admin')).toString();
+      catalog.packages.markStored(bagId, Storage.storagePath(randomUUID()));
+      t.not(
+        (await show('admin')).toString(),
+        shown,
+        'a second write in the same millisecond changes the show',
+      );
+      await everyCaller('after two writes in one millisecond');
+    } finally {
+      Date.now = realNow;
+    }
+
+    const open = randomUUID();
+    catalog.packages.create({
+      bagId: open,
+      externalId: 'open',
+      contentType: 'audio',
+      user: 'olga',
+      capability: 'd'.repeat(32),
+    });
+    const openShow = await app.inject({
+      method: 'GET',
+      url: `/v1/packages/${open}`,
+      headers: { authorization: `Bearer ${callers.admin}` },
+    });
+    t.same(openShow.json().files, [], 'an open request: its show rendered, with no files');
+  },
+);

@@ -26,7 +26,11 @@ t.test('neither a validator nor rsync sees AWS_* or PRESERVD_* variables', async
     env: { AWS_ACCESS_KEY_ID: 'AKIAPROBEPROBEPROBE', AWS_SECRET_ACCESS_KEY: SECRET, LANG: 'C.UTF-8' },
     config: { contentTypes: { video: { validator: ['sh', '-c', `env > ${envFile}`] } } },
   });
-  t.match(readFileSync(`/proc/${d.proc.pid}/environ`, 'utf8'), SECRET, 'preservd itself has the key (the check can see it)');
+  t.match(
+    readFileSync(`/proc/${d.proc.pid}/environ`, 'utf8'),
+    SECRET,
+    'preservd itself has the key (the check can see it)',
+  );
 
   await ingestBag(d, d.adminToken, { 'a.txt': 'a\n' }, { contentType: 'video' });
   const validatorEnv = readFileSync(envFile, 'utf8');
@@ -41,11 +45,19 @@ t.test('neither a validator nor rsync sees AWS_* or PRESERVD_* variables', async
   idle.on('error', () => undefined);
   t.teardown(() => idle.destroy());
   let rsyncPid: number | undefined;
-  for (const deadline = Date.now() + 20_000; rsyncPid === undefined && Date.now() < deadline; await new Promise((r) => setTimeout(r, 50))) {
+  for (
+    const deadline = Date.now() + 20_000;
+    rsyncPid === undefined && Date.now() < deadline;
+    await new Promise((r) => setTimeout(r, 50))
+  ) {
     rsyncPid = rsyncsOf(d.proc.pid!)[0];
   }
   if (rsyncPid === undefined) throw new Error('no rsync was started for the connection');
   const rsyncEnv = environOf(rsyncPid);
-  t.same([...rsyncEnv.keys()].filter((k) => k.startsWith('AWS_') || k.startsWith('PRESERVD_')), [], 'rsync sees no AWS_* or PRESERVD_* variable');
+  t.same(
+    [...rsyncEnv.keys()].filter((k) => k.startsWith('AWS_') || k.startsWith('PRESERVD_')),
+    [],
+    'rsync sees no AWS_* or PRESERVD_* variable',
+  );
   t.ok(rsyncEnv.has('PATH'), 'rsync has PATH (its hooks run sh, mv, date)');
 });

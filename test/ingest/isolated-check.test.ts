@@ -44,36 +44,50 @@ async function both(dir: string, hasher: () => FileHasher) {
   }
 }
 
-t.test('a valid bag: the same verdict and files as in the daemon thread, hashed by the given hasher', async (t) => {
-  const payload: Record<string, string> = {};
-  for (let i = 0; i < 6_000; i++) payload[`d${Math.floor(i / 1000)}/f${i}.txt`] = `${i}\n`;
-  const dir = await makeBag(join(root, 'valid'), { files: payload });
-  const hashers: SimpleHasher[] = [];
-  const { inline, checked, files, batches } = await both(dir, () => {
-    const h = new SimpleHasher();
-    hashers.push(h);
-    return h;
-  });
-  t.equal(checked.valid, true);
-  t.same(checked.problems, inline.problems);
-  const { files: inlineFiles, ...summary } = inline.report;
-  t.same(checked.report, { ...summary, fileCount: inlineFiles.length });
-  t.same(files, inlineFiles, 'every file, in order, with the same digests and CRC-32');
-  t.equal(batches, 2, '6,000 payload files and the tag files arrive in batches of 5,000');
-  const [inThread, throughWorker] = hashers;
-  t.equal(throughWorker!.calls.size, inThread!.calls.size, 'the worker hashed nothing itself: every file went to the given hasher');
-  t.ok([...throughWorker!.calls.values()].every((n) => n === 1), 'each file once');
-});
+t.test(
+  'a valid bag: the same verdict and files as in the daemon thread, hashed by the given hasher',
+  async (t) => {
+    const payload: Record<string, string> = {};
+    for (let i = 0; i < 6_000; i++) payload[`d${Math.floor(i / 1000)}/f${i}.txt`] = `${i}\n`;
+    const dir = await makeBag(join(root, 'valid'), { files: payload });
+    const hashers: SimpleHasher[] = [];
+    const { inline, checked, files, batches } = await both(dir, () => {
+      const h = new SimpleHasher();
+      hashers.push(h);
+      return h;
+    });
+    t.equal(checked.valid, true);
+    t.same(checked.problems, inline.problems);
+    const { files: inlineFiles, ...summary } = inline.report;
+    t.same(checked.report, { ...summary, fileCount: inlineFiles.length });
+    t.same(files, inlineFiles, 'every file, in order, with the same digests and CRC-32');
+    t.equal(batches, 2, '6,000 payload files and the tag files arrive in batches of 5,000');
+    const [inThread, throughWorker] = hashers;
+    t.equal(
+      throughWorker!.calls.size,
+      inThread!.calls.size,
+      'the worker hashed nothing itself: every file went to the given hasher',
+    );
+    t.ok(
+      [...throughWorker!.calls.values()].every((n) => n === 1),
+      'each file once',
+    );
+  },
+);
 
 t.test('a broken bag: the same problems, each with its code and file', async (t) => {
-  const dir = await makeBag(join(root, 'broken'), { files: { 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c' }, corrupt: ['data/a.txt'], unlisted: ['c.txt'] });
+  const dir = await makeBag(join(root, 'broken'), {
+    files: { 'a.txt': 'a', 'b.txt': 'b', 'c.txt': 'c' },
+    corrupt: ['data/a.txt'],
+    unlisted: ['c.txt'],
+  });
   const { inline, checked } = await both(dir, () => new SimpleHasher());
   t.equal(checked.valid, false);
   t.ok(checked.problems.length >= 2);
   t.same(checked.problems, inline.problems);
 });
 
-t.test("a file the hasher cannot read: its error code crosses the thread", async (t) => {
+t.test('a file the hasher cannot read: its error code crosses the thread', async (t) => {
   const dir = await makeBag(join(root, 'unreadable'), { files: { 'a.txt': 'a', 'b.txt': 'b' } });
   const failing = (): FileHasher => {
     const simple = new SimpleHasher();
@@ -99,11 +113,15 @@ t.test('a stop ends the check at once, with the stop as the reason', async (t) =
     hashFile: (_path, _algorithms, opts) => {
       asked++;
       setImmediate(() => stop.abort(new Error('shutting down')));
-      return new Promise((_, reject) => opts?.signal?.addEventListener('abort', () => reject(opts.signal!.reason as Error)));
+      return new Promise((_, reject) =>
+        opts?.signal?.addEventListener('abort', () => reject(opts.signal!.reason as Error)),
+      );
     },
   };
   const started = Date.now();
-  await t.rejects(checkUploadIsolated(dir, { hasher: hanging, signal: stop.signal }), { message: 'shutting down' });
+  await t.rejects(checkUploadIsolated(dir, { hasher: hanging, signal: stop.signal }), {
+    message: 'shutting down',
+  });
   t.ok(asked > 0, 'the check had begun hashing');
   t.ok(Date.now() - started < 5_000, 'and ended without waiting for it');
 });
@@ -118,7 +136,11 @@ t.test('a check asked for after the stop does not start', async (t) => {
 });
 
 t.test("a stop also ends the content type's external validator the check started", async (t) => {
-  const request = { bagId: '3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b', externalId: 'ex_stop', contentType: 'audio' };
+  const request = {
+    bagId: '3f1c2a9e-5b7d-4e8f-9a0b-1c2d3e4f5a6b',
+    externalId: 'ex_stop',
+    contentType: 'audio',
+  };
   const dir = await makeBag(join(root, 'validator'), { files: { 'a.txt': 'a' }, chipmunkInfo: request });
   const pidFile = join(root, 'validator.pid');
   const stop = new AbortController();
@@ -164,9 +186,15 @@ t.test("the validator's work stays out of the daemon thread's heap", async (t) =
   const FILES = 100_000;
   const peak = async (mode: 'isolated' | 'inline', dir: string): Promise<number> => {
     const child = join(import.meta.dirname, 'fixtures', 'check-heap.js');
-    const { stdout } = await promisify(execFile)(process.execPath, [child, mode, dir], { maxBuffer: 1 << 20 });
+    const { stdout } = await promisify(execFile)(process.execPath, [child, mode, dir], {
+      maxBuffer: 1 << 20,
+    });
     const result = JSON.parse(stdout) as { valid: boolean; files: number; growth: number };
-    t.same([result.valid, result.files], [true, FILES + 3], `${mode}: valid, every file and its three tag files read`);
+    t.same(
+      [result.valid, result.files],
+      [true, FILES + 3],
+      `${mode}: valid, every file and its three tag files read`,
+    );
     return result.growth;
   };
   const dir = join(existsSync('/dev/shm') ? mkdtempSync('/dev/shm/preservd-isolated-') : root, 'many');
@@ -174,7 +202,12 @@ t.test("the validator's work stays out of the daemon thread's heap", async (t) =
   writeManyFilesBag(dir, FILES);
   const isolated = await peak('isolated', dir);
   const inline = await peak('inline', dir);
-  t.comment(`the main thread's old generation grew ${(isolated / 1e6).toFixed(1)} MB with the check in a worker, ${(inline / 1e6).toFixed(1)} MB with it in the thread (${FILES.toLocaleString('en')} files)`);
+  t.comment(
+    `the main thread's old generation grew ${(isolated / 1e6).toFixed(1)} MB with the check in a worker, ${(inline / 1e6).toFixed(1)} MB with it in the thread (${FILES.toLocaleString('en')} files)`,
+  );
   // Measured: 20–26 MB against 79–83 MB (and 23 against 175 MB at 200,000 files).
-  t.ok(isolated * 2 < inline, "checked in a worker, the daemon thread's old generation grows by less than half of what the same check grows it by in the thread");
+  t.ok(
+    isolated * 2 < inline,
+    "checked in a worker, the daemon thread's old generation grows by less than half of what the same check grows it by in the thread",
+  );
 });

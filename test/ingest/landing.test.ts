@@ -29,10 +29,21 @@ async function zoneIn(dataDir: string): Promise<LandingZone> {
 
 t.test('capabilities are 128 random bits as 32 lower-case hex characters', async (t) => {
   const caps = Array.from({ length: 1000 }, () => newCapability());
-  t.same(caps.filter((c) => !/^[0-9a-f]{32}$/.test(c)), [], 'every one has the shape');
+  t.same(
+    caps.filter((c) => !/^[0-9a-f]{32}$/.test(c)),
+    [],
+    'every one has the shape',
+  );
   t.equal(new Set(caps).size, 1000, 'no repeats');
   t.ok(isCapability('0123456789abcdef0123456789abcdef'));
-  for (const bad of ['0123456789ABCDEF0123456789ABCDEF', '0123456789abcdef0123456789abcde', '../etc', '', 42, undefined]) {
+  for (const bad of [
+    '0123456789ABCDEF0123456789ABCDEF',
+    '0123456789abcdef0123456789abcde',
+    '../etc',
+    '',
+    42,
+    undefined,
+  ]) {
     t.notOk(isCapability(bad), `${String(bad)} is not a capability`);
   }
   t.throws(() => assertCapability('x/../y'), TypeError);
@@ -81,9 +92,13 @@ async function runningRsync(t: { teardown(fn: () => unknown): void }, dir: strin
   server.close();
   const conf = join(dir, 'idle-rsyncd.conf');
   await writeFile(conf, `log file = ${join(dir, 'idle.log')}\n`);
-  const child = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${port}`, '--address=127.0.0.1'], {
-    stdio: 'ignore',
-  });
+  const child = spawn(
+    'rsync',
+    ['--daemon', '--no-detach', `--config=${conf}`, `--port=${port}`, '--address=127.0.0.1'],
+    {
+      stdio: 'ignore',
+    },
+  );
   t.teardown(() => {
     child.kill('SIGKILL');
   });
@@ -116,7 +131,11 @@ t.test('activeTransfers counts live rsync transfers and cleans up stale records'
 
   t.equal(await zone.activeTransfers(cap), 1, 'only the live rsync counts');
   t.equal(await zone.activeTransfers(other), 1);
-  t.same((await readdir(active)).sort(), [String(live.pid), String(liveTwo.pid)].sort(), 'stale records were removed');
+  t.same(
+    (await readdir(active)).sort(),
+    [String(live.pid), String(liveTwo.pid)].sort(),
+    'stale records were removed',
+  );
 
   live.kill('SIGKILL');
   await once(live, 'exit');

@@ -61,13 +61,25 @@ async function crashMidFile(t: Test) {
     rmSync(dataDir, { recursive: true, force: true });
     rmSync(`${dataDir}-config.json`, { force: true }); // TestDaemon writes it beside a kept data directory
   });
-  const first = await TestDaemon.start(t, { dataDir, keepDataDir: true, config, env: { PRESERVD_FAILPOINT: 'ingest:after-checkpoint@2' } });
+  const first = await TestDaemon.start(t, {
+    dataDir,
+    keepDataDir: true,
+    config,
+    env: { PRESERVD_FAILPOINT: 'ingest:after-checkpoint@2' },
+  });
   const token = first.addUser('alice');
   const bagId = randomUUID();
-  const req = await first.createRequest(token, { bag_id: bagId, external_id: `resume-${bagId.slice(0, 8)}`, content_type: 'video' });
+  const req = await first.createRequest(token, {
+    bag_id: bagId,
+    external_id: `resume-${bagId.slice(0, 8)}`,
+    content_type: 'video',
+  });
   const bagDir = join(scratch, bagId);
   await makeBag(bagDir, {
-    files: { 'a.txt': 'a small file, hashed the fast way\n', 'big.bin': randomFillSync(Buffer.allocUnsafe(BIG)) },
+    files: {
+      'a.txt': 'a small file, hashed the fast way\n',
+      'big.bin': randomFillSync(Buffer.allocUnsafe(BIG)),
+    },
     chipmunkInfo: { externalId: req.external_id, bagId, contentType: 'video' },
   });
   t.equal(rsyncUpload(bagDir, req.upload_link).code, 0, 'uploaded');
@@ -77,9 +89,20 @@ async function crashMidFile(t: Test) {
   await first.kill9(); // its rsync child too
 
   const catalog = Catalog.open(new DataLayout(dataDir), { readOnly: true });
-  t.same([...catalog.checkpoints.list()].map((c) => [c.bagId, c.path]), [[bagId, 'data/big.bin']], 'the checkpoint is in the catalog');
+  t.same(
+    [...catalog.checkpoints.list()].map((c) => [c.bagId, c.path]),
+    [[bagId, 'data/big.bin']],
+    'the checkpoint is in the catalog',
+  );
   await catalog.close();
-  return { dataDir, token, bagId, bagDir, queueId: complete.json.id as number, stagedBig: join(new Storage(new DataLayout(dataDir)).stagingDir(bagId), 'data/big.bin') };
+  return {
+    dataDir,
+    token,
+    bagId,
+    bagDir,
+    queueId: complete.json.id as number,
+    stagedBig: join(new Storage(new DataLayout(dataDir)).stagingDir(bagId), 'data/big.bin'),
+  };
 }
 
 /** Every file's size, CRC-32, md5 and sha256 as recorded, against node:crypto over the bag. */
@@ -96,7 +119,10 @@ async function assertRecordedDigests(t: Test, dataDir: string, bagId: string, ba
           path,
           size: bytes.length,
           crc32: (crc32(bytes) >>> 0).toString(16).padStart(8, '0'),
-          digests: { md5: createHash('md5').update(bytes).digest('hex'), sha256: createHash('sha256').update(bytes).digest('hex') },
+          digests: {
+            md5: createHash('md5').update(bytes).digest('hex'),
+            sha256: createHash('sha256').update(bytes).digest('hex'),
+          },
         },
         `${path}: size, CRC-32 and digests are node:crypto's`,
       );
@@ -106,7 +132,8 @@ async function assertRecordedDigests(t: Test, dataDir: string, bagId: string, ba
   }
 }
 
-const bagBytes = (bagDir: string): number => filesUnder(bagDir, { regularOnly: true }).reduce((n, p) => n + statSync(join(bagDir, p)).size, 0);
+const bagBytes = (bagDir: string): number =>
+  filesUnder(bagDir, { regularOnly: true }).reduce((n, p) => n + statSync(join(bagDir, p)).size, 0);
 
 t.test('killed after a checkpoint of a huge file, the restarted daemon goes on from it', async (t) => {
   const { dataDir, token, bagId, bagDir, queueId } = await crashMidFile(t);
@@ -116,39 +143,62 @@ t.test('killed after a checkpoint of a huge file, the restarted daemon goes on f
   t.equal(item.status, 'DONE', JSON.stringify(item));
   const resumed = logLines(second.output).filter((l) => l.msg === 'hashing resumed from a checkpoint');
   t.match(resumed, [{ path: 'data/big.bin', offset: DIES_AT }], 'the log says it resumed at the checkpoint');
-  t.equal(await bytesHashed(second), bagBytes(bagDir) - DIES_AT, 'the restarted daemon read the bag less the checkpointed bytes');
+  t.equal(
+    await bytesHashed(second),
+    bagBytes(bagDir) - DIES_AT,
+    'the restarted daemon read the bag less the checkpointed bytes',
+  );
   await second.stop();
   await assertRecordedDigests(t, dataDir, bagId, bagDir);
   await assertInvariants(t, dataDir); // no checkpoint left behind among them
 });
 
-t.test('a file changed before the restart refuses its checkpoint: hashed from the start, still right', async (t) => {
-  const { dataDir, token, bagId, bagDir, queueId, stagedBig } = await crashMidFile(t);
-  const later = new Date(Date.now() + 60_000);
-  utimesSync(stagedBig, later, later); // same bytes, another mtime: the checkpoint no longer fits
+t.test(
+  'a file changed before the restart refuses its checkpoint: hashed from the start, still right',
+  async (t) => {
+    const { dataDir, token, bagId, bagDir, queueId, stagedBig } = await crashMidFile(t);
+    const later = new Date(Date.now() + 60_000);
+    utimesSync(stagedBig, later, later); // same bytes, another mtime: the checkpoint no longer fits
 
-  const second = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
-  const item = await second.waitForQueueItem(queueId, token);
-  t.equal(item.status, 'DONE', JSON.stringify(item));
-  const lines = logLines(second.output);
-  t.same(lines.filter((l) => l.msg === 'hashing resumed from a checkpoint'), [], 'not resumed');
-  t.match(lines.filter((l) => l.msg.startsWith('the checkpoint no longer fits')), [{ path: 'data/big.bin' }], 'the refusal is logged');
-  t.equal(await bytesHashed(second), bagBytes(bagDir), 'every byte was read again');
-  await second.stop();
-  await assertRecordedDigests(t, dataDir, bagId, bagDir);
-  await assertInvariants(t, dataDir);
-});
+    const second = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
+    const item = await second.waitForQueueItem(queueId, token);
+    t.equal(item.status, 'DONE', JSON.stringify(item));
+    const lines = logLines(second.output);
+    t.same(
+      lines.filter((l) => l.msg === 'hashing resumed from a checkpoint'),
+      [],
+      'not resumed',
+    );
+    t.match(
+      lines.filter((l) => l.msg.startsWith('the checkpoint no longer fits')),
+      [{ path: 'data/big.bin' }],
+      'the refusal is logged',
+    );
+    t.equal(await bytesHashed(second), bagBytes(bagDir), 'every byte was read again');
+    await second.stop();
+    await assertRecordedDigests(t, dataDir, bagId, bagDir);
+    await assertInvariants(t, dataDir);
+  },
+);
 
-t.test('a file whose bytes changed before the restart fails the ingest, and its checkpoint goes too', async (t) => {
-  const { dataDir, token, queueId, stagedBig } = await crashMidFile(t);
-  const bytes = readFileSync(stagedBig);
-  bytes[0] = bytes[0]! ^ 0xff;
-  writeFileSync(stagedBig, bytes);
+t.test(
+  'a file whose bytes changed before the restart fails the ingest, and its checkpoint goes too',
+  async (t) => {
+    const { dataDir, token, queueId, stagedBig } = await crashMidFile(t);
+    const bytes = readFileSync(stagedBig);
+    bytes[0] = bytes[0]! ^ 0xff;
+    writeFileSync(stagedBig, bytes);
 
-  const second = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
-  const item = await second.waitForQueueItem(queueId, token);
-  t.equal(item.status, 'FAILED');
-  t.ok(item.errors.some((e: { code: string; path?: string }) => e.code === 'manifest-mismatch' && e.path === 'data/big.bin'), JSON.stringify(item.errors));
-  await second.stop();
-  await assertInvariants(t, dataDir); // the upload is back in landing, no checkpoint left
-});
+    const second = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
+    const item = await second.waitForQueueItem(queueId, token);
+    t.equal(item.status, 'FAILED');
+    t.ok(
+      item.errors.some(
+        (e: { code: string; path?: string }) => e.code === 'manifest-mismatch' && e.path === 'data/big.bin',
+      ),
+      JSON.stringify(item.errors),
+    );
+    await second.stop();
+    await assertInvariants(t, dataDir); // the upload is back in landing, no checkpoint left
+  },
+);

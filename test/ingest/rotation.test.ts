@@ -27,20 +27,41 @@ async function setUp(t: { teardown(fn: () => unknown): void }) {
   });
   const landing = new LandingZone(layout);
   const old = newCapability();
-  const pkg = catalog.packages.create({ bagId: randomUUID(), externalId: `ext-${randomUUID()}`, contentType: 'audio', user: 'alice', capability: old });
+  const pkg = catalog.packages.create({
+    bagId: randomUUID(),
+    externalId: `ext-${randomUUID()}`,
+    contentType: 'audio',
+    user: 'alice',
+    capability: old,
+  });
   if (!('created' in pkg)) throw new Error('not created');
   await landing.open(old);
   await writeFile(join(landing.path(old), 'bagit.txt'), 'the upload\n');
   const fresh = catalog.rotations.rotate(pkg.created.bagId, newCapability()).capability;
-  return { catalog, landing, layout, old, fresh, logger: createLogger({ logLevel: 'silent', logFormat: 'json' }) };
+  return {
+    catalog,
+    landing,
+    layout,
+    old,
+    fresh,
+    logger: createLogger({ logLevel: 'silent', logFormat: 'json' }),
+  };
 }
 
 t.test('an empty folder under the new link gives way to the upload', async (t) => {
   const { catalog, landing, layout, fresh, logger } = await setUp(t);
   await landing.open(fresh); // what returnUpload does when the rename could not run yet
   await finishRotations(catalog, landing, logger);
-  t.equal(await readFile(join(landing.path(fresh), 'bagit.txt'), 'utf8'), 'the upload\n', 'the upload is under the new link');
-  t.same((await readdir(layout.landing)).filter((n) => n.includes('.retired-')), [], 'nothing set aside');
+  t.equal(
+    await readFile(join(landing.path(fresh), 'bagit.txt'), 'utf8'),
+    'the upload\n',
+    'the upload is under the new link',
+  );
+  t.same(
+    (await readdir(layout.landing)).filter((n) => n.includes('.retired-')),
+    [],
+    'nothing set aside',
+  );
   t.same(catalog.rotations.pending(), [], 'the rotation is finished');
 });
 

@@ -7,7 +7,18 @@
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { chmod, chown, lstat, mkdir, mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import {
+  chmod,
+  chown,
+  lstat,
+  mkdir,
+  mkdtemp,
+  readdir,
+  readFile,
+  rm,
+  stat,
+  writeFile,
+} from 'node:fs/promises';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -53,40 +64,48 @@ async function startRsync(t: Test): Promise<{ root: string; landing: LandingZone
 
 const asRoot = process.getuid?.() === 0;
 
-t.test('as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign owner', { skip: !asRoot && 'needs root' }, async (t) => {
-  const { root, landing, daemon } = await startRsync(t);
+t.test(
+  'as root, rsync -rlHDpogt makes no device, FIFO, setuid file or foreign owner',
+  { skip: !asRoot && 'needs root' },
+  async (t) => {
+    const { root, landing, daemon } = await startRsync(t);
 
-  const src = join(root, 'src');
-  await mkdir(join(src, 'data'), { recursive: true });
-  await writeFile(join(src, 'data', 'suid'), '#!/bin/sh\n');
-  await chmod(join(src, 'data', 'suid'), 0o6755);
-  await writeFile(join(src, 'data', 'theirs.txt'), 'owned by 1234\n');
-  await chown(join(src, 'data', 'theirs.txt'), 1234, 1234);
-  t.equal(spawnSync('mkfifo', [join(src, 'data', 'fifo')]).status, 0);
-  t.equal(spawnSync('mknod', [join(src, 'data', 'null'), 'c', '1', '3']).status, 0);
+    const src = join(root, 'src');
+    await mkdir(join(src, 'data'), { recursive: true });
+    await writeFile(join(src, 'data', 'suid'), '#!/bin/sh\n');
+    await chmod(join(src, 'data', 'suid'), 0o6755);
+    await writeFile(join(src, 'data', 'theirs.txt'), 'owned by 1234\n');
+    await chown(join(src, 'data', 'theirs.txt'), 1234, 1234);
+    t.equal(spawnSync('mkfifo', [join(src, 'data', 'fifo')]).status, 0);
+    t.equal(spawnSync('mknod', [join(src, 'data', 'null'), 'c', '1', '3']).status, 0);
 
-  const cap = newCapability();
-  await landing.open(cap);
-  const up = await rsync(['-rlHDpogt', '--numeric-ids', `${src}/`, daemon.uploadLink(cap)]);
-  t.equal(up.code, 0, `the upload itself goes through: ${up.output}`);
-  const dir = landing.path(cap);
-  for (const name of ['suid', 'theirs.txt', 'fifo', 'null']) {
-    const st = await lstat(join(dir, 'data', name));
-    t.ok(st.isFile(), `${name} landed as a plain file`);
-    t.equal(st.mode & 0o7000, 0, `${name} has no setuid, setgid or sticky bit (${(st.mode & 0o7777).toString(8)})`);
-    t.equal(st.mode & 0o077, 0, `${name} is private to the daemon's user`);
-    t.equal(st.uid, process.getuid!(), `${name} belongs to the daemon's user (uid ${st.uid})`);
-  }
+    const cap = newCapability();
+    await landing.open(cap);
+    const up = await rsync(['-rlHDpogt', '--numeric-ids', `${src}/`, daemon.uploadLink(cap)]);
+    t.equal(up.code, 0, `the upload itself goes through: ${up.output}`);
+    const dir = landing.path(cap);
+    for (const name of ['suid', 'theirs.txt', 'fifo', 'null']) {
+      const st = await lstat(join(dir, 'data', name));
+      t.ok(st.isFile(), `${name} landed as a plain file`);
+      t.equal(
+        st.mode & 0o7000,
+        0,
+        `${name} has no setuid, setgid or sticky bit (${(st.mode & 0o7777).toString(8)})`,
+      );
+      t.equal(st.mode & 0o077, 0, `${name} is private to the daemon's user`);
+      t.equal(st.uid, process.getuid!(), `${name} belongs to the daemon's user (uid ${st.uid})`);
+    }
 
-  // The clients' usual flags still work: chipmunk's, and -a.
-  for (const flags of [['-rtvzP', '--delete'], ['-a']]) {
-    const other = newCapability();
-    await landing.open(other);
-    const r = await rsync([...flags, `${join(src, 'data', 'theirs.txt')}`, daemon.uploadLink(other)]);
-    t.equal(r.code, 0, `rsync ${flags.join(' ')} works: ${r.output}`);
-    t.equal(await readFile(join(landing.path(other), 'theirs.txt'), 'utf8'), 'owned by 1234\n');
-  }
-});
+    // The clients' usual flags still work: chipmunk's, and -a.
+    for (const flags of [['-rtvzP', '--delete'], ['-a']]) {
+      const other = newCapability();
+      await landing.open(other);
+      const r = await rsync([...flags, `${join(src, 'data', 'theirs.txt')}`, daemon.uploadLink(other)]);
+      t.equal(r.code, 0, `rsync ${flags.join(' ')} works: ${r.output}`);
+      t.equal(await readFile(join(landing.path(other), 'theirs.txt'), 'utf8'), 'owned by 1234\n');
+    }
+  },
+);
 
 t.test('--mkpath folders are private, and the log keeps no capability and is 0600', async (t) => {
   const { root, landing, daemon } = await startRsync(t);
@@ -97,7 +116,11 @@ t.test('--mkpath folders are private, and the log keeps no capability and is 060
   const r = await rsync(['-rt', '--mkpath', file, `${daemon.uploadLink(cap)}new/deeper/`]);
   t.equal(r.code, 0, r.output);
   for (const folder of ['new', 'new/deeper']) {
-    t.equal((await stat(join(landing.path(cap), folder))).mode & 0o777, 0o700, `${folder} is 0700 like the landing folder`);
+    t.equal(
+      (await stat(join(landing.path(cap), folder))).mode & 0o777,
+      0o700,
+      `${folder} is 0700 like the landing folder`,
+    );
   }
   const log = join(daemon.layout.rsyncd, 'rsyncd.log');
   t.equal((await stat(log)).mode & 0o777, 0o600, 'rsyncd.log is 0600');
@@ -112,7 +135,8 @@ t.test('the gate takes an upload slot after the capability check, and says when 
     await rm(root, { recursive: true, force: true });
   });
   const layout = new DataLayout(join(root, 'data'));
-  for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers]) await mkdir(dir, { recursive: true });
+  for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers])
+    await mkdir(dir, { recursive: true });
   const cap = newCapability();
   await mkdir(join(layout.landing, cap));
   const pre = [HOOK_SOURCES.pre.pathname, ...hookCommands(layout, 'preservd', 2).pre.slice(1)];
@@ -123,8 +147,14 @@ t.test('the gate takes an upload slot after the capability check, and says when 
     return s.pid!;
   };
   const gate = (pid: number) => {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', RSYNC_PID: String(pid), RSYNC_REQUEST: `preservd/${cap}/` };
-    ['rsyncd', '--server', '-vtrze.iLsfxCIvu', '.', `${cap}/`].forEach((arg, i) => (env[`RSYNC_ARG${i}`] = arg));
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      RSYNC_PID: String(pid),
+      RSYNC_REQUEST: `preservd/${cap}/`,
+    };
+    ['rsyncd', '--server', '-vtrze.iLsfxCIvu', '.', `${cap}/`].forEach(
+      (arg, i) => (env[`RSYNC_ARG${i}`] = arg),
+    );
     const r = spawnSync('/bin/sh', pre, { env, encoding: 'utf8' });
     return { status: r.status, stdout: r.stdout.trim() };
   };
@@ -138,5 +168,9 @@ t.test('the gate takes an upload slot after the capability check, and says when 
   await writeFile(join(layout.active, '4000000'), `${cap}\n`); // a dead transfer's stale record
   sleepers.shift()!.kill('SIGKILL');
   await new Promise((r) => setTimeout(r, 200));
-  t.equal(gate(live()).status, 0, 'a slot freed by an ended transfer is taken again; stale records do not count');
+  t.equal(
+    gate(live()).status,
+    0,
+    'a slot freed by an ended transfer is taken again; stale records do not count',
+  );
 });

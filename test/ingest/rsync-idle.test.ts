@@ -49,7 +49,10 @@ class Holder {
       s.resume(); // read what the server sends, so that its hang-up is seen
       if (kind === 'bare') s.once('connect', () => resolve());
       // The probe's form: once greeted, send the greeting and the module name, then hold.
-      else s.once('data', () => s.write('@RSYNCD: 32.0 sha512 sha256 sha1 md5 md4\npreservd\n', () => resolve()));
+      else
+        s.once('data', () =>
+          s.write('@RSYNCD: 32.0 sha512 sha256 sha1 md5 md4\npreservd\n', () => resolve()),
+        );
       setTimeout(resolve, 3_000).unref(); // a server that never answers must not stall the test
       s.once('close', () => {
         resolve();
@@ -74,20 +77,34 @@ t.test('200 idle connections neither block an upload nor cost an rsync process e
   // Three uploads while the holder keeps re-opening what the server drops.
   for (let i = 0; i < 3; i++) {
     const bagId = randomUUID();
-    const request = await d.createRequest(d.adminToken, { bag_id: bagId, external_id: `idle-${bagId.slice(0, 8)}`, content_type: 'video' });
+    const request = await d.createRequest(d.adminToken, {
+      bag_id: bagId,
+      external_id: `idle-${bagId.slice(0, 8)}`,
+      content_type: 'video',
+    });
     const scratch = mkdtempSync(join(tmpdir(), 'preservd-idle-'));
     t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
     const bagDir = join(scratch, 'bag');
-    await makeBag(bagDir, { chipmunkInfo: { externalId: request.external_id, bagId, contentType: 'video' }, files: { 'a.txt': `upload ${i}\n` } });
+    await makeBag(bagDir, {
+      chipmunkInfo: { externalId: request.external_id, bagId, contentType: 'video' },
+      files: { 'a.txt': `upload ${i}\n` },
+    });
     const up = await rsyncUploadAsync(bagDir, request.upload_link);
-    t.equal(up.code, 0, `upload ${i} succeeds with ${holder.sockets.size} idle connections held${up.code === 0 ? "" : `: ${up.output}`}`);
+    t.equal(
+      up.code,
+      0,
+      `upload ${i} succeeds with ${holder.sockets.size} idle connections held${up.code === 0 ? '' : `: ${up.output}`}`,
+    );
     const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token: d.adminToken });
     t.equal(complete.status, 201, complete.text);
     const item = await d.waitForQueueItem(complete.json.id, d.adminToken);
     t.equal(item.status, 'DONE', `upload ${i} is ingested`);
   }
   t.ok(holder.sockets.size >= 32, `the holder still holds ${holder.sockets.size} connections`);
-  t.ok(holder.dropped >= 168, `the server dropped the oldest beyond 32 waiting from one address (${holder.dropped} drops)`);
+  t.ok(
+    holder.dropped >= 168,
+    `the server dropped the oldest beyond 32 waiting from one address (${holder.dropped} drops)`,
+  );
 
   // Left alone, idle connections are dropped after the handshake timeout (10 s).
   holder.stopReopening();

@@ -62,7 +62,11 @@ function rsync(args: string[]): Promise<RsyncResult> {
   });
 }
 
-async function waitFor(what: string, check: () => boolean | Promise<boolean>, timeoutMs = 10_000): Promise<void> {
+async function waitFor(
+  what: string,
+  check: () => boolean | Promise<boolean>,
+  timeoutMs = 10_000,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   while (!(await check())) {
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
@@ -111,7 +115,10 @@ interface Fixture {
  * A running daemon on a free port over a fresh data dir. rsync takes 1.5–2 s to exit on SIGTERM
  * (longer with a transfer in flight), so teardown cuts that short with SIGKILL.
  */
-async function startFixture(t: Test, options: { transferPollMs?: number; stopTimeoutMs?: number } = {}): Promise<Fixture> {
+async function startFixture(
+  t: Test,
+  options: { transferPollMs?: number; stopTimeoutMs?: number } = {},
+): Promise<Fixture> {
   const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
   const dataDir = join(root, 'var');
   const port = await freePort();
@@ -134,33 +141,39 @@ async function startFixture(t: Test, options: { transferPollMs?: number; stopTim
   return { root, dataDir, daemon, landing, port, source: await makeSource(root), transfers };
 }
 
-t.test('the chipmunk client uploads a bag into its landing folder, and a transfer record arrives', async (t) => {
-  const f = await startFixture(t);
-  const cap = newCapability();
-  await f.landing.open(cap);
-  const link = f.daemon.uploadLink(cap);
-  t.equal(link, `rsync://127.0.0.1:${f.port}/preservd/${cap}/`);
+t.test(
+  'the chipmunk client uploads a bag into its landing folder, and a transfer record arrives',
+  async (t) => {
+    const f = await startFixture(t);
+    const cap = newCapability();
+    await f.landing.open(cap);
+    const link = f.daemon.uploadLink(cap);
+    t.equal(link, `rsync://127.0.0.1:${f.port}/preservd/${cap}/`);
 
-  const result = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, link]);
-  t.equal(result.code, 0, result.stderr);
-  const dir = f.landing.path(cap);
-  t.equal(await readFile(join(dir, 'data', 'a.txt'), 'utf8'), 'hello\n');
-  t.equal((await readFile(join(dir, 'data', 'sub', 'b.bin'))).length, 10_000);
-  t.match(await readFile(join(dir, 'bagit.txt'), 'utf8'), /BagIt-Version: 1.0/);
+    const result = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, link]);
+    t.equal(result.code, 0, result.stderr);
+    const dir = f.landing.path(cap);
+    t.equal(await readFile(join(dir, 'data', 'a.txt'), 'utf8'), 'hello\n');
+    t.equal((await readFile(join(dir, 'data', 'sub', 'b.bin'))).length, 10_000);
+    t.match(await readFile(join(dir, 'bagit.txt'), 'utf8'), /BagIt-Version: 1.0/);
 
-  await waitFor('a transfer record', () => f.transfers.length === 1);
-  const [transfer] = f.transfers;
-  t.match(transfer, { capability: cap, exitStatus: 0, hostAddr: '127.0.0.1' });
-  t.ok(Math.abs((transfer?.endedAt ?? 0) - Date.now()) < 10_000, 'endedAt is epoch ms of about now');
-  await waitFor('the record to be consumed', async () => (await readdir(f.daemon.layout.transfers)).length === 0);
-  t.equal(await f.landing.activeTransfers(cap), 0, 'the transfer is no longer active');
+    await waitFor('a transfer record', () => f.transfers.length === 1);
+    const [transfer] = f.transfers;
+    t.match(transfer, { capability: cap, exitStatus: 0, hostAddr: '127.0.0.1' });
+    t.ok(Math.abs((transfer?.endedAt ?? 0) - Date.now()) < 10_000, 'endedAt is epoch ms of about now');
+    await waitFor(
+      'the record to be consumed',
+      async () => (await readdir(f.daemon.layout.transfers)).length === 0,
+    );
+    t.equal(await f.landing.activeTransfers(cap), 0, 'the transfer is no longer active');
 
-  // The client's --delete works inside the capability: a file removed at the source goes.
-  await rm(join(f.source, 'data', 'a.txt'));
-  const again = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, link]);
-  t.equal(again.code, 0, again.stderr);
-  await t.rejects(readFile(join(dir, 'data', 'a.txt')), { code: 'ENOENT' });
-});
+    // The client's --delete works inside the capability: a file removed at the source goes.
+    await rm(join(f.source, 'data', 'a.txt'));
+    const again = await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, link]);
+    t.equal(again.code, 0, again.stderr);
+    await t.rejects(readFile(join(dir, 'data', 'a.txt')), { code: 'ENOENT' });
+  },
+);
 
 t.test('the gate refuses links that are not an open capability', async (t) => {
   const f = await startFixture(t);
@@ -190,7 +203,13 @@ t.test('the gate refuses links that are not an open capability', async (t) => {
 
   // Options whose DIR could point at "../<another folder>" are refused by rsync itself (after
   // the gate admitted the link, so this transfer ends with an error status).
-  const backup = await rsync([...CHIPMUNK_FLAGS, '-b', '--backup-dir=../elsewhere', `${f.source}/`, f.daemon.uploadLink(cap)]);
+  const backup = await rsync([
+    ...CHIPMUNK_FLAGS,
+    '-b',
+    '--backup-dir=../elsewhere',
+    `${f.source}/`,
+    f.daemon.uploadLink(cap),
+  ]);
   t.not(backup.code, 0, '--backup-dir is refused');
   t.match(backup.stderr, /refuse --backup-dir/);
   t.same((await readdir(landingRoot)).sort(), [cap], 'no backup folder beside the capability');
@@ -252,11 +271,18 @@ t.test('an rsync that dies ends only its own connection; others and new ones go 
   await writeFile(join(big, 'slow.bin'), Buffer.alloc(2_000_000, 1));
   const doomed = rsync(['-rt', '--bwlimit=200', `${big}/`, f.daemon.uploadLink(killed)]);
   const survivor = rsync(['-rt', '--bwlimit=800', `${big}/`, f.daemon.uploadLink(other)]);
-  await waitFor('both transfers to be admitted', async () => (await f.landing.activeTransfers(killed)) === 1 && (await f.landing.activeTransfers(other)) === 1);
+  await waitFor(
+    'both transfers to be admitted',
+    async () =>
+      (await f.landing.activeTransfers(killed)) === 1 && (await f.landing.activeTransfers(other)) === 1,
+  );
   const records = await readdir(f.daemon.layout.active);
   const contents = await Promise.all(records.map((r) => readFile(join(f.daemon.layout.active, r), 'utf8')));
   const pid = Number(records[contents.findIndex((c) => c.trim() === killed)]);
-  t.ok(f.daemon.connections.includes(pid), 'the gate recorded the pid of the rsync started for the connection');
+  t.ok(
+    f.daemon.connections.includes(pid),
+    'the gate recorded the pid of the rsync started for the connection',
+  );
   process.kill(-pid, 'SIGKILL'); // it and the processes it forked for the transfer
 
   t.not((await doomed).code, 0, 'the client of the killed rsync sees an error');
@@ -296,7 +322,11 @@ t.test('stop() ends rsync and the transfers it serves', async (t) => {
 t.test('start() explains how to install a missing rsync', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
   t.teardown(() => rm(root, { recursive: true, force: true }));
-  const daemon = new RsyncDaemon({ landing: await landingIn(root), port: await freePort(), binary: join(root, 'no-such-rsync') });
+  const daemon = new RsyncDaemon({
+    landing: await landingIn(root),
+    port: await freePort(),
+    binary: join(root, 'no-such-rsync'),
+  });
   await t.rejects(daemon.start(), /apt-get install rsync/);
   await daemon.stop();
 });
@@ -333,12 +363,17 @@ t.test('configuration and record formats', async (t) => {
   t.equal(shellQuote("it's"), `'it'\\''s'`);
 
   const cap = newCapability();
-  t.same(parseTransferRecord(`capability=${cap}\nexit_status=23\nraw_status=5888\nended_at=1700000000123\nhost_addr=::1\npid=42\n`), {
-    capability: cap,
-    exitStatus: 23,
-    endedAt: 1700000000123,
-    hostAddr: '::1',
-  });
+  t.same(
+    parseTransferRecord(
+      `capability=${cap}\nexit_status=23\nraw_status=5888\nended_at=1700000000123\nhost_addr=::1\npid=42\n`,
+    ),
+    {
+      capability: cap,
+      exitStatus: 23,
+      endedAt: 1700000000123,
+      hostAddr: '::1',
+    },
+  );
   t.equal(parseTransferRecord('capability=nope\nexit_status=0\nended_at=1\n'), undefined);
   t.equal(parseTransferRecord(`capability=${cap}\nexit_status=\nended_at=1\n`), undefined);
 
@@ -346,7 +381,10 @@ t.test('configuration and record formats', async (t) => {
   t.equal(daemon.uploadLink(cap, 'uploads.example.org'), `rsync://uploads.example.org:8873/preservd/${cap}/`);
   t.equal(daemon.uploadLink(cap, '::1'), `rsync://[::1]:8873/preservd/${cap}/`);
   t.throws(() => daemon.uploadLink('../etc'), /not an upload capability/);
-  t.throws(() => new RsyncDaemon({ landing: new LandingZone(new DataLayout('/srv/100%')), port: 8873 }), /must not contain/);
+  t.throws(
+    () => new RsyncDaemon({ landing: new LandingZone(new DataLayout('/srv/100%')), port: 8873 }),
+    /must not contain/,
+  );
 });
 
 t.test('a listener that fails gets the record again; records survive a restart of preservd', async (t) => {
@@ -363,7 +401,11 @@ t.test('a listener that fails gets the record again; records survive a restart o
   t.equal((await rsync([...CHIPMUNK_FLAGS, `${f.source}/`, f.daemon.uploadLink(cap)])).code, 0);
   await waitFor('a delivery attempt', () => seen.length >= 1);
   await sleep(200);
-  t.equal((await readdir(f.daemon.layout.transfers)).filter((n) => !n.startsWith('.')).length, 1, 'the record is kept');
+  t.equal(
+    (await readdir(f.daemon.layout.transfers)).filter((n) => !n.startsWith('.')).length,
+    1,
+    'the record is kept',
+  );
 
   // A new daemon over the same data dir (preservd restarted) delivers it again.
   await f.daemon.stop();
@@ -377,14 +419,18 @@ t.test('a listener that fails gets the record again; records survive a restart o
   await second.start();
   await waitFor('re-delivery', () => delivered.length === 1);
   t.equal(delivered[0]?.capability, cap);
-  await waitFor('the record to be removed', async () => (await readdir(second.layout.transfers)).length === 0);
+  await waitFor(
+    'the record to be removed',
+    async () => (await readdir(second.layout.transfers)).length === 0,
+  );
 });
 
 t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
   const root = await mkdtemp(join(tmpdir(), 'preservd-gate-'));
   t.teardown(() => rm(root, { recursive: true, force: true }));
   const layout = new DataLayout(join(root, "it's data")); // a quote in the path must not break them
-  for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers]) await mkdir(dir, { recursive: true });
+  for (const dir of [layout.landing, layout.closed, layout.active, layout.transfers])
+    await mkdir(dir, { recursive: true });
   // The scripts as shipped, with the arguments rsyncd.conf gives them.
   const hooks = hookCommands(layout, 'preservd');
   const pre = [HOOK_SOURCES.pre.pathname, ...hooks.pre.slice(1)];
@@ -396,8 +442,15 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
 
   let pid = 4_000_000;
   /** Runs the gate with the request and server arguments rsync would pass. */
-  const gate = (request: string | undefined, paths: string[], options: string[] = ['-vtrze.iLsfxCIvu', '--delete', '--partial']) => {
-    const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/bin:/bin', RSYNC_PID: String(++pid) };
+  const gate = (
+    request: string | undefined,
+    paths: string[],
+    options: string[] = ['-vtrze.iLsfxCIvu', '--delete', '--partial'],
+  ) => {
+    const env: Record<string, string> = {
+      PATH: process.env.PATH ?? '/usr/bin:/bin',
+      RSYNC_PID: String(++pid),
+    };
     if (request !== undefined) env.RSYNC_REQUEST = request;
     ['rsyncd', '--server', ...options, '.', ...paths].forEach((arg, i) => (env[`RSYNC_ARG${i}`] = arg));
     const r = spawnSync('/bin/sh', pre, { env, encoding: 'utf8' });
@@ -406,23 +459,39 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
 
   const ok = gate(`preservd/${open}/`, [`${open}/`]);
   t.equal(ok.status, 0, ok.stdout);
-  t.equal((await readFile(join(layout.active, String(ok.pid)), 'utf8')).trim(), open, 'the admitted transfer is recorded');
+  t.equal(
+    (await readFile(join(layout.active, String(ok.pid)), 'utf8')).trim(),
+    open,
+    'the admitted transfer is recorded',
+  );
   t.equal(gate(`preservd/${open}`, [open]).status, 0, 'no trailing slash');
   t.equal(gate(`preservd/${open}/data/sub/`, [`${open}/data/sub/`]).status, 0, 'a folder inside the upload');
   t.equal(gate(`preservd/${open}/`, [`${open}/`], ['-stre.iLsfxCIvu']).status, 0, 'with --protect-args');
 
   const refused: Array<[string, ReturnType<typeof gate>, RegExp]> = [
     ['the module root', gate('preservd/', ['.']), /upload into your request's upload_link/],
-    ['a made-up capability', gate(`preservd/${newCapability()}/`, [`${newCapability()}/`]), /unknown upload link/],
+    [
+      'a made-up capability',
+      gate(`preservd/${newCapability()}/`, [`${newCapability()}/`]),
+      /unknown upload link/,
+    ],
     ['a new top-level folder', gate('preservd/newfolder/', ['newfolder/']), /upload_link/],
     // rsync sanitizes the path it uses: ".." is gone from the argument but not the request.
     ['an escape with ..', gate(`preservd/${open}/../${other}/`, [`${other}/`]), /unknown upload link/],
     ['.. that stays inside', gate(`preservd/${open}/x/../y/`, [`${open}/y/`]), /must not contain ".."/],
     ['a request that is not the path used', gate(`preservd/${open}/`, [`${other}/`]), /unknown upload link/],
-    ['two destinations', gate(`preservd/${open}/ preservd/${other}/`, [`${open}/`, `${other}/`]), /exactly one destination/],
+    [
+      'two destinations',
+      gate(`preservd/${open}/ preservd/${other}/`, [`${open}/`, `${other}/`]),
+      /exactly one destination/,
+    ],
     ['a download', gate(`preservd/${open}/`, [`${open}/`], ['--sender', '-vtre.iLsfxCIvu']), /write-only/],
     ['another module', gate(`other/${open}/`, [`${open}/`]), /unknown upload link/],
-    ['an upper-case capability', gate(`preservd/${open.toUpperCase()}/`, [`${open.toUpperCase()}/`]), /upload_link/],
+    [
+      'an upper-case capability',
+      gate(`preservd/${open.toUpperCase()}/`, [`${open.toUpperCase()}/`]),
+      /upload_link/,
+    ],
     ['a short capability', gate(`preservd/${open.slice(1)}/`, [`${open.slice(1)}/`]), /unknown upload link/],
     ['no request', gate(undefined, [`${open}/`]), /unknown upload link/],
   ];
@@ -436,31 +505,52 @@ t.test('the gate and recorder scripts, run as rsync runs them', async (t) => {
   const closed = gate(`preservd/${open}/`, [`${open}/`]);
   t.equal(closed.status, 1);
   t.match(closed.stdout, /this upload is complete/);
-  await t.rejects(stat(join(layout.active, String(closed.pid))), { code: 'ENOENT' }, 'a refused transfer leaves no record');
+  await t.rejects(
+    stat(join(layout.active, String(closed.pid))),
+    { code: 'ENOENT' },
+    'a refused transfer leaves no record',
+  );
   await rm(join(layout.landing, other), { recursive: true });
-  t.match(gate(`preservd/${other}/`, [`${other}/`]).stdout, /unknown upload link/, 'a staged upload (folder gone) is refused');
+  t.match(
+    gate(`preservd/${other}/`, [`${other}/`]).stdout,
+    /unknown upload link/,
+    'a staged upload (folder gone) is refused',
+  );
 
   // The recorder turns the admitted transfer's record into a transfer record.
-  const env = { PATH: process.env.PATH ?? '/usr/bin:/bin', RSYNC_PID: String(ok.pid), RSYNC_EXIT_STATUS: '0', RSYNC_RAW_STATUS: '0', RSYNC_HOST_ADDR: '192.0.2.7' };
+  const env = {
+    PATH: process.env.PATH ?? '/usr/bin:/bin',
+    RSYNC_PID: String(ok.pid),
+    RSYNC_EXIT_STATUS: '0',
+    RSYNC_RAW_STATUS: '0',
+    RSYNC_HOST_ADDR: '192.0.2.7',
+  };
   t.equal(spawnSync('/bin/sh', post, { env }).status, 0);
   await t.rejects(stat(join(layout.active, String(ok.pid))), { code: 'ENOENT' }, 'the active record is gone');
   const records = await readdir(layout.transfers);
   t.equal(records.length, 1);
   t.match(records[0], new RegExp(`^\\d{13}-${ok.pid}$`));
   const record = parseTransferRecord(await readFile(join(layout.transfers, records[0]!), 'utf8'));
-  t.same(record && { ...record, endedAt: 0 }, { capability: open, exitStatus: 0, endedAt: 0, hostAddr: '192.0.2.7' });
+  t.same(record && { ...record, endedAt: 0 }, {
+    capability: open,
+    exitStatus: 0,
+    endedAt: 0,
+    hostAddr: '192.0.2.7',
+  });
   t.ok(record && Math.abs(record.endedAt - Date.now()) < 10_000);
   t.equal(spawnSync('/bin/sh', post, { env: { ...env, RSYNC_PID: String(closed.pid) } }).status, 0);
   t.equal((await readdir(layout.transfers)).length, 1, 'a refused transfer ends without a record');
 });
 
-t.test('rsync does not outlive a preservd killed outright, and a leftover one is ended at the next start', async (t) => {
-  const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
-  const dataDir = join(root, 'var');
-  const port = await freePort();
-  const conf = join(dataDir, 'rsyncd', 'rsyncd.conf');
-  const moduleUrl = new URL('../../src/ingest/rsync/index.js', import.meta.url).href;
-  const script = `
+t.test(
+  'rsync does not outlive a preservd killed outright, and a leftover one is ended at the next start',
+  async (t) => {
+    const root = await mkdtemp(join(tmpdir(), 'preservd-rsyncd-'));
+    const dataDir = join(root, 'var');
+    const port = await freePort();
+    const conf = join(dataDir, 'rsyncd', 'rsyncd.conf');
+    const moduleUrl = new URL('../../src/ingest/rsync/index.js', import.meta.url).href;
+    const script = `
     const { RsyncDaemon } = await import(${JSON.stringify(moduleUrl)});
     const { LandingZone } = await import(${JSON.stringify(new URL('../../src/ingest/landing.js', import.meta.url).href)});
     const { DataLayout } = await import(${JSON.stringify(new URL('../../src/storage/layout.js', import.meta.url).href)});
@@ -470,61 +560,81 @@ t.test('rsync does not outlive a preservd killed outright, and a leftover one is
     await d.start();
     console.log('started');
     setInterval(() => {}, 1000);`;
-  const crashed = spawn(process.execPath, ['--input-type=module', '-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const strays: number[] = [];
-  const held = new net.Socket();
-  t.teardown(async () => {
-    held.destroy();
-    crashed.kill('SIGKILL');
-    for (const pid of strays) {
-      try {
-        process.kill(-pid, 'SIGKILL');
-      } catch {
-        // already ended, as the test expects of the escaped rsync
+    const crashed = spawn(process.execPath, ['--input-type=module', '-e', script], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    const strays: number[] = [];
+    const held = new net.Socket();
+    t.teardown(async () => {
+      held.destroy();
+      crashed.kill('SIGKILL');
+      for (const pid of strays) {
+        try {
+          process.kill(-pid, 'SIGKILL');
+        } catch {
+          // already ended, as the test expects of the escaped rsync
+        }
       }
-    }
-    await rm(root, { recursive: true, force: true });
-  });
-  await once(crashed.stdout, 'data');
-  // A connection held open: the crashed preservd started an rsync for it.
-  held.on('error', () => undefined);
-  held.connect(port, '127.0.0.1');
-  let first = 0;
-  await waitFor('an rsync for the held connection', async () => {
-    first = (await processesMentioning(conf))[0] ?? 0;
-    return first > 0 && (await isAlive(first)); // exec'd: rsync, no longer setpriv or bash
-  });
-  t.ok(await isAlive(first), 'rsync runs');
-  crashed.kill('SIGKILL');
-  await once(crashed, 'exit');
-  await waitFor('the kernel to end rsync with its parent', async () => !(await isAlive(first)));
+      await rm(root, { recursive: true, force: true });
+    });
+    await once(crashed.stdout, 'data');
+    // A connection held open: the crashed preservd started an rsync for it.
+    held.on('error', () => undefined);
+    held.connect(port, '127.0.0.1');
+    let first = 0;
+    await waitFor('an rsync for the held connection', async () => {
+      first = (await processesMentioning(conf))[0] ?? 0;
+      return first > 0 && (await isAlive(first)); // exec'd: rsync, no longer setpriv or bash
+    });
+    t.ok(await isAlive(first), 'rsync runs');
+    crashed.kill('SIGKILL');
+    await once(crashed, 'exit');
+    await waitFor('the kernel to end rsync with its parent', async () => !(await isAlive(first)));
 
-  // An rsync that escaped anyway (a long-lived daemon of an older preservd, or the signal was
-  // lost) runs our configuration: its command line names it, and the next start ends it.
-  const escaped = spawn('rsync', ['--daemon', '--no-detach', `--config=${conf}`, `--port=${await freePort()}`, '--address=127.0.0.1'], {
-    detached: true,
-    stdio: 'ignore',
-  });
-  strays.push(escaped.pid!);
-  // Another data folder's rsync is not ours: it is left alone.
-  const otherConf = join(root, 'other.conf');
-  await writeFile(otherConf, 'use chroot = no\n[x]\n  path = /nonexistent\n');
-  const bystander = spawn('rsync', ['--daemon', '--no-detach', `--config=${otherConf}`, `--port=${await freePort()}`, '--address=127.0.0.1'], {
-    detached: true,
-    stdio: 'ignore',
-  });
-  strays.push(bystander.pid!);
-  await waitFor('both strays to run', async () => (await isAlive(escaped.pid!)) && (await isAlive(bystander.pid!)));
+    // An rsync that escaped anyway (a long-lived daemon of an older preservd, or the signal was
+    // lost) runs our configuration: its command line names it, and the next start ends it.
+    const escaped = spawn(
+      'rsync',
+      ['--daemon', '--no-detach', `--config=${conf}`, `--port=${await freePort()}`, '--address=127.0.0.1'],
+      {
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
+    strays.push(escaped.pid!);
+    // Another data folder's rsync is not ours: it is left alone.
+    const otherConf = join(root, 'other.conf');
+    await writeFile(otherConf, 'use chroot = no\n[x]\n  path = /nonexistent\n');
+    const bystander = spawn(
+      'rsync',
+      [
+        '--daemon',
+        '--no-detach',
+        `--config=${otherConf}`,
+        `--port=${await freePort()}`,
+        '--address=127.0.0.1',
+      ],
+      {
+        detached: true,
+        stdio: 'ignore',
+      },
+    );
+    strays.push(bystander.pid!);
+    await waitFor(
+      'both strays to run',
+      async () => (await isAlive(escaped.pid!)) && (await isAlive(bystander.pid!)),
+    );
 
-  const daemon = new RsyncDaemon({ landing: await landingIn(dataDir), port, stopTimeoutMs: 100 });
-  t.teardown(() => daemon.stop());
-  await daemon.start();
-  t.notOk(await isAlive(escaped.pid!), 'the leftover rsync was ended');
-  t.ok(daemon.ready, 'and ours listens on the port');
-  t.equal(bystander.exitCode, null, 'the unrelated rsync still runs');
-  t.equal(bystander.signalCode, null);
-  t.ok(await isAlive(bystander.pid!));
-});
+    const daemon = new RsyncDaemon({ landing: await landingIn(dataDir), port, stopTimeoutMs: 100 });
+    t.teardown(() => daemon.stop());
+    await daemon.start();
+    t.notOk(await isAlive(escaped.pid!), 'the leftover rsync was ended');
+    t.ok(daemon.ready, 'and ours listens on the port');
+    t.equal(bystander.exitCode, null, 'the unrelated rsync still runs');
+    t.equal(bystander.signalCode, null);
+    t.ok(await isAlive(bystander.pid!));
+  },
+);
 
 /** Running, not a zombie: orphans here may wait a while for PID 1 to reap them. */
 function isAlive(pid: number): Promise<boolean> {

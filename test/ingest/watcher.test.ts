@@ -11,7 +11,12 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { newCapability } from '../../src/ingest/capability.js';
-import { isRsyncTempFile, LandingWatcher, scanUpload, type UploadProgress } from '../../src/ingest/watcher.js';
+import {
+  isRsyncTempFile,
+  LandingWatcher,
+  scanUpload,
+  type UploadProgress,
+} from '../../src/ingest/watcher.js';
 import { DataLayout } from '../../src/storage/layout.js';
 
 const run = promisify(execFile);
@@ -147,7 +152,10 @@ t.test('waitForQuiet waits while files keep being written, then resolves', async
   await watcher.waitForQuiet(cap, { quietMs, activeTransfers: async () => 0 });
   const resolvedAt = Date.now();
   const writesBefore = writes;
-  t.ok(resolvedAt - lastWrite >= quietMs - 20, `resolved ${resolvedAt - lastWrite} ms after the last write (${writesBefore} of 15 written)`);
+  t.ok(
+    resolvedAt - lastWrite >= quietMs - 20,
+    `resolved ${resolvedAt - lastWrite} ms after the last write (${writesBefore} of 15 written)`,
+  );
   await writer;
   t.equal((await watcher.progress(cap))?.files, 15);
 });
@@ -186,7 +194,12 @@ t.test('a temp-looking file that never changes does not block forever', async (t
   await writeFile(join(landing, cap, '.notes.backup'), 'a real file with an unlucky name');
   const watcher = new LandingWatcher(layout);
   const started = Date.now();
-  await watcher.waitForQuiet(cap, { quietMs: 50, pollMs: 25, tempFileTimeoutMs: 300, activeTransfers: async () => 0 });
+  await watcher.waitForQuiet(cap, {
+    quietMs: 50,
+    pollMs: 25,
+    tempFileTimeoutMs: 300,
+    activeTransfers: async () => 0,
+  });
   t.ok(Date.now() - started >= 250, 'it waited for the temp-file timeout');
 });
 
@@ -222,7 +235,10 @@ t.test('only uploads the rsync daemon is receiving are followed, and only while 
   const caps = Array.from({ length: 1000 }, () => newCapability());
   for (const cap of caps) await mkdir(join(landing, cap), { recursive: true });
   let live: string[] = [];
-  const watcher = new LandingWatcher(layout, { minScanIntervalMs: 50, transfers: { dir: active, live: async () => live, pollMs: 50 } });
+  const watcher = new LandingWatcher(layout, {
+    minScanIntervalMs: 50,
+    transfers: { dir: active, live: async () => live, pollMs: 50 },
+  });
   t.teardown(() => watcher.stop());
   await watcher.start();
   t.same(watcher.following(), [], 'no transfer: nothing followed, however many open requests');

@@ -89,7 +89,8 @@ class Observations {
     if (viewer.admin) return;
     const owner = this.owners.get(bagId);
     if (owner === undefined) this.unresolved.push({ viewer: viewer.name, bagId, list });
-    else if (owner !== viewer.name) this.problem(client, list, `${viewer.name} was shown ${owner}'s package ${bagId}`);
+    else if (owner !== viewer.name)
+      this.problem(client, list, `${viewer.name} was shown ${owner}'s package ${bagId}`);
   }
 }
 
@@ -115,11 +116,21 @@ t.test(`load: ${CLIENTS} clients for ${LOAD_SECONDS} s`, async (t) => {
   ];
   const rec = new Observations();
 
-  async function send(user: User, method: string, path: string, json?: unknown): Promise<{ res: Response; ms: number }> {
+  async function send(
+    user: User,
+    method: string,
+    path: string,
+    json?: unknown,
+  ): Promise<{ res: Response; ms: number }> {
     const headers: Record<string, string> = { authorization: `Bearer ${user.token}` };
     if (json !== undefined) headers['content-type'] = 'application/json';
     const started = performance.now();
-    const res = await fetch(`${d.url}${path}`, { method, headers, body: json === undefined ? null : JSON.stringify(json), redirect: 'manual' });
+    const res = await fetch(`${d.url}${path}`, {
+      method,
+      headers,
+      body: json === undefined ? null : JSON.stringify(json),
+      redirect: 'manual',
+    });
     const bytes = Buffer.from(await res.arrayBuffer());
     const ms = performance.now() - started;
     rec.requests++;
@@ -135,11 +146,23 @@ t.test(`load: ${CLIENTS} clients for ${LOAD_SECONDS} s`, async (t) => {
   }
 
   /** One HTTP step: timed, its status checked; undefined (and a problem) when unexpected. */
-  async function step(client: number, user: User, name: string, method: string, path: string, expect: number, json?: unknown): Promise<Response | undefined> {
+  async function step(
+    client: number,
+    user: User,
+    name: string,
+    method: string,
+    path: string,
+    expect: number,
+    json?: unknown,
+  ): Promise<Response | undefined> {
     const { res, ms } = await send(user, method, path, json);
     rec.time(name, ms);
     if (res.status !== expect) {
-      rec.problem(client, name, `${method} ${path} answered ${res.status}, expected ${expect}: ${res.bytes.toString('utf8').slice(0, 300)}`);
+      rec.problem(
+        client,
+        name,
+        `${method} ${path} answered ${res.status}, expected ${expect}: ${res.bytes.toString('utf8').slice(0, 300)}`,
+      );
       return undefined;
     }
     const isJson = (res.headers.get('content-type') ?? '').startsWith('application/json');
@@ -151,7 +174,12 @@ t.test(`load: ${CLIENTS} clients for ${LOAD_SECONDS} s`, async (t) => {
   }
 
   /** Python's zipfile reads the zip: testzip passes, names and payload digests are the bag's. */
-  async function checkZipWithPython(client: number, bagId: string, zip: Buffer, files: Record<string, Buffer>): Promise<void> {
+  async function checkZipWithPython(
+    client: number,
+    bagId: string,
+    zip: Buffer,
+    files: Record<string, Buffer>,
+  ): Promise<void> {
     const path = join(scratch, `${bagId}.zip`);
     await writeFile(path, zip);
     const script = `
@@ -163,17 +191,28 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       const { stdout } = await run('python3', ['-c', script, path], { maxBuffer: 16 << 20 });
       const report = JSON.parse(stdout) as { testzip: string | null; entries: Record<string, string> };
       rec.pythonZips++;
-      if (report.testzip !== null) rec.problem(client, 'zip', `${bagId}: zipfile.testzip() found ${report.testzip} damaged`);
+      if (report.testzip !== null)
+        rec.problem(client, 'zip', `${bagId}: zipfile.testzip() found ${report.testzip} damaged`);
       const names = Object.keys(report.entries);
-      if (!names.every((n) => n.startsWith(`${bagId}/`))) rec.problem(client, 'zip', `${bagId}: entries outside the top folder: ${names.join(', ')}`);
+      if (!names.every((n) => n.startsWith(`${bagId}/`)))
+        rec.problem(client, 'zip', `${bagId}: entries outside the top folder: ${names.join(', ')}`);
       for (const tag of ['bagit.txt', 'bag-info.txt', 'chipmunk-info.txt', 'manifest-sha256.txt'])
         if (!names.includes(`${bagId}/${tag}`)) rec.problem(client, 'zip', `${bagId}: no ${tag} in the zip`);
       for (const [rel, bytes] of Object.entries(files)) {
         const digest = report.entries[`${bagId}/data/${rel}`];
-        if (digest !== sha256(bytes)) rec.problem(client, 'zip', `${bagId}: data/${rel} in the zip is ${digest ?? 'missing'}, uploaded ${sha256(bytes)}`);
+        if (digest !== sha256(bytes))
+          rec.problem(
+            client,
+            'zip',
+            `${bagId}: data/${rel} in the zip is ${digest ?? 'missing'}, uploaded ${sha256(bytes)}`,
+          );
       }
     } catch (err) {
-      rec.problem(client, 'zip', `${bagId}: Python's zipfile could not read the zip: ${(err as Error).message}`);
+      rec.problem(
+        client,
+        'zip',
+        `${bagId}: Python's zipfile could not read the zip: ${(err as Error).message}`,
+      );
     } finally {
       await rm(path, { force: true });
     }
@@ -183,13 +222,27 @@ with zipfile.ZipFile(sys.argv[1]) as z:
   async function round(client: number, user: User, n: number): Promise<void> {
     const bagId = randomUUID();
     const externalId = `load-${client}-${n}-${bagId.slice(0, 8)}`;
-    const created = await step(client, user, 'create', 'POST', '/v1/requests', 201, { bag_id: bagId, external_id: externalId, content_type: 'digital' });
+    const created = await step(client, user, 'create', 'POST', '/v1/requests', 201, {
+      bag_id: bagId,
+      external_id: externalId,
+      content_type: 'digital',
+    });
     if (created === undefined) return;
     rec.owners.set(bagId, user.name);
     rec.created.set(user.name, (rec.created.get(user.name) ?? 0) + 1);
     const req = created.json;
-    if (req?.bag_id !== bagId || req.user !== user.name || req.stored !== false || typeof req.upload_link !== 'string' || created.headers.get('location') !== `/v1/requests/${bagId}`)
-      return rec.problem(client, 'create', `unexpected request ${created.bytes.toString('utf8')} (Location ${created.headers.get('location')})`);
+    if (
+      req?.bag_id !== bagId ||
+      req.user !== user.name ||
+      req.stored !== false ||
+      typeof req.upload_link !== 'string' ||
+      created.headers.get('location') !== `/v1/requests/${bagId}`
+    )
+      return rec.problem(
+        client,
+        'create',
+        `unexpected request ${created.bytes.toString('utf8')} (Location ${created.headers.get('location')})`,
+      );
 
     const files: Record<string, Buffer> = {
       'a.txt': Buffer.from(`client ${client} round ${n} of ${user.name}\n`),
@@ -208,7 +261,11 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     const complete = await step(client, user, 'complete', 'POST', `/v1/requests/${bagId}/complete`, 201);
     if (complete === undefined) return;
     const itemId = complete.json?.id;
-    if (!Number.isInteger(itemId) || complete.json.status !== 'PENDING' || complete.headers.get('location') !== `/v1/queue/${itemId}`)
+    if (
+      !Number.isInteger(itemId) ||
+      complete.json.status !== 'PENDING' ||
+      complete.headers.get('location') !== `/v1/queue/${itemId}`
+    )
       return rec.problem(client, 'complete', `unexpected queue item ${complete.bytes.toString('utf8')}`);
 
     const completedAt = performance.now();
@@ -217,67 +274,106 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       const poll = await step(client, user, 'poll', 'GET', `/v1/queue/${itemId}`, 200);
       if (poll === undefined) return;
       item = poll.json;
-      if (item?.id !== itemId || item.request !== `/v1/requests/${bagId}`) return rec.problem(client, 'poll', `queue item ${itemId} came back as ${poll.bytes.toString('utf8')}`);
+      if (item?.id !== itemId || item.request !== `/v1/requests/${bagId}`)
+        return rec.problem(
+          client,
+          'poll',
+          `queue item ${itemId} came back as ${poll.bytes.toString('utf8')}`,
+        );
       if (item.status !== 'PENDING') break;
-      if (performance.now() - completedAt > ITEM_TIMEOUT_MS) return rec.problem(client, 'poll', `queue item ${itemId} still PENDING after ${ITEM_TIMEOUT_MS} ms`);
+      if (performance.now() - completedAt > ITEM_TIMEOUT_MS)
+        return rec.problem(client, 'poll', `queue item ${itemId} still PENDING after ${ITEM_TIMEOUT_MS} ms`);
       await sleep(POLL_MS);
     }
     rec.time('complete→DONE', performance.now() - completedAt);
-    if (item.status !== 'DONE' || item.package !== `/v1/packages/${bagId}`) return rec.problem(client, 'poll', `${bagId} ended ${JSON.stringify(item)}`);
+    if (item.status !== 'DONE' || item.package !== `/v1/packages/${bagId}`)
+      return rec.problem(client, 'poll', `${bagId} ended ${JSON.stringify(item)}`);
     rec.stored.add(bagId);
 
     const pkg = await step(client, user, 'package', 'GET', `/v1/packages/${bagId}`, 200);
     if (pkg === undefined) return;
     const names = Object.keys(files).sort();
-    if (pkg.json?.stored !== true || JSON.stringify(pkg.json.files) !== JSON.stringify(names) || pkg.json.user !== user.name || ('storage_location' in pkg.json) !== user.admin)
+    if (
+      pkg.json?.stored !== true ||
+      JSON.stringify(pkg.json.files) !== JSON.stringify(names) ||
+      pkg.json.user !== user.name ||
+      'storage_location' in pkg.json !== user.admin
+    )
       rec.problem(client, 'package', `unexpected package ${pkg.bytes.toString('utf8').slice(0, 300)}`);
 
     const rel = Math.random() < 0.5 ? 'a.txt' : 'sub/dir/b.bin';
     const file = await step(client, user, 'file', 'GET', `/v1/packages/${bagId}/${rel}`, 200);
-    if (file !== undefined && !file.bytes.equals(files[rel]!)) rec.problem(client, 'file', `${bagId}/${rel}: ${file.bytes.length} bytes differ from the ${files[rel]!.length} uploaded`);
+    if (file !== undefined && !file.bytes.equals(files[rel]!))
+      rec.problem(
+        client,
+        'file',
+        `${bagId}/${rel}: ${file.bytes.length} bytes differ from the ${files[rel]!.length} uploaded`,
+      );
 
     const zip = await step(client, user, 'zip', 'GET', `/v1/packages/${bagId}/download`, 200);
     if (zip !== undefined) {
-      if (zip.headers.get('content-type') !== 'application/zip' || zip.headers.get('content-length') !== String(zip.bytes.length))
-        rec.problem(client, 'zip', `${bagId}: Content-Type ${zip.headers.get('content-type')}, Content-Length ${zip.headers.get('content-length')} for ${zip.bytes.length} bytes`);
+      if (
+        zip.headers.get('content-type') !== 'application/zip' ||
+        zip.headers.get('content-length') !== String(zip.bytes.length)
+      )
+        rec.problem(
+          client,
+          'zip',
+          `${bagId}: Content-Type ${zip.headers.get('content-type')}, Content-Length ${zip.headers.get('content-length')} for ${zip.bytes.length} bytes`,
+        );
       // Stored, not deflated: every uploaded file's bytes are in the zip as they are.
-      for (const [rel, bytes] of Object.entries(files)) if (bytes.length > 0 && !zip.bytes.includes(bytes)) rec.problem(client, 'zip', `${bagId}: data/${rel} is not in the zip as uploaded`);
+      for (const [rel, bytes] of Object.entries(files))
+        if (bytes.length > 0 && !zip.bytes.includes(bytes))
+          rec.problem(client, 'zip', `${bagId}: data/${rel} is not in the zip as uploaded`);
       if (rec.zips++ % PYTHON_ZIP_EVERY === 0) await checkZipWithPython(client, bagId, zip.bytes, files);
     }
 
     const events = await step(client, user, 'package events', 'GET', `/v1/packages/${bagId}/events`, 200);
     if (events !== undefined) {
       const kinds = (events.json as any[]).map((e) => `${e.type}:${e.outcome}`);
-      if (!kinds.includes('validation:success') || !kinds.includes('ingestion:success') || kinds.some((k) => k.endsWith(':failure')))
+      if (
+        !kinds.includes('validation:success') ||
+        !kinds.includes('ingestion:success') ||
+        kinds.some((k) => k.endsWith(':failure'))
+      )
         rec.problem(client, 'package events', `${bagId}: ${kinds.join(', ')}`);
     }
 
     const packages = await step(client, user, 'list packages', 'GET', '/v1/packages', 200);
     if (packages !== undefined) {
       const list = packages.json as any[];
-      if (!list.some((p) => p.bag_id === bagId)) rec.problem(client, 'list packages', `${bagId} is not listed`);
+      if (!list.some((p) => p.bag_id === bagId))
+        rec.problem(client, 'list packages', `${bagId} is not listed`);
       for (const p of list) {
-        if (!user.admin && p.user !== user.name) rec.problem(client, 'list packages', `${user.name} was shown ${p.user}'s package ${p.bag_id}`);
+        if (!user.admin && p.user !== user.name)
+          rec.problem(client, 'list packages', `${user.name} was shown ${p.user}'s package ${p.bag_id}`);
         rec.seen(user, p.bag_id, 'list packages', client);
       }
     }
     const queue = await step(client, user, 'list queue', 'GET', '/v1/queue', 200);
     if (queue !== undefined) {
       const list = queue.json as any[];
-      if (!list.some((i) => i.id === itemId && i.status === 'DONE')) rec.problem(client, 'list queue', `item ${itemId} is not listed as DONE`);
+      if (!list.some((i) => i.id === itemId && i.status === 'DONE'))
+        rec.problem(client, 'list queue', `item ${itemId} is not listed as DONE`);
       for (const i of list) rec.seen(user, String(i.request).split('/').pop()!, 'list queue', client);
     }
     const all = await step(client, user, 'list events', 'GET', '/v1/events', 200);
     if (all !== undefined && !user.admin) {
       // Before the audit, every event of a package is by its owner: no one else's may show.
       const foreign = (all.json as any[]).filter((e) => e.executor !== user.name);
-      if (foreign.length > 0) rec.problem(client, 'list events', `${user.name} was shown ${foreign.length} events of ${[...new Set(foreign.map((e) => e.executor))].join(', ')}`);
+      if (foreign.length > 0)
+        rec.problem(
+          client,
+          'list events',
+          `${user.name} was shown ${foreign.length} events of ${[...new Set(foreign.map((e) => e.executor))].join(', ')}`,
+        );
     }
 
     if (!user.admin) {
       const others = [...rec.stored].slice(-50).filter((id) => rec.owners.get(id) !== user.name);
       const other = others[Math.floor(Math.random() * others.length)];
-      if (other !== undefined) await step(client, user, 'foreign package', 'GET', `/v1/packages/${other}`, 403);
+      if (other !== undefined)
+        await step(client, user, 'foreign package', 'GET', `/v1/packages/${other}`, 403);
     }
   }
 
@@ -290,7 +386,9 @@ with zipfile.ZipFile(sys.argv[1]) as z:
       await sleep(Math.random() * 1000); // spread the start
       for (let n = 0; Date.now() < loadEnds; n++) {
         const started = performance.now();
-        await round(client, user, n).catch((err: Error) => rec.problem(client, 'round', err.stack ?? err.message));
+        await round(client, user, n).catch((err: Error) =>
+          rec.problem(client, 'round', err.stack ?? err.message),
+        );
         rec.time('round', performance.now() - started);
         rounds.set(client, n + 1);
       }
@@ -301,9 +399,14 @@ with zipfile.ZipFile(sys.argv[1]) as z:
 
   for (const u of rec.unresolved) {
     const owner = rec.owners.get(u.bagId);
-    if (owner !== u.viewer) rec.problems.push(`${u.list}: ${u.viewer} was shown ${owner ?? 'nobody'}'s package ${u.bagId}`);
+    if (owner !== u.viewer)
+      rec.problems.push(`${u.list}: ${u.viewer} was shown ${owner ?? 'nobody'}'s package ${u.bagId}`);
   }
-  t.same(rec.problems.slice(0, 20), [], `every response as expected (${rec.problems.length} problems in ${rec.requests} requests)`);
+  t.same(
+    rec.problems.slice(0, 20),
+    [],
+    `every response as expected (${rec.problems.length} problems in ${rec.requests} requests)`,
+  );
   t.equal(rec.stored.size, totalRounds, 'every round stored its package');
   t.equal(rec.uploaded.size, rec.stored.size, 'every upload was stored');
   t.ok(rec.stored.size >= CLIENTS, `at least one package per client (${rec.stored.size})`);
@@ -314,14 +417,26 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     const packages = (await send(admin, 'GET', '/v1/packages')).res.json as any[];
     const createdTotal = [...rec.created.values()].reduce((a, b) => a + b, 0);
     t.equal(packages.length, createdTotal, 'the admin lists every request created');
-    t.equal(packages.filter((p) => p.stored).length, rec.stored.size, 'stored ones are the packages that came back DONE');
+    t.equal(
+      packages.filter((p) => p.stored).length,
+      rec.stored.size,
+      'stored ones are the packages that came back DONE',
+    );
     for (const u of users.slice(1)) {
       const own = (await send(u, 'GET', '/v1/packages')).res.json as any[];
-      t.equal(own.length, rec.created.get(u.name) ?? 0, `${u.name} lists exactly their ${rec.created.get(u.name) ?? 0} requests`);
+      t.equal(
+        own.length,
+        rec.created.get(u.name) ?? 0,
+        `${u.name} lists exactly their ${rec.created.get(u.name) ?? 0} requests`,
+      );
     }
     const queue = (await send(admin, 'GET', '/v1/queue')).res.json as any[];
     t.equal(queue.length, rec.stored.size, 'one queue item per completion');
-    t.same(queue.filter((i) => i.status !== 'DONE'), [], 'every queue item is DONE');
+    t.same(
+      queue.filter((i) => i.status !== 'DONE'),
+      [],
+      'every queue item is DONE',
+    );
   });
 
   let auditId: number | undefined;
@@ -355,7 +470,16 @@ with zipfile.ZipFile(sys.argv[1]) as z:
         ids.slice(i, i + 8).map(async (bagId) => {
           const events = (await send(admin, 'GET', `/v1/packages/${bagId}/events`)).res.json as any[];
           const kinds = events.map((e) => `${e.type}:${e.outcome}`).sort();
-          if (JSON.stringify(kinds) !== JSON.stringify(['fixity check:success', 'ingestion:success', 'transfer:success', 'validation:success'])) wrong.push(`${bagId}: ${kinds.join(', ')}`);
+          if (
+            JSON.stringify(kinds) !==
+            JSON.stringify([
+              'fixity check:success',
+              'ingestion:success',
+              'transfer:success',
+              'validation:success',
+            ])
+          )
+            wrong.push(`${bagId}: ${kinds.join(', ')}`);
         }),
       );
     }
@@ -377,7 +501,9 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     t.equal(total('preservd_ingest_duration_seconds_count', /outcome="FAILED"/), 0, 'no FAILED ingest');
     const ingests = total('preservd_ingest_duration_seconds_count', /outcome="DONE"/);
     t.equal(ingests, rec.stored.size, 'one DONE ingest per stored package');
-    const httpMean = (1000 * total('preservd_http_request_duration_seconds_sum')) / total('preservd_http_request_duration_seconds_count');
+    const httpMean =
+      (1000 * total('preservd_http_request_duration_seconds_sum')) /
+      total('preservd_http_request_duration_seconds_count');
     const ingestMean = total('preservd_ingest_duration_seconds_sum', /outcome="DONE"/) / ingests;
     const cpu = total('preservd_process_cpu_seconds_total');
     t.comment(
@@ -392,8 +518,14 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     const from = loadStarted + (i * loadSeconds * 1000) / 5;
     const to = loadStarted + ((i + 1) * loadSeconds * 1000) / 5;
     const samples = rec.timeline.filter((x) => x.at >= from && x.at < to);
-    const http = samples.filter((x) => !notHttp.has(x.step)).map((x) => x.ms).sort((a, b) => a - b);
-    const done = samples.filter((x) => x.step === 'complete→DONE').map((x) => x.ms).sort((a, b) => a - b);
+    const http = samples
+      .filter((x) => !notHttp.has(x.step))
+      .map((x) => x.ms)
+      .sort((a, b) => a - b);
+    const done = samples
+      .filter((x) => x.step === 'complete→DONE')
+      .map((x) => x.ms)
+      .sort((a, b) => a - b);
     return `slice ${i + 1}/5: ${done.length} stored (${(done.length / (loadSeconds / 5)).toFixed(2)}/s); HTTP p50 ${quantile(http, 0.5).toFixed(0)} ms p99 ${quantile(http, 0.99).toFixed(0)} ms; complete→DONE p50 ${quantile(done, 0.5).toFixed(0)} ms p99 ${quantile(done, 0.99).toFixed(0)} ms`;
   });
 
@@ -401,13 +533,31 @@ with zipfile.ZipFile(sys.argv[1]) as z:
     const sorted = [...(rec.latencies.get(name) ?? [])].sort((a, b) => a - b);
     return `${name.padEnd(16)} n=${String(sorted.length).padStart(6)}  p50 ${quantile(sorted, 0.5).toFixed(1).padStart(8)} ms  p99 ${quantile(sorted, 0.99).toFixed(1).padStart(8)} ms  max ${(sorted.at(-1) ?? NaN).toFixed(1).padStart(8)} ms`;
   };
-  const http = [...rec.latencies].filter(([k]) => !['rsync', 'round', 'complete→DONE'].includes(k)).flatMap(([, v]) => v);
+  const http = [...rec.latencies]
+    .filter(([k]) => !['rsync', 'round', 'complete→DONE'].includes(k))
+    .flatMap(([, v]) => v);
   rec.latencies.set('all HTTP', http);
   t.comment(
     [
       `${CLIENTS} clients, ${loadSeconds.toFixed(1)} s: ${rec.stored.size} packages stored (${(rec.stored.size / loadSeconds).toFixed(2)}/s), ${rec.requests} HTTP requests (${(rec.requests / loadSeconds).toFixed(1)}/s), ${rec.pythonZips} zips checked by Python`,
       ...slices,
-      ...['all HTTP', 'create', 'complete', 'poll', 'package', 'file', 'zip', 'package events', 'list packages', 'list queue', 'list events', 'foreign package', 'rsync', 'complete→DONE', 'round'].map(line),
+      ...[
+        'all HTTP',
+        'create',
+        'complete',
+        'poll',
+        'package',
+        'file',
+        'zip',
+        'package events',
+        'list packages',
+        'list queue',
+        'list events',
+        'foreign package',
+        'rsync',
+        'complete→DONE',
+        'round',
+      ].map(line),
     ].join('\n'),
   );
 

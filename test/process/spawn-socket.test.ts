@@ -24,7 +24,10 @@ t.test('a child with a socket on stdin reads no ~/.bashrc', async (t) => {
   const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
   t.teardown(() => client.destroy());
   const [socket] = (await once(server, 'connection')) as [net.Socket];
-  const child = spawnIsolated('sh', ['-c', 'echo served'], { env: childEnv({ HOME: home }), stdio: [socket, socket, 'ignore'] });
+  const child = spawnIsolated('sh', ['-c', 'echo served'], {
+    env: childEnv({ HOME: home }),
+    stdio: [socket, socket, 'ignore'],
+  });
   socket.destroy();
   let answer = '';
   client.setEncoding('utf8').on('data', (text: string) => (answer += text));

@@ -17,45 +17,66 @@ import { objectKey, targetsFor, type ReplicaTarget } from '../../src/replicas/in
 
 const BAG_ID = '0f1e2d3c-4b5a-4968-8776-655443322110';
 
-t.test('lanes that shrink from four to one mid-copy: every file still written, read back and verified', async (t) => {
-  const scratch = await mkdtemp(join(tmpdir(), 'preservd-copy-'));
-  t.teardown(() => rm(scratch, { recursive: true, force: true }));
-  const primary = join(scratch, 'primary');
-  const mirror = join(scratch, 'mirror');
-  await mkdir(mirror);
-  const files: FileRecord[] = [];
-  for (let i = 0; i < 24; i++) {
-    const path = `data/f${String(i).padStart(2, '0')}.txt`;
-    const bytes = Buffer.from(`file ${i}\n`.repeat(i + 1));
-    await mkdir(dirname(join(primary, path)), { recursive: true });
-    await writeFile(join(primary, path), bytes);
-    files.push({ path, size: bytes.length, crc32: '00000000', digests: { sha256: createHash('sha256').update(bytes).digest('hex') } });
-  }
-  const [dir] = targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]);
-  // The real folder target, its read-backs slowed so that lanes decide while others still read.
-  const slow: ReplicaTarget = Object.assign(Object.create(dir!) as ReplicaTarget, {
-    readBack: async (...args: Parameters<ReplicaTarget['readBack']>) => {
-      await sleep(30);
-      return dir!.readBack(...args);
-    },
-  });
+t.test(
+  'lanes that shrink from four to one mid-copy: every file still written, read back and verified',
+  async (t) => {
+    const scratch = await mkdtemp(join(tmpdir(), 'preservd-copy-'));
+    t.teardown(() => rm(scratch, { recursive: true, force: true }));
+    const primary = join(scratch, 'primary');
+    const mirror = join(scratch, 'mirror');
+    await mkdir(mirror);
+    const files: FileRecord[] = [];
+    for (let i = 0; i < 24; i++) {
+      const path = `data/f${String(i).padStart(2, '0')}.txt`;
+      const bytes = Buffer.from(`file ${i}\n`.repeat(i + 1));
+      await mkdir(dirname(join(primary, path)), { recursive: true });
+      await writeFile(join(primary, path), bytes);
+      files.push({
+        path,
+        size: bytes.length,
+        crc32: '00000000',
+        digests: { sha256: createHash('sha256').update(bytes).digest('hex') },
+      });
+    }
+    const [dir] = targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]);
+    // The real folder target, its read-backs slowed so that lanes decide while others still read.
+    const slow: ReplicaTarget = Object.assign(Object.create(dir!) as ReplicaTarget, {
+      readBack: async (...args: Parameters<ReplicaTarget['readBack']>) => {
+        await sleep(30);
+        return dir!.readBack(...args);
+      },
+    });
 
-  let ingestBusy = false;
-  const verified: string[] = [];
-  const outcome = await copyPackage(slow, BAG_ID, primary, files, {
-    skip: new Set(),
-    replaceable: new Set(),
-    lanes: () => (ingestBusy ? 1 : 4),
-    signal: new AbortController().signal,
-    onVerified: (path) => {
-      verified.push(path);
-      ingestBusy = true; // an ingest starts after the first file is verified
-    },
-  });
+    let ingestBusy = false;
+    const verified: string[] = [];
+    const outcome = await copyPackage(slow, BAG_ID, primary, files, {
+      skip: new Set(),
+      replaceable: new Set(),
+      lanes: () => (ingestBusy ? 1 : 4),
+      signal: new AbortController().signal,
+      onVerified: (path) => {
+        verified.push(path);
+        ingestBusy = true; // an ingest starts after the first file is verified
+      },
+    });
 
-  t.same(outcome, { kind: 'verified', files: files.length, bytes: files.reduce((n, f) => n + f.size, 0), written: files.length });
-  t.same(verified.sort(), files.map((f) => f.path), 'each file reported verified once');
-  for (const file of files) {
-    t.equal((await readFile(join(mirror, objectKey(BAG_ID, file.path)))).length, file.size, `${file.path} is on the replica`);
-  }
-});
+    t.same(outcome, {
+      kind: 'verified',
+      files: files.length,
+      bytes: files.reduce((n, f) => n + f.size, 0),
+      written: files.length,
+    });
+    t.same(
+      verified.sort(),
+      files.map((f) => f.path),
+      'each file reported verified once',
+    );
+    for (const file of files) {
+      t.equal(
+        (await readFile(join(mirror, objectKey(BAG_ID, file.path)))).length,
+        file.size,
+        `${file.path} is on the replica`,
+      );
+    }
+  },
+);

@@ -25,7 +25,8 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
     res.writeHead(200, { 'content-length': 5 });
     res.flushHeaders();
     let i = 0;
-    const next = () => (i < 5 ? res.write(Buffer.from('abcde').subarray(i, ++i), () => setTimeout(next, 5)) : res.end());
+    const next = () =>
+      i < 5 ? res.write(Buffer.from('abcde').subarray(i, ++i), () => setTimeout(next, 5)) : res.end();
     next();
   },
   '/empty': (_req, res) => {
@@ -33,7 +34,8 @@ const routes: Record<string, (req: IncomingMessage, res: ServerResponse) => void
     res.end();
   },
   '/refused': (_req, res) => {
-    const xml = '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message></Message></Error>';
+    const xml =
+      '<?xml version="1.0" encoding="UTF-8"?><Error><Code>AccessDenied</Code><Message></Message></Error>';
     res.writeHead(403, { 'content-length': Buffer.byteLength(xml), 'content-type': 'application/xml' });
     res.end(xml);
   },
@@ -63,20 +65,49 @@ t.test('a bare GET against a real HTTP server', async (t) => {
     server.close();
   });
   const { port } = server.address() as AddressInfo;
-  const opts = { host: '127.0.0.1', port, hostHeader: `127.0.0.1:${port}`, connectTimeoutMs: 2000, idleTimeoutMs: 2000, buffers: new BufferPool(256 * 1024, 8) };
+  const opts = {
+    host: '127.0.0.1',
+    port,
+    hostHeader: `127.0.0.1:${port}`,
+    connectTimeoutMs: 2000,
+    idleTimeoutMs: 2000,
+    buffers: new BufferPool(256 * 1024, 8),
+  };
 
-  t.same(await bareGetDigest('/whole?X-Amz-Signature=abc', opts), { kind: 'body', size: body.length, sha256: sha(body) });
-  t.same(seen, [`GET /whole?X-Amz-Signature=abc host=127.0.0.1:${port} connection=close`], 'the path and query as given, the Host signed for, one connection');
-  t.same(await bareGetDigest('/trickle', opts), { kind: 'body', size: 5, sha256: sha(Buffer.from('abcde')) }, 'a body in pieces');
+  t.same(await bareGetDigest('/whole?X-Amz-Signature=abc', opts), {
+    kind: 'body',
+    size: body.length,
+    sha256: sha(body),
+  });
+  t.same(
+    seen,
+    [`GET /whole?X-Amz-Signature=abc host=127.0.0.1:${port} connection=close`],
+    'the path and query as given, the Host signed for, one connection',
+  );
+  t.same(
+    await bareGetDigest('/trickle', opts),
+    { kind: 'body', size: 5, sha256: sha(Buffer.from('abcde')) },
+    'a body in pieces',
+  );
   t.same(await bareGetDigest('/empty', opts), { kind: 'body', size: 0, sha256: sha(Buffer.alloc(0)) });
   t.same(await bareGetDigest('/refused', opts), { kind: 'status', status: 403, code: 'AccessDenied' });
   t.same(await bareGetDigest('/chunked', opts), { kind: 'unsupported', reason: 'a chunked answer' });
-  await t.rejects(bareGetDigest('/cut', opts), new BareGetFailed(`the connection closed after 1000 of ${body.length} bytes`));
-  await t.rejects(bareGetDigest('/stall', { ...opts, idleTimeoutMs: 300 }), new BareGetFailed('no answer for 0.3 s'));
+  await t.rejects(
+    bareGetDigest('/cut', opts),
+    new BareGetFailed(`the connection closed after 1000 of ${body.length} bytes`),
+  );
+  await t.rejects(
+    bareGetDigest('/stall', { ...opts, idleTimeoutMs: 300 }),
+    new BareGetFailed('no answer for 0.3 s'),
+  );
 
   // At a rate limit: no faster than asked.
   const started = performance.now();
-  t.same(await bareGetDigest('/whole', { ...opts, bytesPerSec: 4 * 1024 * 1024 }), { kind: 'body', size: body.length, sha256: sha(body) });
+  t.same(await bareGetDigest('/whole', { ...opts, bytesPerSec: 4 * 1024 * 1024 }), {
+    kind: 'body',
+    size: body.length,
+    sha256: sha(body),
+  });
   t.ok(performance.now() - started >= 700, 'a 3 MiB body at 4 MiB/s takes at least 0.7 s');
 
   // An abort ends the GET with the signal's reason.
@@ -87,5 +118,8 @@ t.test('a bare GET against a real HTTP server', async (t) => {
 
   // Nobody listening.
   const gone = await freePort();
-  await t.rejects(bareGetDigest('/whole', { ...opts, port: gone }), { name: 'BareGetFailed', message: /^ECONNREFUSED: / });
+  await t.rejects(bareGetDigest('/whole', { ...opts, port: gone }), {
+    name: 'BareGetFailed',
+    message: /^ECONNREFUSED: /,
+  });
 });

@@ -14,7 +14,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
 import { BufferPool } from '../../src/replicas/bare-http.js';
-import { barePut, BarePutFailed, fileReader, ObjectCheck, type BarePutOptions } from '../../src/replicas/http-put.js';
+import {
+  barePut,
+  BarePutFailed,
+  fileReader,
+  ObjectCheck,
+  type BarePutOptions,
+} from '../../src/replicas/http-put.js';
 import { SourceChanged, type ExpectedFile } from '../../src/replicas/target.js';
 import { freePort } from '../helpers/daemon.js';
 
@@ -23,7 +29,11 @@ const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
 
 /** The whole file as one object. */
 const barePutFile = (path: string, file: FileHandle, expected: ExpectedFile, opts: BarePutOptions) =>
-  barePut(path, { read: fileReader(file), start: 0, end: expected.size, check: new ObjectCheck(expected) }, opts);
+  barePut(
+    path,
+    { read: fileReader(file), start: 0, end: expected.size, check: new ObjectCheck(expected) },
+    opts,
+  );
 
 interface Received {
   url: string;
@@ -49,9 +59,17 @@ t.test('a bare PUT against a real HTTP server', async (t) => {
       hash.update(chunk);
       bytes += chunk.length;
     });
-    req.on('aborted', () => received.push({ url: req.url!, headers: req.headers, bytes, sha256: '', complete: false }));
+    req.on('aborted', () =>
+      received.push({ url: req.url!, headers: req.headers, bytes, sha256: '', complete: false }),
+    );
     req.on('end', () => {
-      received.push({ url: req.url!, headers: req.headers, bytes, sha256: hash.digest('hex'), complete: true });
+      received.push({
+        url: req.url!,
+        headers: req.headers,
+        bytes,
+        sha256: hash.digest('hex'),
+        complete: true,
+      });
       if (path === '/refused') return refuse(res);
       res.writeHead(200, { etag: '"abc"', 'content-length': 0 });
       res.end();
@@ -69,44 +87,97 @@ t.test('a bare PUT against a real HTTP server', async (t) => {
   const file = await open(path);
   t.teardown(() => file.close());
   const { port } = server.address() as AddressInfo;
-  const opts = { host: '127.0.0.1', port, hostHeader: `127.0.0.1:${port}`, headers: [['x-amz-meta-sha256', sha(body)]] as const, connectTimeoutMs: 2000, idleTimeoutMs: 2000, buffers: new BufferPool(512 * 1024, 8) };
+  const opts = {
+    host: '127.0.0.1',
+    port,
+    hostHeader: `127.0.0.1:${port}`,
+    headers: [['x-amz-meta-sha256', sha(body)]] as const,
+    connectTimeoutMs: 2000,
+    idleTimeoutMs: 2000,
+    buffers: new BufferPool(512 * 1024, 8),
+  };
   const expected = { size: body.length, sha256: sha(body) };
 
-  t.same(await barePutFile('/bag/file?X-Amz-Signature=abc', file, expected, opts), { status: 200, code: '', etag: '"abc"' });
+  t.same(await barePutFile('/bag/file?X-Amz-Signature=abc', file, expected, opts), {
+    status: 200,
+    code: '',
+    etag: '"abc"',
+  });
   const [whole] = received.splice(0);
-  t.match(whole, { url: '/bag/file?X-Amz-Signature=abc', bytes: body.length, sha256: sha(body), complete: true }, 'the whole file, at the path and query given');
-  t.match(whole!.headers, { host: `127.0.0.1:${port}`, 'content-length': String(body.length), 'x-amz-meta-sha256': sha(body), connection: 'close' }, 'with the signed headers');
+  t.match(
+    whole,
+    { url: '/bag/file?X-Amz-Signature=abc', bytes: body.length, sha256: sha(body), complete: true },
+    'the whole file, at the path and query given',
+  );
+  t.match(
+    whole!.headers,
+    {
+      host: `127.0.0.1:${port}`,
+      'content-length': String(body.length),
+      'x-amz-meta-sha256': sha(body),
+      connection: 'close',
+    },
+    'with the signed headers',
+  );
 
   const empty = join(dir, 'empty');
   writeFileSync(empty, '');
   const emptyFile = await open(empty);
   t.teardown(() => emptyFile.close());
-  t.same(await barePutFile('/bag/empty', emptyFile, { size: 0, sha256: sha(Buffer.alloc(0)) }, opts), { status: 200, code: '', etag: '"abc"' }, 'an empty file');
+  t.same(
+    await barePutFile('/bag/empty', emptyFile, { size: 0, sha256: sha(Buffer.alloc(0)) }, opts),
+    { status: 200, code: '', etag: '"abc"' },
+    'an empty file',
+  );
   t.match(received.splice(0), [{ bytes: 0, complete: true }]);
 
-  t.same(await barePutFile('/refused', file, expected, opts), { status: 403, code: 'AccessDenied', etag: undefined }, 'an error answer after the body');
+  t.same(
+    await barePutFile('/refused', file, expected, opts),
+    { status: 403, code: 'AccessDenied', etag: undefined },
+    'an error answer after the body',
+  );
   received.splice(0);
   // A gateway that answers before it has read the body (and goes on reading, so nothing is reset).
   const early = createNetServer((socket) => {
-    socket.once('data', () => socket.write('HTTP/1.1 403 Forbidden\r\nContent-Length: 40\r\n\r\n<Error><Code>AccessDenied</Code></Error>'));
+    socket.once('data', () =>
+      socket.write(
+        'HTTP/1.1 403 Forbidden\r\nContent-Length: 40\r\n\r\n<Error><Code>AccessDenied</Code></Error>',
+      ),
+    );
     socket.resume();
   });
   await new Promise<void>((resolve) => early.listen(0, '127.0.0.1', resolve));
   t.teardown(() => early.close());
   const earlyPort = (early.address() as AddressInfo).port;
-  t.same(await barePutFile('/early', file, expected, { ...opts, port: earlyPort }), { status: 403, code: 'AccessDenied', etag: undefined }, 'an error answer before the body was read');
+  t.same(
+    await barePutFile('/early', file, expected, { ...opts, port: earlyPort }),
+    { status: 403, code: 'AccessDenied', etag: undefined },
+    'an error answer before the body was read',
+  );
 
   // Not the catalog's bytes (changed, longer, shorter): a SourceChanged, and the server never gets the whole body.
-  await t.rejects(barePutFile('/bag/changed', file, { ...expected, sha256: sha(Buffer.from('other')) }, opts), SourceChanged);
-  await t.rejects(barePutFile('/bag/shorter', file, { ...expected, size: body.length - 1 }, opts), { name: 'SourceChanged', size: body.length });
-  await t.rejects(barePutFile('/bag/longer', file, { ...expected, size: body.length + 1 }, opts), { name: 'SourceChanged', size: body.length });
+  await t.rejects(
+    barePutFile('/bag/changed', file, { ...expected, sha256: sha(Buffer.from('other')) }, opts),
+    SourceChanged,
+  );
+  await t.rejects(barePutFile('/bag/shorter', file, { ...expected, size: body.length - 1 }, opts), {
+    name: 'SourceChanged',
+    size: body.length,
+  });
+  await t.rejects(barePutFile('/bag/longer', file, { ...expected, size: body.length + 1 }, opts), {
+    name: 'SourceChanged',
+    size: body.length,
+  });
   await new Promise((resolve) => setTimeout(resolve, 100));
   t.ok(
     received.every((r) => !r.complete),
     'none of them arrived whole',
   );
 
-  await t.rejects(barePutFile('/stall', file, expected, { ...opts, idleTimeoutMs: 300 }), new BarePutFailed('no progress for 0.3 s'));
+  await t.rejects(
+    barePutFile('/stall', file, expected, { ...opts, idleTimeoutMs: 300 }),
+    new BarePutFailed('no progress for 0.3 s'),
+  );
 
   // An abort ends the PUT with the signal's reason.
   const stop = new AbortController();
@@ -116,5 +187,8 @@ t.test('a bare PUT against a real HTTP server', async (t) => {
 
   // Nobody listening.
   const gone = await freePort();
-  await t.rejects(barePutFile('/bag/file', file, expected, { ...opts, port: gone }), { name: 'BarePutFailed', message: /^ECONNREFUSED: / });
+  await t.rejects(barePutFile('/bag/file', file, expected, { ...opts, port: gone }), {
+    name: 'BarePutFailed',
+    message: /^ECONNREFUSED: /,
+  });
 });

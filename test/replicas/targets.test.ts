@@ -6,7 +6,15 @@
  * gateway is ReplicaDown, not a problem of the object. The bucket is tried over `http:` and
  * `https:` (the gateway's TLS, its CA given as `caFile`), on one cluster.
  */
-import { CreateBucketCommand, GetObjectCommand, ListMultipartUploadsCommand, ListObjectsV2Command, ListObjectVersionsCommand, PutObjectCommand, type S3Client } from '@aws-sdk/client-s3';
+import {
+  CreateBucketCommand,
+  GetObjectCommand,
+  ListMultipartUploadsCommand,
+  ListObjectsV2Command,
+  ListObjectVersionsCommand,
+  PutObjectCommand,
+  type S3Client,
+} from '@aws-sdk/client-s3';
 import { createHash, randomBytes } from 'node:crypto';
 import { createReadStream } from 'node:fs';
 import { mkdir, mkdtemp, open, readdir, readFile, rm, writeFile } from 'node:fs/promises';
@@ -31,18 +39,42 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
 
   t.equal(await target.write(key, createReadStream(smallFile), expected, { replace: false }), 'written');
   t.same(await target.readBack(key, expected, {}), { kind: 'match' });
-  t.equal(await target.write(key, Readable.from([Buffer.from('other')]), { size: 5, sha256: sha(Buffer.from('other')) }, { replace: false }), 'exists', 'an existing object is not overwritten');
+  t.equal(
+    await target.write(
+      key,
+      Readable.from([Buffer.from('other')]),
+      { size: 5, sha256: sha(Buffer.from('other')) },
+      { replace: false },
+    ),
+    'exists',
+    'an existing object is not overwritten',
+  );
   t.same(await target.readBack(key, expected, {}), { kind: 'match' }, 'still the first bytes');
 
   // A source that is not what the catalog says: nothing lands.
   const wrongKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/wrong.txt';
-  await t.rejects(target.write(wrongKey, Readable.from([Buffer.from('not this')]), expected, { replace: false }), { name: 'SourceChanged' });
+  await t.rejects(
+    target.write(wrongKey, Readable.from([Buffer.from('not this')]), expected, { replace: false }),
+    { name: 'SourceChanged' },
+  );
   t.same(await target.readBack(wrongKey, expected, {}), { kind: 'missing' });
 
   // Replacing, when asked.
   const other = Buffer.from('replaced bytes');
-  t.equal(await target.write(key, Readable.from([other]), { size: other.length, sha256: sha(other) }, { replace: true }), 'written');
-  t.same(await target.readBack(key, expected, {}), { kind: 'differs', size: other.length, sha256: sha(other) });
+  t.equal(
+    await target.write(
+      key,
+      Readable.from([other]),
+      { size: other.length, sha256: sha(other) },
+      { replace: true },
+    ),
+    'written',
+  );
+  t.same(await target.readBack(key, expected, {}), {
+    kind: 'differs',
+    size: other.length,
+    sha256: sha(other),
+  });
 
   // A large file, from an open file (S3: a multipart upload of ranges read side by side) and as a stream.
   const big = randomBytes(40 * 1024 * 1024 + 123);
@@ -54,12 +86,19 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
   t.equal(await target.write(bigKey, handle, bigExpected, { replace: false }), 'written');
   t.same(await target.readBack(bigKey, bigExpected, {}), { kind: 'match' });
   const streamedKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/streamed/big.bin';
-  t.equal(await target.write(streamedKey, createReadStream(bigFile), bigExpected, { replace: false, absent: true }), 'written');
+  t.equal(
+    await target.write(streamedKey, createReadStream(bigFile), bigExpected, { replace: false, absent: true }),
+    'written',
+  );
   t.same(await target.readBack(streamedKey, bigExpected, {}), { kind: 'match' });
   // A large file that is not what the catalog says: nothing lands, from a file or a stream.
   const wrongBig = { size: big.length, sha256: sha(Buffer.from('something else')) };
-  await t.rejects(target.write(`${bigKey}.wrong`, handle, wrongBig, { replace: false }), { name: 'SourceChanged' });
-  await t.rejects(target.write(`${bigKey}.wrong`, createReadStream(bigFile), wrongBig, { replace: false }), { name: 'SourceChanged' });
+  await t.rejects(target.write(`${bigKey}.wrong`, handle, wrongBig, { replace: false }), {
+    name: 'SourceChanged',
+  });
+  await t.rejects(target.write(`${bigKey}.wrong`, createReadStream(bigFile), wrongBig, { replace: false }), {
+    name: 'SourceChanged',
+  });
   t.same(await target.readBack(`${bigKey}.wrong`, wrongBig, {}), { kind: 'missing' });
   await handle.close();
   const range = await target.open(bigKey, { start: 1000, end: 1999 });
@@ -68,7 +107,8 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
   t.ok(Buffer.concat(chunks).equals(big.subarray(1000, 2000)), 'a range reads the right bytes');
 
   const listed: string[] = [];
-  for await (const o of target.list('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/')) listed.push(`${o.key} ${o.size}`);
+  for await (const o of target.list('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'))
+    listed.push(`${o.key} ${o.size}`);
   t.same(listed, [`${bigKey} ${big.length}`, `${key} ${other.length}`, `${streamedKey} ${big.length}`]);
   t.equal(await target.open('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/nothing'), undefined);
 }
@@ -78,7 +118,9 @@ t.test('dir replica', async (t) => {
   t.teardown(() => rm(scratch, { recursive: true, force: true }));
   const root = join(scratch, 'replica');
   const [missing] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
-  await t.rejects(checkTargets([missing!]), { message: `a replica cannot be used:\n  replica mirror: folder ${root} does not exist; create it (and mount the filesystem it is on) first` });
+  await t.rejects(checkTargets([missing!]), {
+    message: `a replica cannot be used:\n  replica mirror: folder ${root} does not exist; create it (and mount the filesystem it is on) first`,
+  });
   await mkdir(root);
   const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await checkTargets([target!]);
@@ -94,8 +136,19 @@ t.test('dir replica', async (t) => {
   for (const name of [`${'L'.repeat(251)}.txt`, '\u3042'.repeat(85), '\u{1F600}'.repeat(63)]) {
     const longKey = `ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/${name}`;
     const bytes = Buffer.from(name);
-    t.equal(await target!.write(longKey, Readable.from([bytes]), { size: bytes.length, sha256: sha(bytes) }, { replace: false }), 'written', `${Buffer.byteLength(name)} bytes`);
-    t.same(await target!.readBack(longKey, { size: bytes.length, sha256: sha(bytes) }, {}), { kind: 'match' });
+    t.equal(
+      await target!.write(
+        longKey,
+        Readable.from([bytes]),
+        { size: bytes.length, sha256: sha(bytes) },
+        { replace: false },
+      ),
+      'written',
+      `${Buffer.byteLength(name)} bytes`,
+    );
+    t.same(await target!.readBack(longKey, { size: bytes.length, sha256: sha(bytes) }, {}), {
+      kind: 'match',
+    });
   }
 });
 
@@ -108,8 +161,23 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
 
   // An https: endpoint whose CA is not trusted: refused at start-up, naming why.
   const bucket = 'replica-https';
-  const [untrusted] = targetsFor([{ name: 'ceph', kind: 's3', endpoint: ceph.httpsEndpoint, bucket, region: ceph.region, prefix: '', forcePathStyle: true, accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey }]);
-  await t.rejects(checkTargets([untrusted!]), { message: /^a replica cannot be used:\n {2}replica ceph: bucket replica-https at https:\/\/127\.0\.0\.1:\d+ cannot be reached: .*certificate/ });
+  const [untrusted] = targetsFor([
+    {
+      name: 'ceph',
+      kind: 's3',
+      endpoint: ceph.httpsEndpoint,
+      bucket,
+      region: ceph.region,
+      prefix: '',
+      forcePathStyle: true,
+      accessKeyId: ceph.accessKeyId,
+      secretAccessKey: ceph.secretAccessKey,
+    },
+  ]);
+  await t.rejects(checkTargets([untrusted!]), {
+    message:
+      /^a replica cannot be used:\n {2}replica ceph: bucket replica-https at https:\/\/127\.0\.0\.1:\d+ cannot be reached: .*certificate/,
+  });
   untrusted!.close();
 
   // A multipart upload (parts as small as S3 allows), from a file and from a stream, over both schemes.
@@ -119,23 +187,63 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   const bigFile = join(scratch, 'big');
   await writeFile(bigFile, big);
   const expected = { size: big.length, sha256: sha(big) };
-  for (const [scheme, endpoint] of [['http', ceph.endpoint], ['https', ceph.httpsEndpoint]] as const) {
+  for (const [scheme, endpoint] of [
+    ['http', ceph.endpoint],
+    ['https', ceph.httpsEndpoint],
+  ] as const) {
     const client = s3Client({ ...ceph, endpoint }, ceph.caFile);
-    const writer = new PresignedWriter(client, 'ceph', trustedCAs(await readFile(ceph.caFile, 'utf8')), { singlePut: 5 * 1024 * 1024, part: 5 * 1024 * 1024 });
+    const writer = new PresignedWriter(client, 'ceph', trustedCAs(await readFile(ceph.caFile, 'utf8')), {
+      singlePut: 5 * 1024 * 1024,
+      part: 5 * 1024 * 1024,
+    });
     const handle = await open(bigFile);
     await writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/file' }, handle, expected, undefined);
-    await writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/stream' }, createReadStream(bigFile), expected, undefined);
+    await writer.put(
+      { Bucket: `replica-${scheme}`, Key: 'parts/stream' },
+      createReadStream(bigFile),
+      expected,
+      undefined,
+    );
     // Not the catalog's bytes: the upload is aborted, nothing lands.
-    await t.rejects(writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/wrong' }, handle, { ...expected, sha256: sha(Buffer.from('x')) }, undefined), { name: 'SourceChanged' });
-    await t.rejects(writer.put({ Bucket: `replica-${scheme}`, Key: 'parts/wrong' }, createReadStream(bigFile), { ...expected, size: big.length - 1 }, undefined), { name: 'SourceChanged', size: big.length });
+    await t.rejects(
+      writer.put(
+        { Bucket: `replica-${scheme}`, Key: 'parts/wrong' },
+        handle,
+        { ...expected, sha256: sha(Buffer.from('x')) },
+        undefined,
+      ),
+      { name: 'SourceChanged' },
+    );
+    await t.rejects(
+      writer.put(
+        { Bucket: `replica-${scheme}`, Key: 'parts/wrong' },
+        createReadStream(bigFile),
+        { ...expected, size: big.length - 1 },
+        undefined,
+      ),
+      { name: 'SourceChanged', size: big.length },
+    );
     await handle.close();
     for (const key of ['parts/file', 'parts/stream']) {
       const got = await s3.send(new GetObjectCommand({ Bucket: `replica-${scheme}`, Key: key }));
-      t.equal(sha(Buffer.from(await got.Body!.transformToByteArray())), expected.sha256, `${scheme}: ${key} went up in 3 parts, whole`);
+      t.equal(
+        sha(Buffer.from(await got.Body!.transformToByteArray())),
+        expected.sha256,
+        `${scheme}: ${key} went up in 3 parts, whole`,
+      );
       t.match(got.ETag, /-3"$/, `${scheme}: ${key} is a multipart object`);
     }
-    t.same((await s3.send(new ListObjectsV2Command({ Bucket: `replica-${scheme}`, Prefix: 'parts/wrong' }))).Contents ?? [], [], `${scheme}: the wrong ones are not there`);
-    t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: `replica-${scheme}` }))).Uploads ?? [], [], `${scheme}: and their uploads were aborted`);
+    t.same(
+      (await s3.send(new ListObjectsV2Command({ Bucket: `replica-${scheme}`, Prefix: 'parts/wrong' })))
+        .Contents ?? [],
+      [],
+      `${scheme}: the wrong ones are not there`,
+    );
+    t.same(
+      (await s3.send(new ListMultipartUploadsCommand({ Bucket: `replica-${scheme}` }))).Uploads ?? [],
+      [],
+      `${scheme}: and their uploads were aborted`,
+    );
     client.destroy();
   }
 });
@@ -146,11 +254,21 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
   const endpoint = scheme === 'http' ? ceph.endpoint : ceph.httpsEndpoint;
   const bucket = `replica-${scheme}`;
   const config = {
-    name: 'ceph', kind: 's3' as const, endpoint, bucket, region: ceph.region, prefix: 'pre/', forcePathStyle: true,
-    accessKeyId: ceph.accessKeyId, secretAccessKey: ceph.secretAccessKey, ...(scheme === 'https' ? { caFile: ceph.caFile } : {}),
+    name: 'ceph',
+    kind: 's3' as const,
+    endpoint,
+    bucket,
+    region: ceph.region,
+    prefix: 'pre/',
+    forcePathStyle: true,
+    accessKeyId: ceph.accessKeyId,
+    secretAccessKey: ceph.secretAccessKey,
+    ...(scheme === 'https' ? { caFile: ceph.caFile } : {}),
   };
   const [absent] = targetsFor([config]);
-  await t.rejects(checkTargets([absent!]), { message: `a replica cannot be used:\n  replica ceph: bucket ${bucket} does not exist at ${endpoint}; create it first` });
+  await t.rejects(checkTargets([absent!]), {
+    message: `a replica cannot be used:\n  replica ceph: bucket ${bucket} does not exist at ${endpoint}; create it first`,
+  });
   absent!.close();
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
   const [target] = targetsFor([config]);
@@ -165,23 +283,46 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
   const oddExpected = { size: oddBytes.length, sha256: sha(oddBytes) };
   t.equal(await target!.write(odd, Readable.from([oddBytes]), oddExpected, { replace: false }), 'written');
   t.same(await target!.readBack(odd, oddExpected, {}), { kind: 'match' });
-  t.same((await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `pre/${odd}` }))).ContentLength, oddBytes.length, 'the key is the one the SDK knows');
+  t.same(
+    (await s3.send(new GetObjectCommand({ Bucket: bucket, Key: `pre/${odd}` }))).ContentLength,
+    oddBytes.length,
+    'the key is the one the SDK knows',
+  );
   const paced = randomBytes(4 * 1024 * 1024);
   const pacedKey = 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/paced.bin';
   const pacedExpected = { size: paced.length, sha256: sha(paced) };
-  t.equal(await target!.write(pacedKey, Readable.from([paced]), pacedExpected, { replace: false }), 'written');
+  t.equal(
+    await target!.write(pacedKey, Readable.from([paced]), pacedExpected, { replace: false }),
+    'written',
+  );
   const started = performance.now();
-  t.same(await target!.readBack(pacedKey, pacedExpected, { bytesPerSec: 4 * 1024 * 1024 }), { kind: 'match' });
+  t.same(await target!.readBack(pacedKey, pacedExpected, { bytesPerSec: 4 * 1024 * 1024 }), {
+    kind: 'match',
+  });
   t.ok(performance.now() - started >= 950, 'read no faster than the rate limit');
   const stop = new AbortController();
-  const aborted = target!.readBack(pacedKey, pacedExpected, { bytesPerSec: 1024 * 1024, signal: stop.signal });
+  const aborted = target!.readBack(pacedKey, pacedExpected, {
+    bytesPerSec: 1024 * 1024,
+    signal: stop.signal,
+  });
   setTimeout(() => stop.abort(new Error('stop reading')), 200);
   await t.rejects(aborted, { message: 'stop reading' });
   // A gateway that refuses the read (keys it does not know): the copy is unreadable, named so.
   const [forged] = targetsFor([{ ...config, secretAccessKey: 'not-the-secret-key' }]);
-  t.same(await forged!.readBack(pacedKey, pacedExpected, {}), { kind: 'unreadable', reason: 'SignatureDoesNotMatch, HTTP 403' });
+  t.same(await forged!.readBack(pacedKey, pacedExpected, {}), {
+    kind: 'unreadable',
+    reason: 'SignatureDoesNotMatch, HTTP 403',
+  });
   // ... and the write: a refusal about the object (a write-refused problem), not the replica down.
-  await t.rejects(forged!.write('k/forged', Readable.from([Buffer.from('x')]), { size: 1, sha256: sha(Buffer.from('x')) }, { replace: false, absent: true }), { name: 'ObjectRefused', message: 'SignatureDoesNotMatch, HTTP 403' });
+  await t.rejects(
+    forged!.write(
+      'k/forged',
+      Readable.from([Buffer.from('x')]),
+      { size: 1, sha256: sha(Buffer.from('x')) },
+      { replace: false, absent: true },
+    ),
+    { name: 'ObjectRefused', message: 'SignatureDoesNotMatch, HTTP 403' },
+  );
   forged!.close();
 
   // Retention asked of a bucket without Object Lock: refused at start-up.
@@ -200,15 +341,25 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data/Ünïcode name + 100% (1).txt',
     'pre/ab/cd/ef/abcdef00-0000-4000-8000-000000000000/streamed/big.bin',
   ]);
-  t.same((await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [], [], 'the refused uploads were aborted');
+  t.same(
+    (await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [],
+    [],
+    'the refused uploads were aborted',
+  );
 
   // The gateway down: ReplicaDown, not a problem with the object; back up: works again.
   await ceph.stopGateway();
   const expected = { size: 1, sha256: sha(Buffer.from('x')) };
-  await t.rejects(target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }), ReplicaDown);
+  await t.rejects(
+    target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }),
+    ReplicaDown,
+  );
   await t.rejects(target!.readBack('k/x', expected, {}), ReplicaDown);
   await ceph.startGateway();
-  t.equal(await target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }), 'written');
+  t.equal(
+    await target!.write('k/x', Readable.from([Buffer.from('x')]), expected, { replace: false }),
+    'written',
+  );
   await s3.send(new PutObjectCommand({ Bucket: bucket, Key: 'pre/k/y', Body: 'y' }));
   t.same(await target!.readBack('k/x', expected, {}), { kind: 'match' });
 }

@@ -34,7 +34,8 @@ function recorded(name: string, log: string[], fails = false): Service {
 
 async function startAll(lifecycle: Lifecycle, log: string[], failAt?: string): Promise<void> {
   lifecycle.onStop('catalog', () => log.push('close catalog'));
-  for (const name of ['replicator', 'ingest', 'audits']) await lifecycle.start(name, recorded(name, log, name === failAt));
+  for (const name of ['replicator', 'ingest', 'audits'])
+    await lifecycle.start(name, recorded(name, log, name === failAt));
 }
 
 t.test('stop() and a failed start release the services in the same reverse order', async (t) => {
@@ -49,8 +50,21 @@ t.test('stop() and a failed start release the services in the same reverse order
   await failing.stop(); // what Daemon.start does with a start that threw
 
   const releases = (log: string[]) => log.filter((l) => !l.startsWith('start'));
-  t.same(releases(stopped), ['stop audits (signal aborted)', 'stop ingest (signal aborted)', 'stop replicator (signal aborted)', 'close catalog'], 'stop(): the reverse of the start, each signal aborted before its stop');
-  t.same(releases(failed), releases(stopped), 'a start that failed at the last service stops every earlier one (and itself), in the same order');
+  t.same(
+    releases(stopped),
+    [
+      'stop audits (signal aborted)',
+      'stop ingest (signal aborted)',
+      'stop replicator (signal aborted)',
+      'close catalog',
+    ],
+    'stop(): the reverse of the start, each signal aborted before its stop',
+  );
+  t.same(
+    releases(failed),
+    releases(stopped),
+    'a start that failed at the last service stops every earlier one (and itself), in the same order',
+  );
   await running.stop();
   t.same(releases(stopped).length, 4, 'released once: a second stop() has nothing left to release');
 });
@@ -85,80 +99,86 @@ async function portTaken(port: number): Promise<boolean> {
   return taken;
 }
 
-t.test('the daemon: a start that fails at its last step (the API port taken) leaves nothing running', async (t) => {
-  const dataDir = await mkdtemp(join(tmpdir(), 'preservd-lifecycle-'));
-  t.teardown(() => rm(dataDir, { recursive: true, force: true }));
-  const taken = await holdPort();
-  t.teardown(() => new Promise<void>((resolve) => taken.server.close(() => resolve())));
-  const config = defaults();
-  config.dataDir = dataDir;
-  config.http.port = taken.port;
-  config.upload.rsync.port = await freePort();
-  config.fixity.workers = 1;
-  const logger = pino({ level: 'silent' });
+t.test(
+  'the daemon: a start that fails at its last step (the API port taken) leaves nothing running',
+  async (t) => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'preservd-lifecycle-'));
+    t.teardown(() => rm(dataDir, { recursive: true, force: true }));
+    const taken = await holdPort();
+    t.teardown(() => new Promise<void>((resolve) => taken.server.close(() => resolve())));
+    const config = defaults();
+    config.dataDir = dataDir;
+    config.http.port = taken.port;
+    config.upload.rsync.port = await freePort();
+    config.fixity.workers = 1;
+    const logger = pino({ level: 'silent' });
 
-  await t.rejects(Daemon.start(config, { logger }), /EADDRINUSE/);
-  t.notOk(await portTaken(config.upload.rsync.port), 'the rsync daemon started before it was stopped');
+    await t.rejects(Daemon.start(config, { logger }), /EADDRINUSE/);
+    t.notOk(await portTaken(config.upload.rsync.port), 'the rsync daemon started before it was stopped');
 
-  // Everything released: the same data directory and rsync port start again, and stop.
-  config.http.port = 0;
-  const daemon = await Daemon.start(config, { logger });
-  t.ok(await portTaken(config.upload.rsync.port), 'the second start runs rsync');
-  await daemon.stop();
-  t.notOk(await portTaken(config.upload.rsync.port), 'stop() ends it too');
-});
+    // Everything released: the same data directory and rsync port start again, and stop.
+    config.http.port = 0;
+    const daemon = await Daemon.start(config, { logger });
+    t.ok(await portTaken(config.upload.rsync.port), 'the second start runs rsync');
+    await daemon.stop();
+    t.notOk(await portTaken(config.upload.rsync.port), 'stop() ends it too');
+  },
+);
 
-t.test('the service loop: one pass at a time, a wake during one runs one more, and stop-then-start works the same', async (t) => {
-  const signals: AbortSignal[] = [];
-  let passes = 0;
-  let release!: () => void;
-  const loop = new ServiceLoop(
-    'a test service',
-    async (signal) => {
-      passes++;
-      signals.push(signal);
-      await new Promise<void>((resolve) => (release = resolve));
-    },
-    (err) => t.fail(String(err)),
-  );
-  loop.wake();
-  t.equal(passes, 0, 'no pass before start()');
-  loop.start();
-  t.equal(passes, 1, 'start() runs the first pass');
-  loop.wake();
-  loop.wake();
-  t.equal(passes, 1, 'one pass at a time');
-  release();
-  await sleep(10);
-  t.equal(passes, 2, 'the wakes during a pass run one more pass after it, not two');
-  const held = loop.hold(sleep(50).then(() => 'done'));
-  const stopping = loop.stop();
-  t.ok(signals[1]!.aborted, "stop() aborts the run's signal at once");
-  let stoppedEarly = false;
-  void stopping.then(() => (stoppedEarly = true));
-  await sleep(10);
-  t.notOk(stoppedEarly, 'stop() waits for the pass under way and the work held');
-  release();
-  await stopping;
-  t.equal(await held, 'done');
-  loop.wake();
-  t.equal(passes, 2, 'a stopped loop runs no pass');
+t.test(
+  'the service loop: one pass at a time, a wake during one runs one more, and stop-then-start works the same',
+  async (t) => {
+    const signals: AbortSignal[] = [];
+    let passes = 0;
+    let release!: () => void;
+    const loop = new ServiceLoop(
+      'a test service',
+      async (signal) => {
+        passes++;
+        signals.push(signal);
+        await new Promise<void>((resolve) => (release = resolve));
+      },
+      (err) => t.fail(String(err)),
+    );
+    loop.wake();
+    t.equal(passes, 0, 'no pass before start()');
+    loop.start();
+    t.equal(passes, 1, 'start() runs the first pass');
+    loop.wake();
+    loop.wake();
+    t.equal(passes, 1, 'one pass at a time');
+    release();
+    await sleep(10);
+    t.equal(passes, 2, 'the wakes during a pass run one more pass after it, not two');
+    const held = loop.hold(sleep(50).then(() => 'done'));
+    const stopping = loop.stop();
+    t.ok(signals[1]!.aborted, "stop() aborts the run's signal at once");
+    let stoppedEarly = false;
+    void stopping.then(() => (stoppedEarly = true));
+    await sleep(10);
+    t.notOk(stoppedEarly, 'stop() waits for the pass under way and the work held');
+    release();
+    await stopping;
+    t.equal(await held, 'done');
+    loop.wake();
+    t.equal(passes, 2, 'a stopped loop runs no pass');
 
-  loop.start();
-  t.equal(passes, 3, 'start() after stop() begins a new run');
-  t.notOk(signals[2]!.aborted, 'with a signal of its own');
-  release();
-  loop.wakeIn(20);
-  await sleep(200);
-  t.equal(passes, 4, 'wakeIn() wakes it later');
-  const stoppingAgain = loop.stop();
-  release();
-  await stoppingAgain;
-  const outer = new AbortController();
-  loop.start(outer.signal);
-  outer.abort();
-  t.ok(signals.at(-1)!.aborted, 'the signal start() was given aborts the run too');
-  t.notOk(loop.running);
-  release();
-  await loop.stop();
-});
+    loop.start();
+    t.equal(passes, 3, 'start() after stop() begins a new run');
+    t.notOk(signals[2]!.aborted, 'with a signal of its own');
+    release();
+    loop.wakeIn(20);
+    await sleep(200);
+    t.equal(passes, 4, 'wakeIn() wakes it later');
+    const stoppingAgain = loop.stop();
+    release();
+    await stoppingAgain;
+    const outer = new AbortController();
+    loop.start(outer.signal);
+    outer.abort();
+    t.ok(signals.at(-1)!.aborted, 'the signal start() was given aborts the run too');
+    t.notOk(loop.running);
+    release();
+    await loop.stop();
+  },
+);

@@ -30,10 +30,13 @@ function expectedMode(layout: DataLayout, path: string): [mode: number, why: str
   if (named !== undefined) return [named[1], 'named by the layout'];
   const inLanding = relative(layout.landing, path).split(sep);
   // rsync makes an upload's own folders with the landing folder's mode (`incoming chmod`, rsync/config.ts).
-  if (!inLanding[0]!.startsWith('..')) return [layout.uploadFolderMode, inLanding.length === 1 ? 'an upload folder' : 'inside an upload'];
+  if (!inLanding[0]!.startsWith('..'))
+    return [layout.uploadFolderMode, inLanding.length === 1 ? 'an upload folder' : 'inside an upload'];
   const inStorage = relative(layout.storage, path).split(sep);
   if (inStorage[0]!.startsWith('..')) return undefined;
-  return inStorage.length <= 3 ? [layout.storedFolderMode, 'a storage shard'] : [layout.uploadFolderMode, 'a stored upload folder'];
+  return inStorage.length <= 3
+    ? [layout.storedFolderMode, 'a storage shard']
+    : [layout.uploadFolderMode, 'a stored upload folder'];
 }
 
 t.test('after an upload, a complete, a rotation and a stop, every folder has its mode', async (t) => {
@@ -50,15 +53,26 @@ t.test('after an upload, a complete, a rotation and a stop, every folder has its
   const stored = await ingestBag(d, alice, { 'sub/deeper/a.txt': 'stored\n' }, { contentType: 'digital' });
 
   // An open request with part of an upload, whose link a revoke rotates.
-  const open = await d.createRequest(alice, { bag_id: randomUUID(), external_id: 'modes-open', content_type: 'digital' });
+  const open = await d.createRequest(alice, {
+    bag_id: randomUUID(),
+    external_id: 'modes-open',
+    content_type: 'digital',
+  });
   const bag = join(t.testdir(), 'bag');
-  await makeBag(bag, { files: { 'part/b.txt': 'partial\n' }, chipmunkInfo: { externalId: open.external_id, bagId: open.bag_id, contentType: 'digital' } });
+  await makeBag(bag, {
+    files: { 'part/b.txt': 'partial\n' },
+    chipmunkInfo: { externalId: open.external_id, bagId: open.bag_id, contentType: 'digital' },
+  });
   t.equal(rsyncUpload(bag, open.upload_link).code, 0);
   const revoked = d.cli(['revoke', 'bob', 'content_manager', 'digital']);
   t.equal(revoked.code, 0, revoked.stderr);
   t.match(revoked.stdout, /upload links replaced: 1/);
   // And one nothing was uploaded to yet: its folder keeps the mode the daemon gave it.
-  const empty = await d.createRequest(alice, { bag_id: randomUUID(), external_id: 'modes-empty', content_type: 'video' });
+  const empty = await d.createRequest(alice, {
+    bag_id: randomUUID(),
+    external_id: 'modes-empty',
+    content_type: 'video',
+  });
   t.equal(await d.stop(), 0);
 
   const layout = new DataLayout(d.dataDir);
@@ -74,9 +88,29 @@ t.test('after an upload, a complete, a rotation and a stop, every folder has its
     t.equal(modeOf(folder).toString(8), expected[0].toString(8), `${name} (${expected[1]})`);
     seen.add(expected[1]);
   }
-  t.same([...seen].sort(), ['a storage shard', 'a stored upload folder', 'an upload folder', 'inside an upload', 'named by the layout'], 'every kind of folder was there to check');
-  t.same(layout.folders.filter(([folder]) => !folders.includes(folder)), [], 'every folder the layout names exists');
-  t.ok(folders.some((f) => f.startsWith(layout.storage) && f.endsWith(sep + stored.request.bag_id)), 'the stored package is among them');
-  t.ok(folders.includes(join(layout.landing, (empty.upload_link as string).split('/').filter(Boolean).at(-1)!)), 'the empty upload folder too');
+  t.same(
+    [...seen].sort(),
+    [
+      'a storage shard',
+      'a stored upload folder',
+      'an upload folder',
+      'inside an upload',
+      'named by the layout',
+    ],
+    'every kind of folder was there to check',
+  );
+  t.same(
+    layout.folders.filter(([folder]) => !folders.includes(folder)),
+    [],
+    'every folder the layout names exists',
+  );
+  t.ok(
+    folders.some((f) => f.startsWith(layout.storage) && f.endsWith(sep + stored.request.bag_id)),
+    'the stored package is among them',
+  );
+  t.ok(
+    folders.includes(join(layout.landing, (empty.upload_link as string).split('/').filter(Boolean).at(-1)!)),
+    'the empty upload folder too',
+  );
   t.equal(modeOf(layout.adminToken), 0o600, 'admin.token is 0600');
 });

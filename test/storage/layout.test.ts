@@ -40,7 +40,19 @@ t.test('ensure() makes every folder with its mode, and closes folders made too o
 t.test('resolveInside accepts a plain relative path and refuses every way out', async (t) => {
   t.equal(Storage.resolveInside('/srv/bag', 'data/a b/c.txt'), '/srv/bag/data/a b/c.txt');
   t.equal(Storage.resolveInside('/srv/bag', 'bagit.txt'), '/srv/bag/bagit.txt');
-  for (const bad of ['', '/etc/passwd', '../x', 'data/../../x', 'data/./a', 'data//a', 'data/a/', 'data\\a', 'data/a\0b', '.', '..']) {
+  for (const bad of [
+    '',
+    '/etc/passwd',
+    '../x',
+    'data/../../x',
+    'data/./a',
+    'data//a',
+    'data/a/',
+    'data\\a',
+    'data/a\0b',
+    '.',
+    '..',
+  ]) {
     t.throws(() => Storage.resolveInside('/srv/bag', bad), /unsafe path/, JSON.stringify(bad));
   }
 });

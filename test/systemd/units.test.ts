@@ -4,14 +4,27 @@
  * other), and the settings the operator's contract depends on are there.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  accessSync,
+  constants,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 
 const unitsDir = resolve(dirname(fileURLToPath(import.meta.url)), '../../../systemd');
-const UNITS = ['preservd.service', 'preservd-audit.service', 'preservd-audit.timer', 'preservd-audit-failed@.service'];
+const UNITS = [
+  'preservd.service',
+  'preservd-audit.service',
+  'preservd-audit.timer',
+  'preservd-audit-failed@.service',
+];
 
 /** `Key=value` lines of a unit, by section (later lines of the same key are kept in order). */
 function parseUnit(text: string): Map<string, Map<string, string[]>> {
@@ -55,14 +68,20 @@ t.test('the units pass systemd-analyze verify', async (t) => {
   for (const name of UNITS) {
     // verify checks that ExecStart's program exists; where one does not on this machine, the
     // copy points at /bin/true so only our unit files are judged.
-    const text = readFileSync(join(unitsDir, name), 'utf8').replace(/^(ExecStart=)(\S+)(.*)$/gm, (line, key: string, program: string) =>
-      executable(program) ? line : `${key}/bin/true`,
+    const text = readFileSync(join(unitsDir, name), 'utf8').replace(
+      /^(ExecStart=)(\S+)(.*)$/gm,
+      (line, key: string, program: string) => (executable(program) ? line : `${key}/bin/true`),
     );
     writeFileSync(join(dir, name), text);
   }
   const verify = spawnSync(
     'systemd-analyze',
-    ['verify', '--man=no', ...['preservd.service', 'preservd-audit.service', 'preservd-audit.timer'].map((n) => join(dir, n)), 'preservd-audit-failed@preservd-audit.service.service'],
+    [
+      'verify',
+      '--man=no',
+      ...['preservd.service', 'preservd-audit.service', 'preservd-audit.timer'].map((n) => join(dir, n)),
+      'preservd-audit-failed@preservd-audit.service.service',
+    ],
     { encoding: 'utf8', env: { ...process.env, SYSTEMD_UNIT_PATH: `${dir}:`, SYSTEMD_LOG_COLOR: '0' } },
   );
   const output = `${verify.stdout}${verify.stderr}`;

@@ -32,46 +32,92 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
     const rights = access(request);
     const summary = queueSummary(ctx.catalog, rights, 5);
     const lastAudit = rights.isAdmin ? ctx.catalog.audits.latest() : undefined;
-    return renderPage(request, reply, 'overview', { title: 'Overview', section: 'overview' }, {
-      counts: summary.counts,
-      failures: summary.failures.map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) })),
-      audit: lastAudit ?? null,
-      packages: visibleCount(ctx, request),
-      replicas: rights.isAdmin ? summarizeReplicas(ctx.catalog, ctx.config.replicas.map((r) => r.name)) : [],
-    });
+    return renderPage(
+      request,
+      reply,
+      'overview',
+      { title: 'Overview', section: 'overview' },
+      {
+        counts: summary.counts,
+        failures: summary.failures.map(({ item, pkg }) => ({
+          item,
+          pkg,
+          error: errorText(errorsOf(item.errors ?? [])),
+        })),
+        audit: lastAudit ?? null,
+        packages: visibleCount(ctx, request),
+        replicas: rights.isAdmin
+          ? summarizeReplicas(
+              ctx.catalog,
+              ctx.config.replicas.map((r) => r.name),
+            )
+          : [],
+      },
+    );
   });
 
   app.get<{ Querystring: { before?: string; after?: string } }>('/queue', PAGE, async (request, reply) => {
     const before = request.query.before ?? '';
     const after = request.query.after ?? '';
-    const report = queueReport(ctx.catalog, access(request), { before: parseTime(before, 'before'), after: parseTime(after, 'after') });
-    const withErrors = report.failed.map(({ item, pkg }) => ({ item, pkg, error: errorText(errorsOf(item.errors ?? [])) }));
-    return renderPage(request, reply, 'queue', { title: 'Status report', section: 'queue' }, { report, failed: withErrors, before, after });
+    const report = queueReport(ctx.catalog, access(request), {
+      before: parseTime(before, 'before'),
+      after: parseTime(after, 'after'),
+    });
+    const withErrors = report.failed.map(({ item, pkg }) => ({
+      item,
+      pkg,
+      error: errorText(errorsOf(item.errors ?? [])),
+    }));
+    return renderPage(
+      request,
+      reply,
+      'queue',
+      { title: 'Status report', section: 'queue' },
+      { report, failed: withErrors, before, after },
+    );
   });
 
-  app.get<{ Querystring: { q?: string; content_type?: string; before?: string } }>('/packages', PAGE, async (request, reply) => {
-    const q = (request.query.q ?? '').trim();
-    const contentType = request.query.content_type ?? '';
-    const cursor = request.query.before ?? '';
-    const before = cursor === '' ? undefined : decodeCursor(cursor);
-    if (cursor !== '' && before === undefined) throw badRequest('before: not a cursor of this search (follow its "Older packages" link)');
-    const rights = access(request);
-    // Newest first: the package just deposited is the one looked for.
-    const found = searchPackages(ctx.catalog, { scope: scopeFor(rights), canSee: (p) => rights.canSee(p), q, contentType: contentType === '' ? undefined : contentType, before });
-    const link = (params: Record<string, string>) => `/packages?${new URLSearchParams({ q, content_type: contentType, ...params }).toString()}`;
-    return renderPage(request, reply, 'packages', { title: 'Packages', section: 'packages' }, {
-      q,
-      contentType,
-      contentTypes: Object.keys(ctx.config.contentTypes),
-      packages: found.exact === undefined ? found.matches : [found.exact, ...found.matches],
-      exact: found.exact !== undefined,
-      budgetSpent: found.budgetSpent,
-      budget: SEARCH_BUDGET,
-      continued: before !== undefined,
-      newest: before === undefined ? null : link({}),
-      older: found.older === undefined ? null : link({ before: found.older }),
-    });
-  });
+  app.get<{ Querystring: { q?: string; content_type?: string; before?: string } }>(
+    '/packages',
+    PAGE,
+    async (request, reply) => {
+      const q = (request.query.q ?? '').trim();
+      const contentType = request.query.content_type ?? '';
+      const cursor = request.query.before ?? '';
+      const before = cursor === '' ? undefined : decodeCursor(cursor);
+      if (cursor !== '' && before === undefined)
+        throw badRequest('before: not a cursor of this search (follow its "Older packages" link)');
+      const rights = access(request);
+      // Newest first: the package just deposited is the one looked for.
+      const found = searchPackages(ctx.catalog, {
+        scope: scopeFor(rights),
+        canSee: (p) => rights.canSee(p),
+        q,
+        contentType: contentType === '' ? undefined : contentType,
+        before,
+      });
+      const link = (params: Record<string, string>) =>
+        `/packages?${new URLSearchParams({ q, content_type: contentType, ...params }).toString()}`;
+      return renderPage(
+        request,
+        reply,
+        'packages',
+        { title: 'Packages', section: 'packages' },
+        {
+          q,
+          contentType,
+          contentTypes: Object.keys(ctx.config.contentTypes),
+          packages: found.exact === undefined ? found.matches : [found.exact, ...found.matches],
+          exact: found.exact !== undefined,
+          budgetSpent: found.budgetSpent,
+          budget: SEARCH_BUDGET,
+          continued: before !== undefined,
+          newest: before === undefined ? null : link({}),
+          older: found.older === undefined ? null : link({ before: found.older }),
+        },
+      );
+    },
+  );
 
   app.get<{ Params: { bag_id: string } }>('/packages/:bag_id', PAGE, async (request, reply) => {
     const pkg = loadPackage(ctx, request, request.params.bag_id);
@@ -79,26 +125,48 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
     const storageVisible = rights.canSeeStorage(pkg);
     const files = pkg.stored ? ctx.catalog.packages.listFiles(pkg.bagId) : [];
     // Not `{ ...file }`: copying 2,000 catalog records doubles the page's cost.
-    const payload = files.filter((f) => f.path.startsWith('data/')).map((file) => ({ file, name: file.path.slice(5), url: fileUrl(pkg.bagId, file.path.slice(5)) }));
+    const payload = files
+      .filter((f) => f.path.startsWith('data/'))
+      .map((file) => ({ file, name: file.path.slice(5), url: fileUrl(pkg.bagId, file.path.slice(5)) }));
     const tags = files.filter((f) => !f.path.startsWith('data/'));
-    return renderPage(request, reply, 'package', { title: `Package ${pkg.externalId}`, section: 'packages' }, {
-      pkg,
-      storageVisible,
-      storageLocation: storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : null,
-      // Each configured replica and the package's copy there (none yet: pending, as the API says).
-      replicas: storageVisible ? ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })) : [],
-      payload,
-      tags,
-      totalBytes: files.reduce((sum, f) => sum + f.size, 0),
-      attempts: ctx.catalog.queue.forPackage(pkg.bagId).map((item) => ({ item, error: errorText(errorsOf(item.errors ?? [])) })),
-      events: [...ctx.catalog.events.forPackage(pkg.bagId)],
-    });
+    return renderPage(
+      request,
+      reply,
+      'package',
+      { title: `Package ${pkg.externalId}`, section: 'packages' },
+      {
+        pkg,
+        storageVisible,
+        storageLocation:
+          storageVisible && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : null,
+        // Each configured replica and the package's copy there (none yet: pending, as the API says).
+        replicas: storageVisible
+          ? ctx.config.replicas.map(({ name }) => ({
+              name,
+              copy: ctx.catalog.replication.get(pkg.bagId, name),
+            }))
+          : [],
+        payload,
+        tags,
+        totalBytes: files.reduce((sum, f) => sum + f.size, 0),
+        attempts: ctx.catalog.queue
+          .forPackage(pkg.bagId)
+          .map((item) => ({ item, error: errorText(errorsOf(item.errors ?? [])) })),
+        events: [...ctx.catalog.events.forPackage(pkg.bagId)],
+      },
+    );
   });
 
   app.get('/audits', PAGE, async (request, reply) => {
     requireAuditor(request);
     const audits = [...ctx.catalog.audits.list()].reverse();
-    return renderPage(request, reply, 'audits', { title: 'Audits', section: 'audits' }, { audits, running: audits.some((a) => a.finishedAt === undefined) });
+    return renderPage(
+      request,
+      reply,
+      'audits',
+      { title: 'Audits', section: 'audits' },
+      { audits, running: audits.some((a) => a.finishedAt === undefined) },
+    );
   });
 
   app.post('/audits', { ...PAGE, preHandler: app.csrfProtection }, async (request, reply) => {
@@ -119,7 +187,13 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
       if (event.outcome === 'success') successes++;
       else failures.push({ event, pkg: ctx.catalog.packages.get(event.bagId) });
     }
-    return renderPage(request, reply, 'audit', { title: `Audit ${audit.id}`, section: 'audits' }, { audit, successes, failures });
+    return renderPage(
+      request,
+      reply,
+      'audit',
+      { title: `Audit ${audit.id}`, section: 'audits' },
+      { audit, successes, failures },
+    );
   });
 }
 

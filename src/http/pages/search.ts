@@ -43,15 +43,24 @@ export function searchPackages(catalog: Catalog, query: SearchQuery): SearchResu
   const needle = query.q.toLowerCase();
   const named = query.q !== '' && query.before === undefined ? catalog.packages.find(query.q) : undefined;
   const exact =
-    named !== undefined && query.canSee(named) && (query.contentType === undefined || named.contentType === query.contentType) ? named : undefined;
+    named !== undefined &&
+    query.canSee(named) &&
+    (query.contentType === undefined || named.contentType === query.contentType)
+      ? named
+      : undefined;
   if (exact !== undefined) return { exact, matches: [], older: undefined, budgetSpent: false };
   const matches: Package[] = [];
   let read = 0;
   let lastRead: number | undefined;
   let more = false;
   let budgetSpent = false;
-  for (const { seq, pkg } of catalog.packages.newestFirst({ scope: query.scope, contentType: query.contentType, before: query.before })) {
-    const isMatch = needle === '' || pkg.bagId.includes(needle) || pkg.externalId.toLowerCase().includes(needle);
+  for (const { seq, pkg } of catalog.packages.newestFirst({
+    scope: query.scope,
+    contentType: query.contentType,
+    before: query.before,
+  })) {
+    const isMatch =
+      needle === '' || pkg.bagId.includes(needle) || pkg.externalId.toLowerCase().includes(needle);
     if (isMatch && matches.length === PAGE_SIZE) {
       more = true;
       break;
@@ -64,5 +73,10 @@ export function searchPackages(catalog: Catalog, query: SearchQuery): SearchResu
     lastRead = seq;
     if (isMatch) matches.push(pkg);
   }
-  return { exact, matches, older: more && lastRead !== undefined ? encodeCursor(lastRead) : undefined, budgetSpent };
+  return {
+    exact,
+    matches,
+    older: more && lastRead !== undefined ? encodeCursor(lastRead) : undefined,
+    budgetSpent,
+  };
 }

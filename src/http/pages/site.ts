@@ -50,7 +50,12 @@ interface Asset {
 
 function asset(name: string, type: string): Asset {
   const body = readFileSync(here(`./assets/${name}`));
-  return { path: `/assets/${name}`, type, body, etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"` };
+  return {
+    path: `/assets/${name}`,
+    type,
+    body,
+    etag: `"${createHash('sha256').update(body).digest('hex').slice(0, 32)}"`,
+  };
 }
 
 /**
@@ -101,7 +106,9 @@ export function wantsPage(request: FastifyRequest): boolean {
   if (request.routeOptions.url !== undefined) return false;
   // An unknown URL outside the API, asked for by a browser.
   const path = request.url.split('?')[0]!;
-  return !path.startsWith('/v1/') && path !== '/metrics' && (request.headers.accept ?? '').includes('text/html');
+  return (
+    !path.startsWith('/v1/') && path !== '/metrics' && (request.headers.accept ?? '').includes('text/html')
+  );
 }
 
 /** What every page's layout needs besides its own data. */
@@ -112,7 +119,13 @@ export interface PageFrame {
 }
 
 /** Renders a template inside the layout, with the caller, the CSRF token and the headers of a page. */
-export async function renderPage(request: FastifyRequest, reply: FastifyReply, template: string, frame: PageFrame, data: object = {}): Promise<FastifyReply> {
+export async function renderPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  template: string,
+  frame: PageFrame,
+  data: object = {},
+): Promise<FastifyReply> {
   const csrfToken = reply.generateCsrf();
   const user = request.user;
   const rights = request.access;
@@ -154,7 +167,12 @@ const FORMAT = {
 };
 
 /** The error page: a status, its name as the heading, one sentence. */
-export async function renderErrorPage(request: FastifyRequest, reply: FastifyReply, status: number, message: string): Promise<FastifyReply> {
+export async function renderErrorPage(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  message: string,
+): Promise<FastifyReply> {
   const headings: Record<number, string> = {
     400: 'That request is not right',
     401: 'Please log in',
@@ -162,7 +180,13 @@ export async function renderErrorPage(request: FastifyRequest, reply: FastifyRep
     404: 'Not found',
   };
   reply.code(status);
-  return renderPage(request, reply, 'error', { title: headings[status] ?? 'Something went wrong' }, { status, message });
+  return renderPage(
+    request,
+    reply,
+    'error',
+    { title: headings[status] ?? 'Something went wrong' },
+    { status, message },
+  );
 }
 
 /** helmet set the security headers; a page is the caller's alone and never kept. */

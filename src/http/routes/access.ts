@@ -34,7 +34,9 @@ export function scopeOf(request: FastifyRequest): Scope {
 /** The catalog scope of what these rights may see. */
 export function scopeFor(rights: Access): Scope {
   const v = rights.visibility;
-  return v.everything ? { kind: 'all' } : { kind: 'some', users: [v.owner], contentTypes: [...v.contentTypes] };
+  return v.everything
+    ? { kind: 'all' }
+    : { kind: 'some', users: [v.owner], contentTypes: [...v.contentTypes] };
 }
 
 /** How many packages the caller may see: an index count for who sees everything. */
@@ -47,8 +49,20 @@ export function visibleCount(ctx: HttpContext, request: FastifyRequest): number 
 }
 
 /** The package as the caller may see it: without `files` (as lists show it), or with them (a new request's answer). */
-export function viewPackage(ctx: HttpContext, request: FastifyRequest, pkg: Package, files?: string[]): Record<string, unknown> {
-  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), linkFor(ctx, request, pkg), undefined, files);
+export function viewPackage(
+  ctx: HttpContext,
+  request: FastifyRequest,
+  pkg: Package,
+  files?: string[],
+): Record<string, unknown> {
+  return packageViewFor(
+    ctx,
+    pkg,
+    storageStateFor(ctx, request, pkg),
+    linkFor(ctx, request, pkg),
+    undefined,
+    files,
+  );
 }
 
 /** The upload link if the caller may write into the upload, else null (auth/access.ts decides). */
@@ -61,7 +75,10 @@ function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package
   if (!access(request).canSeeStorage(pkg)) return undefined;
   return {
     fixity: pkg.stored ? ctx.catalog.fixity.get(pkg.bagId) : undefined,
-    replicas: ctx.config.replicas.map(({ name }) => ({ name, copy: ctx.catalog.replication.get(pkg.bagId, name) })),
+    replicas: ctx.config.replicas.map(({ name }) => ({
+      name,
+      copy: ctx.catalog.replication.get(pkg.bagId, name),
+    })),
   };
 }
 
@@ -76,7 +93,10 @@ function packageViewFor(
   return packageView(pkg, {
     storageVisible: storage !== undefined,
     uploadLink,
-    storageLocation: storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.packageDir(pkg.storagePath) : undefined,
+    storageLocation:
+      storage !== undefined && pkg.storagePath !== undefined
+        ? ctx.storage.packageDir(pkg.storagePath)
+        : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,
     files,
@@ -90,7 +110,13 @@ function packageViewFor(
  * it shows is unchanged; only the state it depends on is read per show. No promise: the show of
  * a stored package is the hot path.
  */
-export function storedPackageBody(ctx: HttpContext, request: FastifyRequest, reply: FastifyReply, pkg: Package, shows: KeptShows): Buffer {
+export function storedPackageBody(
+  ctx: HttpContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  pkg: Package,
+  shows: KeptShows,
+): Buffer {
   const storage = storageStateFor(ctx, request, pkg);
   const held = shows.get(pkg, storage);
   if (held !== undefined) return held;
@@ -101,6 +127,17 @@ export function storedPackageBody(ctx: HttpContext, request: FastifyRequest, rep
 }
 
 /** An open request as the caller may see it, with what has arrived, and no files yet. */
-export async function requestView(ctx: HttpContext, request: FastifyRequest, pkg: Package): Promise<Record<string, unknown>> {
-  return packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), linkFor(ctx, request, pkg), await ctx.uploadProgress(pkg), []);
+export async function requestView(
+  ctx: HttpContext,
+  request: FastifyRequest,
+  pkg: Package,
+): Promise<Record<string, unknown>> {
+  return packageViewFor(
+    ctx,
+    pkg,
+    storageStateFor(ctx, request, pkg),
+    linkFor(ctx, request, pkg),
+    await ctx.uploadProgress(pkg),
+    [],
+  );
 }

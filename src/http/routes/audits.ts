@@ -22,7 +22,13 @@ export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promi
     async (request, reply) => {
       requireAdmin(request);
       const paging = pagingOf(request.query);
-      return sendList(request, reply, paging, (after, limit) => ctx.catalog.audits.page({ after, limit }), auditSummaryView);
+      return sendList(
+        request,
+        reply,
+        paging,
+        (after, limit) => ctx.catalog.audits.page({ after, limit }),
+        auditSummaryView,
+      );
     },
   );
 
@@ -42,8 +48,12 @@ export async function auditRoutes(app: FastifyInstance, ctx: HttpContext): Promi
     async (request, reply) => {
       const user = requireAdmin(request);
       const result = ctx.startAudit(user.name);
-      if ('existing' in result) return reply.code(303).header('location', `/v1/audits/${result.existing.id}`).send();
-      return reply.code(201).header('location', `/v1/audits/${result.created.id}`).send(auditSummaryView(result.created));
+      if ('existing' in result)
+        return reply.code(303).header('location', `/v1/audits/${result.existing.id}`).send();
+      return reply
+        .code(201)
+        .header('location', `/v1/audits/${result.created.id}`)
+        .send(auditSummaryView(result.created));
     },
   );
 

@@ -8,7 +8,10 @@ import { sendDownload } from '../send-download.js';
 import { bagIdParam, errors } from '../schemas.js';
 import { loadPackage } from './access.js';
 
-const binary = (description: string, mediaType: string) => ({ description, content: { [mediaType]: { schema: { type: 'string', format: 'binary' } } } });
+const binary = (description: string, mediaType: string) => ({
+  description,
+  content: { [mediaType]: { schema: { type: 'string', format: 'binary' } } },
+});
 
 export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get<{ Params: { bag_id: string } }>(
@@ -18,13 +21,22 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
         tags: ['downloads'],
         summary: 'The whole bag as a stored (not deflated) ZIP64 under one top folder <bag_id>/',
         params: bagIdParam,
-        response: { 200: binary('The bag as a zip; Content-Length is known in advance.', 'application/zip'), ...errors(401, 403, 404) },
+        response: {
+          200: binary('The bag as a zip; Content-Length is known in advance.', 'application/zip'),
+          ...errors(401, 403, 404),
+        },
       },
     },
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
-      if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
-      const zip = { bagId: pkg.bagId, dir: ctx.storage.packageDir(pkg.storagePath), files: ctx.catalog.packages.filesOf(pkg.bagId), storedAt: pkg.updatedAt };
+      if (!pkg.stored || pkg.storagePath === undefined)
+        throw notFound(`package ${pkg.bagId} is not stored yet`);
+      const zip = {
+        bagId: pkg.bagId,
+        dir: ctx.storage.packageDir(pkg.storagePath),
+        files: ctx.catalog.packages.filesOf(pkg.bagId),
+        storedAt: pkg.updatedAt,
+      };
       return sendDownload(request, reply, answerZip(zip, request.method));
     },
   );
@@ -33,14 +45,22 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     '/v1/packages/:bag_id/*',
     {
       // The wildcard is API.md's {file}: name it so in the OpenAPI document.
-      config: { swaggerTransform: ({ schema, url }) => ({ schema: fileParamSchema(schema), url: url.replace(/\*$/, '{file}') }) },
+      config: {
+        swaggerTransform: ({ schema, url }) => ({
+          schema: fileParamSchema(schema),
+          url: url.replace(/\*$/, '{file}'),
+        }),
+      },
       schema: {
         tags: ['downloads'],
         summary: 'One payload file (path relative to data/), with Range, ETag and Repr-Digest',
         params: {
           type: 'object',
           required: ['bag_id', '*'],
-          properties: { bag_id: bagIdParam.properties.bag_id, '*': { type: 'string', description: 'A path from the package’s files.' } },
+          properties: {
+            bag_id: bagIdParam.properties.bag_id,
+            '*': { type: 'string', description: 'A path from the package’s files.' },
+          },
         },
         response: {
           200: binary('The file’s bytes; Content-Type from its extension.', '*/*'),
@@ -52,20 +72,30 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     },
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
-      if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
+      if (!pkg.stored || pkg.storagePath === undefined)
+        throw notFound(`package ${pkg.bagId} is not stored yet`);
       const name = request.params['*'];
       // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
       const record = name === '' ? undefined : ctx.catalog.packages.file(pkg.bagId, `data/${name}`);
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
       const dir = ctx.storage.packageDir(pkg.storagePath);
-      const file = { absPath: Storage.resolveInside(dir, record.path), storageRelativePath: `${pkg.storagePath}/${record.path}`, record };
+      const file = {
+        absPath: Storage.resolveInside(dir, record.path),
+        storageRelativePath: `${pkg.storagePath}/${record.path}`,
+        record,
+      };
       const answer = await answerFile(file, request, { offload: ctx.config.download.offload });
       // The primary cannot be read as the catalog says: serve a verified replica's copy instead.
       const openFromReplica = ctx.openFromReplica;
       if (answer.kind === 'error' && answer.status === 500 && openFromReplica !== undefined) {
-        const fallback = await answerFromCopy(record, request, (range) => openFromReplica(pkg.bagId, record, range));
+        const fallback = await answerFromCopy(record, request, (range) =>
+          openFromReplica(pkg.bagId, record, range),
+        );
         if (fallback !== undefined) {
-          request.log.warn({ bagId: pkg.bagId, path: record.path, err: answer.message }, `${record.path} of ${pkg.bagId} served from a replica: ${answer.message}`);
+          request.log.warn(
+            { bagId: pkg.bagId, path: record.path, err: answer.message },
+            `${record.path} of ${pkg.bagId} served from a replica: ${answer.message}`,
+          );
           return sendDownload(request, reply, fallback);
         }
       }
@@ -79,5 +109,8 @@ function fileParamSchema(schema: FastifySchema): FastifySchema {
   const params = schema.params as { properties: Record<string, unknown> } | undefined;
   if (params === undefined) return schema;
   const { '*': file, ...rest } = params.properties;
-  return { ...schema, params: { ...params, required: [...Object.keys(rest), 'file'], properties: { ...rest, file } } };
+  return {
+    ...schema,
+    params: { ...params, required: [...Object.keys(rest), 'file'], properties: { ...rest, file } },
+  };
 }

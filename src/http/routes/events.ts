@@ -26,7 +26,13 @@ export async function eventRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       async (request, reply) => {
         const pkg = loadPackage(ctx, request, request.params.bag_id);
         const paging = pagingOf(request.query);
-        return sendList(request, reply, paging, (after, limit) => ctx.catalog.events.page({ bagId: pkg.bagId, after, limit }), eventView);
+        return sendList(
+          request,
+          reply,
+          paging,
+          (after, limit) => ctx.catalog.events.page({ bagId: pkg.bagId, after, limit }),
+          eventView,
+        );
       },
     );
   }
@@ -37,7 +43,13 @@ export async function eventRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       schema: {
         tags: ['events'],
         summary: 'Every visible event, in date order',
-        querystring: { type: 'object', properties: { bag_id: { type: 'string', description: 'Only this package (bag_id or external_id).' }, ...pagingQuery } },
+        querystring: {
+          type: 'object',
+          properties: {
+            bag_id: { type: 'string', description: 'Only this package (bag_id or external_id).' },
+            ...pagingQuery,
+          },
+        },
         response: { 200: listOf('Event'), ...errors(400, 401) },
       },
     },
@@ -47,10 +59,22 @@ export async function eventRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
         const visible = pkg !== undefined && access(request).canSee(pkg);
-        return sendList(request, reply, paging, (after, limit) => (visible ? ctx.catalog.events.page({ bagId: pkg.bagId, after, limit }) : EMPTY), eventView);
+        return sendList(
+          request,
+          reply,
+          paging,
+          (after, limit) => (visible ? ctx.catalog.events.page({ bagId: pkg.bagId, after, limit }) : EMPTY),
+          eventView,
+        );
       }
       const scope = scopeOf(request);
-      return sendList(request, reply, paging, (after, limit) => ctx.catalog.events.page({ scope, after, limit }), eventView);
+      return sendList(
+        request,
+        reply,
+        paging,
+        (after, limit) => ctx.catalog.events.page({ scope, after, limit }),
+        eventView,
+      );
     },
   );
 }

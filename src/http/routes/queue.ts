@@ -18,7 +18,13 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       schema: {
         tags: ['queue'],
         summary: 'Queue items of visible packages, oldest first',
-        querystring: { type: 'object', properties: { package: { type: 'string', description: 'Only this package (bag_id or external_id).' }, ...pagingQuery } },
+        querystring: {
+          type: 'object',
+          properties: {
+            package: { type: 'string', description: 'Only this package (bag_id or external_id).' },
+            ...pagingQuery,
+          },
+        },
         response: { 200: listOf('QueueItem'), ...errors(400, 401) },
       },
     },
@@ -28,10 +34,22 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
       if (filter !== undefined && filter !== '') {
         const pkg = ctx.catalog.packages.find(filter);
         const visible = pkg !== undefined && access(request).canSee(pkg);
-        return sendList(request, reply, paging, (after, limit) => (visible ? ctx.catalog.queue.page({ bagId: pkg.bagId, after, limit }) : EMPTY), queueItemView);
+        return sendList(
+          request,
+          reply,
+          paging,
+          (after, limit) => (visible ? ctx.catalog.queue.page({ bagId: pkg.bagId, after, limit }) : EMPTY),
+          queueItemView,
+        );
       }
       const scope = scopeOf(request);
-      return sendList(request, reply, paging, (after, limit) => ctx.catalog.queue.page({ scope, after, limit }), queueItemView);
+      return sendList(
+        request,
+        reply,
+        paging,
+        (after, limit) => ctx.catalog.queue.page({ scope, after, limit }),
+        queueItemView,
+      );
     },
   );
 
@@ -44,15 +62,24 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
         querystring: {
           type: 'object',
           properties: {
-            before: { type: 'string', description: 'RFC 3339 time: only items updated strictly before it (no offset: UTC).' },
-            after: { type: 'string', description: 'RFC 3339 time: only items updated strictly after it (no offset: UTC).' },
+            before: {
+              type: 'string',
+              description: 'RFC 3339 time: only items updated strictly before it (no offset: UTC).',
+            },
+            after: {
+              type: 'string',
+              description: 'RFC 3339 time: only items updated strictly after it (no offset: UTC).',
+            },
           },
         },
         response: { 200: ref('QueueStatus'), ...errors(400, 401) },
       },
     },
     async (request) => {
-      const bounds = { before: parseTime(request.query.before, 'before'), after: parseTime(request.query.after, 'after') };
+      const bounds = {
+        before: parseTime(request.query.before, 'before'),
+        after: parseTime(request.query.after, 'after'),
+      };
       const report = queueReport(ctx.catalog, access(request), bounds);
       const view = (items: ReportItem[]) => items.map(({ item, pkg }) => queueStatusItemView(item, pkg));
       return { done: view(report.done), pending: view(report.pending), failed: view(report.failed) };
@@ -61,12 +88,20 @@ export async function queueRoutes(app: FastifyInstance, ctx: HttpContext): Promi
 
   app.get<{ Params: { id: string } }>(
     '/v1/queue/:id',
-    { schema: { tags: ['queue'], summary: 'One queue item', params: idParam, response: { 200: ref('QueueItem'), ...errors(400, 401, 403, 404) } } },
+    {
+      schema: {
+        tags: ['queue'],
+        summary: 'One queue item',
+        params: idParam,
+        response: { 200: ref('QueueItem'), ...errors(400, 401, 403, 404) },
+      },
+    },
     async (request) => {
       const item = ctx.catalog.queue.get(Number(request.params.id));
       if (item === undefined) throw notFound(`no queue item ${request.params.id}`);
       const pkg = ctx.catalog.packages.get(item.bagId);
-      if (pkg === undefined || !access(request).canSee(pkg)) throw forbidden(`queue item ${item.id} belongs to another user`);
+      if (pkg === undefined || !access(request).canSee(pkg))
+        throw forbidden(`queue item ${item.id} belongs to another user`);
       return queueItemView(item);
     },
   );

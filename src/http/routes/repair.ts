@@ -13,10 +13,18 @@ export async function repairRoutes(app: FastifyInstance, ctx: HttpContext): Prom
       schema: {
         tags: ['replicas'],
         summary: 'Restore damaged or missing files of a package from a copy that matches the catalog',
-        description: 'Starts at once and answers 202; each restored file becomes a `recovery` event of the package (its events list, the Location).',
+        description:
+          'Starts at once and answers 202; each restored file becomes a `recovery` event of the package (its events list, the Location).',
         params: bagIdParam,
         response: {
-          202: { type: 'object', description: 'The repair has started; its results are the package\'s recovery events.', properties: { bag_id: { type: 'string', format: 'uuid' }, repair: { type: 'string', enum: ['started'] } } },
+          202: {
+            type: 'object',
+            description: "The repair has started; its results are the package's recovery events.",
+            properties: {
+              bag_id: { type: 'string', format: 'uuid' },
+              repair: { type: 'string', enum: ['started'] },
+            },
+          },
           ...errors(401, 403, 404),
         },
       },
@@ -25,9 +33,13 @@ export async function repairRoutes(app: FastifyInstance, ctx: HttpContext): Prom
       const user = requireAdmin(request);
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored) throw notFound(`package ${pkg.bagId} is not stored yet`);
-      if (ctx.repairPackage === undefined) throw notFound('no replicas are configured, so there is nothing to repair from');
+      if (ctx.repairPackage === undefined)
+        throw notFound('no replicas are configured, so there is nothing to repair from');
       ctx.repairPackage(pkg.bagId, user.name);
-      return reply.code(202).header('location', `/v1/packages/${pkg.bagId}/events`).send({ bag_id: pkg.bagId, repair: 'started' });
+      return reply
+        .code(202)
+        .header('location', `/v1/packages/${pkg.bagId}/events`)
+        .send({ bag_id: pkg.bagId, repair: 'started' });
     },
   );
 }

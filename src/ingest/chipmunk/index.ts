@@ -32,7 +32,8 @@ export async function checkChipmunk(
   const problems: StoredProblem[] = [];
   const tags = await readChipmunkInfo(bagDir, report, problems);
   problems.push(...checkChipmunkInfo(tags, expected, report));
-  if (rules?.profile !== undefined) problems.push(...(await checkAgainstProfile(rules.profile, expected.contentType, report)));
+  if (rules?.profile !== undefined)
+    problems.push(...(await checkAgainstProfile(rules.profile, expected.contentType, report)));
   if (rules?.validator !== undefined) {
     const unsafeBag = report.problems.some((p) => p.code === 'symlink' || p.code === 'special-file');
     if (!unsafeBag) {

@@ -10,14 +10,27 @@ export const METADATA_TAGS = ['Metadata-URL', 'Metadata-Type', 'Metadata-Tagfile
 export type IdentityTag = (typeof IDENTITY_TAGS)[number];
 
 export type ChipmunkProblemInit =
-  | { code: 'chipmunk-info-mismatch'; path: typeof CHIPMUNK_INFO; tag: IdentityTag; expected: string; actual?: string; fileMissing: boolean }
+  | {
+      code: 'chipmunk-info-mismatch';
+      path: typeof CHIPMUNK_INFO;
+      tag: IdentityTag;
+      expected: string;
+      actual?: string;
+      fileMissing: boolean;
+    }
   | { code: 'chipmunk-metadata-incomplete'; path: typeof CHIPMUNK_INFO; present: string[]; missing: string[] }
   | { code: 'chipmunk-metadata-tagfile-missing'; path: string; inPayload: boolean }
   | { code: 'profile-unreadable'; contentType: string; detail: string }
   | { code: 'profile-invalid'; contentType: string; detail: string }
   | { code: 'profile-tag-missing'; path: 'bag-info.txt'; tag: string }
   | { code: 'profile-value-not-allowed'; path: 'bag-info.txt'; tag: string; value: string; allowed: string[] }
-  | { code: 'validator-failed'; contentType: string; exitCode: number | null; signal: string | null; output: string }
+  | {
+      code: 'validator-failed';
+      contentType: string;
+      exitCode: number | null;
+      signal: string | null;
+      output: string;
+    }
   | { code: 'validator-timeout'; contentType: string; timeoutMs: number }
   | { code: 'validator-unavailable'; contentType: string; command: string; detail: string };
 
@@ -25,8 +38,10 @@ export type ChipmunkProblemInit =
 const CHIPMUNK_PROBLEMS = defineProblems<ChipmunkProblemInit>({
   'chipmunk-info-mismatch': {
     describe: (p) => {
-      if (p.fileMissing) return `${CHIPMUNK_INFO} is missing, so ${p.tag} cannot match the request's "${p.expected}".`;
-      if (p.actual === undefined) return `${CHIPMUNK_INFO} has no ${p.tag}; the request says "${p.expected}".`;
+      if (p.fileMissing)
+        return `${CHIPMUNK_INFO} is missing, so ${p.tag} cannot match the request's "${p.expected}".`;
+      if (p.actual === undefined)
+        return `${CHIPMUNK_INFO} has no ${p.tag}; the request says "${p.expected}".`;
       return `${CHIPMUNK_INFO} gives ${p.tag} "${p.actual}", but the request says "${p.expected}".`;
     },
   },
@@ -41,26 +56,34 @@ const CHIPMUNK_PROBLEMS = defineProblems<ChipmunkProblemInit>({
         : `Metadata-Tagfile names ${p.path}, which is not a tag file in the bag.`,
   },
   'profile-unreadable': {
-    describe: (p) => `The bag-info profile of content type "${p.contentType}" could not be read (${p.detail}); the repository's configuration needs fixing.`,
+    describe: (p) =>
+      `The bag-info profile of content type "${p.contentType}" could not be read (${p.detail}); the repository's configuration needs fixing.`,
   },
   'profile-invalid': {
-    describe: (p) => `The bag-info profile of content type "${p.contentType}" is not valid (${p.detail}); the repository's configuration needs fixing.`,
+    describe: (p) =>
+      `The bag-info profile of content type "${p.contentType}" is not valid (${p.detail}); the repository's configuration needs fixing.`,
   },
-  'profile-tag-missing': { describe: (p) => `bag-info.txt has no ${p.tag}, which this content type requires.` },
+  'profile-tag-missing': {
+    describe: (p) => `bag-info.txt has no ${p.tag}, which this content type requires.`,
+  },
   'profile-value-not-allowed': {
-    describe: (p) => `bag-info.txt gives ${p.tag} "${p.value}", which is not one of the allowed values (${p.allowed.map((v) => `"${v}"`).join(', ')}).`,
+    describe: (p) =>
+      `bag-info.txt gives ${p.tag} "${p.value}", which is not one of the allowed values (${p.allowed.map((v) => `"${v}"`).join(', ')}).`,
   },
   'validator-failed': {
     describe: (p) => {
-      const how = p.exitCode !== null ? `exited with status ${p.exitCode}` : `was killed by ${p.signal ?? 'a signal'}`;
+      const how =
+        p.exitCode !== null ? `exited with status ${p.exitCode}` : `was killed by ${p.signal ?? 'a signal'}`;
       return `The content validator for "${p.contentType}" rejected the bag (it ${how})${p.output === '' ? '.' : `:\n${p.output}`}`;
     },
   },
   'validator-timeout': {
-    describe: (p) => `The content validator for "${p.contentType}" did not finish within ${Math.round(p.timeoutMs / 1000)} s and was stopped.`,
+    describe: (p) =>
+      `The content validator for "${p.contentType}" did not finish within ${Math.round(p.timeoutMs / 1000)} s and was stopped.`,
   },
   'validator-unavailable': {
-    describe: (p) => `The content validator for "${p.contentType}" (${p.command}) could not be started (${p.detail}); the repository's configuration needs fixing.`,
+    describe: (p) =>
+      `The content validator for "${p.contentType}" (${p.command}) could not be started (${p.detail}); the repository's configuration needs fixing.`,
   },
 });
 

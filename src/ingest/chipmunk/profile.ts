@@ -27,7 +27,10 @@ export function parseProfile(json: unknown): ProfileRule[] | { error: string } {
     const keys = item !== null && typeof item === 'object' ? Object.keys(item as object) : [];
     if (keys.length !== 1) return { error: `entry ${i + 1} is not an object with exactly one tag` };
     const tag = keys[0]!;
-    const spec = (item as Record<string, unknown>)[tag] as { fieldRequired?: unknown; valueList?: unknown } | null;
+    const spec = (item as Record<string, unknown>)[tag] as {
+      fieldRequired?: unknown;
+      valueList?: unknown;
+    } | null;
     if (spec === null || typeof spec !== 'object' || typeof spec.fieldRequired !== 'boolean') {
       return { error: `entry "${tag}" has no boolean fieldRequired` };
     }
@@ -49,25 +52,43 @@ export function parseProfile(json: unknown): ProfileRule[] | { error: string } {
  * list entry with a trailing space (chipmunk's "Not Yet Known ") means what it says. An empty
  * value counts as present. Every occurrence of a repeated tag must be allowed.
  */
-export function checkProfile(rules: readonly ProfileRule[], bagInfo: ReadonlyArray<[string, string]>): StoredProblem[] {
+export function checkProfile(
+  rules: readonly ProfileRule[],
+  bagInfo: ReadonlyArray<[string, string]>,
+): StoredProblem[] {
   const problems: StoredProblem[] = [];
   for (const rule of rules) {
-    const values = bagInfo.filter(([label]) => label.toLowerCase() === rule.tag.toLowerCase()).map(([, v]) => v);
+    const values = bagInfo
+      .filter(([label]) => label.toLowerCase() === rule.tag.toLowerCase())
+      .map(([, v]) => v);
     if (values.length === 0) {
-      if (rule.required) problems.push(chipmunkProblem({ code: 'profile-tag-missing', path: 'bag-info.txt', tag: rule.tag }));
+      if (rule.required)
+        problems.push(chipmunkProblem({ code: 'profile-tag-missing', path: 'bag-info.txt', tag: rule.tag }));
       continue;
     }
     if (rule.allowed === undefined) continue;
     for (const value of values) {
       if (!rule.allowed.includes(value)) {
-        problems.push(chipmunkProblem({ code: 'profile-value-not-allowed', path: 'bag-info.txt', tag: rule.tag, value, allowed: rule.allowed }));
+        problems.push(
+          chipmunkProblem({
+            code: 'profile-value-not-allowed',
+            path: 'bag-info.txt',
+            tag: rule.tag,
+            value,
+            allowed: rule.allowed,
+          }),
+        );
       }
     }
   }
   return problems;
 }
 
-export async function checkAgainstProfile(profilePath: string, contentType: string, report: BagReport): Promise<StoredProblem[]> {
+export async function checkAgainstProfile(
+  profilePath: string,
+  contentType: string,
+  report: BagReport,
+): Promise<StoredProblem[]> {
   let json: unknown;
   try {
     json = JSON.parse(await readFile(resolve(profilePath), 'utf8'));
@@ -76,6 +97,7 @@ export async function checkAgainstProfile(profilePath: string, contentType: stri
     return [chipmunkProblem({ code: 'profile-unreadable', contentType, detail })];
   }
   const rules = parseProfile(json);
-  if ('error' in rules) return [chipmunkProblem({ code: 'profile-invalid', contentType, detail: rules.error })];
+  if ('error' in rules)
+    return [chipmunkProblem({ code: 'profile-invalid', contentType, detail: rules.error })];
   return checkProfile(rules, report.bagInfo);
 }

@@ -16,7 +16,9 @@ export const DEFAULT_VALIDATOR_TIMEOUT_MS = 10 * 60 * 1000;
 /** Trim a validator's output for a problem: no server path, at most VALIDATOR_OUTPUT_LIMIT characters. */
 function presentOutput(raw: string, bagDir: string): string {
   const withoutPath = raw.split(bagDir).join('<bag>').trim();
-  return withoutPath.length <= VALIDATOR_OUTPUT_LIMIT ? withoutPath : `${withoutPath.slice(0, VALIDATOR_OUTPUT_LIMIT)}… (truncated)`;
+  return withoutPath.length <= VALIDATOR_OUTPUT_LIMIT
+    ? withoutPath
+    : `${withoutPath.slice(0, VALIDATOR_OUTPUT_LIMIT)}… (truncated)`;
 }
 
 /** Runs the validator over the bag: undefined when it accepts it, else the problem. */
@@ -30,21 +32,39 @@ export async function runValidator(
 ): Promise<StoredProblem | undefined> {
   signal?.throwIfAborted();
   const absBag = resolve(bagDir);
-  const [command, ...args] = argv.map((a) => a.replaceAll('{external_id}', externalId).replaceAll('{bag}', absBag));
+  const [command, ...args] = argv.map((a) =>
+    a.replaceAll('{external_id}', externalId).replaceAll('{bag}', absBag),
+  );
   if (command === undefined || command === '') {
-    return chipmunkProblem({ code: 'validator-unavailable', contentType, command: '(empty)', detail: 'no command configured' });
+    return chipmunkProblem({
+      code: 'validator-unavailable',
+      contentType,
+      command: '(empty)',
+      detail: 'no command configured',
+    });
   }
   const run = await runBounded([command, ...args], { timeoutMs, env: childEnv(), signal });
   switch (run.outcome) {
     case 'unavailable':
-      return chipmunkProblem({ code: 'validator-unavailable', contentType, command: basename(command), detail: run.detail });
+      return chipmunkProblem({
+        code: 'validator-unavailable',
+        contentType,
+        command: basename(command),
+        detail: run.detail,
+      });
     case 'timed-out':
       return chipmunkProblem({ code: 'validator-timeout', contentType, timeoutMs });
     case 'exited': {
       if (run.exitCode === 0) return undefined;
       // chipmunk's validators write to stderr; fall back to stdout for those that do not.
       const output = presentOutput(run.stderr.trim() !== '' ? run.stderr : run.stdout, absBag);
-      return chipmunkProblem({ code: 'validator-failed', contentType, exitCode: run.exitCode, signal: run.signal, output });
+      return chipmunkProblem({
+        code: 'validator-failed',
+        contentType,
+        exitCode: run.exitCode,
+        signal: run.signal,
+        output,
+      });
     }
   }
 }

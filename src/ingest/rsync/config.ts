@@ -19,9 +19,20 @@ export const HOOK_SOURCES = {
  * Where the hooks are copied in the data folder, and the arguments rsync runs them with;
  * `maxUploads` is how many admitted transfers the gate lets run at once.
  */
-export function hookCommands(layout: LandingLayout, module: string, maxUploads = 20): { pre: string[]; post: string[] } {
+export function hookCommands(
+  layout: LandingLayout,
+  module: string,
+  maxUploads = 20,
+): { pre: string[]; post: string[] } {
   return {
-    pre: [join(layout.rsyncd, 'pre-xfer.sh'), layout.landing, layout.closed, layout.active, module, String(maxUploads)],
+    pre: [
+      join(layout.rsyncd, 'pre-xfer.sh'),
+      layout.landing,
+      layout.closed,
+      layout.active,
+      module,
+      String(maxUploads),
+    ],
     post: [join(layout.rsyncd, 'post-xfer.sh'), layout.active, layout.transfers],
   };
 }

@@ -66,7 +66,9 @@ export class RsyncDaemon {
       logger: this.logger,
     });
     if (!MODULE_NAME.test(this.module)) {
-      throw new Error(`rsync module name ${JSON.stringify(this.module)} must be letters, digits, ".", "_" or "-"`);
+      throw new Error(
+        `rsync module name ${JSON.stringify(this.module)} must be letters, digits, ".", "_" or "-"`,
+      );
     }
     if (!Number.isInteger(this.port) || this.port < 1 || this.port > 65535) {
       throw new Error(`rsync port ${this.port} is not a TCP port`);
@@ -151,7 +153,9 @@ export class RsyncDaemon {
     await this.transfers.stop();
     const groups = new Set(this.front.children.keys());
     if (groups.size === 0) return;
-    const exited = [...this.front.children.values()].map((child) => new Promise((resolve) => child.once('exit', resolve)));
+    const exited = [...this.front.children.values()].map(
+      (child) => new Promise((resolve) => child.once('exit', resolve)),
+    );
     await this.endGroups(groups);
     // Their exit events (which clear the listener's records) follow the reaping.
     await Promise.race([Promise.all(exited), sleep(1_000)]);
@@ -166,12 +170,19 @@ export class RsyncDaemon {
       // Its own process group, so that its forks and hooks are ended with it.
       // umask 077: folders made by `--mkpath` stay private like the landing zone.
       // rsync itself points stdout and stderr at /dev/null; ours catches what setpriv or bash say.
-      { cwd: this.layout.rsyncd, env: childEnv(), umask: 0o077, detached: true, stdio: [socket, 'ignore', 'pipe'] },
+      {
+        cwd: this.layout.rsyncd,
+        env: childEnv(),
+        umask: 0o077,
+        detached: true,
+        stdio: [socket, 'ignore', 'pipe'],
+      },
     );
     const pid = child.pid;
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {
-      for (const line of text.split('\n').filter(Boolean)) this.logger.warn({ rsyncPid: pid }, `rsync: ${line}`);
+      for (const line of text.split('\n').filter(Boolean))
+        this.logger.warn({ rsyncPid: pid }, `rsync: ${line}`);
     });
     return child;
   }
@@ -207,7 +218,10 @@ export class RsyncDaemon {
       if ((await rsyncGreeting(host, this.port)) !== undefined) return;
       if (Date.now() > deadline) {
         const tail = await logTail(this.logFile, logOffset);
-        throw new Error(`rsync did not answer on ${this.host}:${this.port} within ${timeoutMs} ms` + (tail ? `: ${tail}` : ''));
+        throw new Error(
+          `rsync did not answer on ${this.host}:${this.port} within ${timeoutMs} ms` +
+            (tail ? `: ${tail}` : ''),
+        );
       }
       await sleep(100);
     }

@@ -56,7 +56,8 @@ export class RsyncFront {
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
       const fail = (err: NodeJS.ErrnoException): void => {
-        const why = err.code === 'EADDRINUSE' ? 'is already in use' : `cannot be listened on (${err.message})`;
+        const why =
+          err.code === 'EADDRINUSE' ? 'is already in use' : `cannot be listened on (${err.message})`;
         reject(new Error(`rsync port ${this.o.host}:${this.o.port} ${why}`));
       };
       this.server.once('error', fail);
@@ -89,7 +90,9 @@ export class RsyncFront {
     }
     const pid = child.pid;
     if (pid === undefined) {
-      child.once('error', (err) => this.o.logger.error({ err }, 'rsync listener: could not start rsync for a connection'));
+      child.once('error', (err) =>
+        this.o.logger.error({ err }, 'rsync listener: could not start rsync for a connection'),
+      );
       return;
     }
     this.children.set(pid, child);
@@ -107,7 +110,11 @@ export class RsyncFront {
     // Map and Set keep insertion order: the first is the one pending longest.
     this.makeRoom(mine.values(), this.o.maxPendingPerAddress ?? 32, () => mine.size);
     this.makeRoom(this.pending.values(), this.o.maxPending ?? 256, () => this.pending.size);
-    const entry: Pending = { pid, address, timer: setTimeout(() => this.expire(pid), this.o.handshakeTimeoutMs ?? 10_000) };
+    const entry: Pending = {
+      pid,
+      address,
+      timer: setTimeout(() => this.expire(pid), this.o.handshakeTimeoutMs ?? 10_000),
+    };
     mine.add(entry);
     this.pending.set(pid, entry);
   }

@@ -2,4 +2,10 @@
 export { rsyncGreets } from './probe.js';
 export { RsyncDaemon, type RsyncDaemonOptions } from './daemon.js';
 export { hookCommands, HOOK_SOURCES, rsyncdConfig, shellQuote } from './config.js';
-export { latestPendingTransfer, parseTransferRecord, TransferLog, type Transfer, type TransferListener } from './transfer-log.js';
+export {
+  latestPendingTransfer,
+  parseTransferRecord,
+  TransferLog,
+  type Transfer,
+  type TransferListener,
+} from './transfer-log.js';

@@ -27,4 +27,3 @@ export interface RsyncDaemonOptions {
   transferPollMs?: number;
   logger?: Logger;
 }
-

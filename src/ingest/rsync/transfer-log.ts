@@ -41,7 +41,10 @@ export class TransferLog {
   private sweepAgain = false;
   private started = false;
 
-  constructor(dir: string, options: { pollMs?: number | undefined; retryMs?: number | undefined; logger?: Logger | undefined } = {}) {
+  constructor(
+    dir: string,
+    options: { pollMs?: number | undefined; retryMs?: number | undefined; logger?: Logger | undefined } = {},
+  ) {
     this.dir = dir;
     this.pollMs = options.pollMs ?? 2_000;
     this.retryMs = options.retryMs ?? 30_000;
@@ -59,7 +62,9 @@ export class TransferLog {
     this.started = true;
     try {
       this.watcher = watch(this.dir, () => void this.sweep());
-      this.watcher.on('error', (err) => this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'));
+      this.watcher.on('error', (err) =>
+        this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'),
+      );
     } catch (err) {
       this.logger.warn({ err }, 'transfer records: fs.watch unavailable; polling only');
     }
@@ -129,7 +134,10 @@ export class TransferLog {
         for (const listener of [...this.listeners]) await listener(transfer);
       } catch (err) {
         this.failedAt.set(name, Date.now());
-        this.logger.error({ err, record: name, capability: transfer.capability }, 'transfer listener failed; will retry');
+        this.logger.error(
+          { err, record: name, capability: transfer.capability },
+          'transfer listener failed; will retry',
+        );
         continue;
       }
       this.failedAt.delete(name);
@@ -170,7 +178,8 @@ export function parseTransferRecord(text: string): Transfer | undefined {
   const capability = fields.get('capability');
   const exitStatus = Number(fields.get('exit_status') || NaN);
   const endedAt = Number(fields.get('ended_at') || NaN);
-  if (!isCapability(capability) || !Number.isInteger(exitStatus) || !Number.isInteger(endedAt)) return undefined;
+  if (!isCapability(capability) || !Number.isInteger(exitStatus) || !Number.isInteger(endedAt))
+    return undefined;
   const hostAddr = fields.get('host_addr');
   return hostAddr ? { capability, exitStatus, endedAt, hostAddr } : { capability, exitStatus, endedAt };
 }
