@@ -7,6 +7,7 @@ import { statfsSync } from 'node:fs';
 import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unsafePathReason } from '../bagit/index.js';
+import { contentPathOf, packageObjectPath } from '../ocfl/layout.js';
 import type { DataLayout } from './layout.js';
 
 /** Free space below which an EIO is taken for a full disk (see `isOutOfSpace`). */
@@ -32,6 +33,19 @@ export class Storage {
     if (!/^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f-]{36}$/.test(storagePath))
       throw new Error(`malformed storage path ${storagePath}`);
     return join(this.storageRoot, storagePath);
+  }
+
+  /** The folder of a package's OCFL object in the primary root (ocfl/layout.ts). */
+  objectDir(bagId: string): string {
+    return join(this.storageRoot, packageObjectPath(bagId));
+  }
+
+  /**
+   * The absolute path of a stored file of a package: its content path in the object, which is
+   * `v1/content/<path>` for a file deposited in version 1 (`contentPath` names another version's).
+   */
+  storedFilePath(bagId: string, file: { path: string; contentPath?: string }): string {
+    return Storage.resolveInside(this.objectDir(bagId), file.contentPath ?? contentPathOf(1, file.path));
   }
 
   stagingDir(bagId: string): string {

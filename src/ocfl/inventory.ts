@@ -1,0 +1,96 @@
+/**
+ * An OCFL 1.1 inventory as preservd writes it (spec §3.5): sha256 content addressing, every other
+ * digest a bag's manifests carry in `fixity`, one version per deposit or revision. Building and
+ * writing only; reading an inventory someone else wrote is the validator's job, which trusts
+ * nothing in it.
+ */
+import { createHash } from 'node:crypto';
+import type { Algorithm } from '../fixity/index.js';
+import { contentPathOf, INVENTORY_TYPE, versionName } from './layout.js';
+
+/** digest → paths (content paths in `manifest` and `fixity`, logical paths in a version's `state`). */
+export type DigestMap = Record<string, string[]>;
+
+export interface InventoryVersion {
+  /** RFC 3339 in UTC, to the second or finer. */
+  created: string;
+  state: DigestMap;
+  message: string;
+  user: { name: string; address: string };
+}
+
+export interface Inventory {
+  id: string;
+  type: typeof INVENTORY_TYPE;
+  digestAlgorithm: 'sha256';
+  head: string;
+  manifest: DigestMap;
+  versions: Record<string, InventoryVersion>;
+  fixity?: Partial<Record<Exclude<Algorithm, 'sha256'>, DigestMap>>;
+}
+
+/** One file of a bag as a version holds it: its path in the bag and its digests (sha256 always). */
+export interface VersionFile {
+  path: string;
+  digests: Partial<Record<Algorithm, string>> & { sha256: string };
+}
+
+export interface VersionInfo {
+  /** When the version was made (ms since the epoch). */
+  created: number;
+  /** The repository user who made it. */
+  user: string;
+  message: string;
+}
+
+/** The URI naming a repository user in an inventory's `user.address`. */
+export function userAddress(name: string): string {
+  return `urn:preservd:user:${encodeURIComponent(name)}`;
+}
+
+/**
+ * The inventory of a new object whose only version, v1, is `files`, all of them stored under
+ * `v1/content/` (two files with one digest are both stored and both listed: OCFL allows it).
+ */
+export function firstInventory(objectId: string, files: readonly VersionFile[], info: VersionInfo): Inventory {
+  const manifest: DigestMap = {};
+  const state: DigestMap = {};
+  const fixity: Partial<Record<Exclude<Algorithm, 'sha256'>, DigestMap>> = {};
+  for (const file of files) {
+    const contentPath = contentPathOf(1, file.path);
+    (manifest[file.digests.sha256] ??= []).push(contentPath);
+    (state[file.digests.sha256] ??= []).push(file.path);
+    for (const [algorithm, digest] of Object.entries(file.digests) as Array<[Algorithm, string]>) {
+      if (algorithm === 'sha256') continue;
+      ((fixity[algorithm] ??= {})[digest] ??= []).push(contentPath);
+    }
+  }
+  const head = versionName(1);
+  const inventory: Inventory = {
+    id: objectId,
+    type: INVENTORY_TYPE,
+    digestAlgorithm: 'sha256',
+    head,
+    manifest,
+    versions: {
+      [head]: {
+        created: new Date(info.created).toISOString(),
+        state,
+        message: info.message,
+        user: { name: info.user, address: userAddress(info.user) },
+      },
+    },
+  };
+  if (Object.keys(fixity).length > 0) inventory.fixity = fixity;
+  return inventory;
+}
+
+/** The inventory's bytes as written to `inventory.json`, and its sidecar `inventory.json.sha256`. */
+export function inventoryBytes(inventory: Inventory): { json: Buffer; sidecar: string } {
+  const json = Buffer.from(`${JSON.stringify(inventory, null, 1)}\n`, 'utf8');
+  const digest = createHash('sha256').update(json).digest('hex');
+  return { json, sidecar: `${digest} inventory.json\n` };
+}
+
+export const INVENTORY = 'inventory.json';
+export const INVENTORY_SIDECAR = 'inventory.json.sha256';
