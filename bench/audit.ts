@@ -150,7 +150,7 @@ function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPa
       user: 'bench',
       capability: randomUUID().replaceAll('-', ''),
     });
-    catalog.packages.putFiles(bagId, files);
+    catalog.files.put(bagId, files);
     catalog.packages.markStored(bagId, storagePath);
     packages.push({ bagId, dir, files });
   }

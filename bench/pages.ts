@@ -63,7 +63,7 @@ try {
       crc32: '00000000',
       digests: { md5: hex(tag, 'md5'), sha256: hex(tag, 'sha256') },
     });
-  catalog.packages.putFiles(bagId, files);
+  catalog.files.put(bagId, files);
   catalog.packages.markStored(
     bagId,
     `${bagId.slice(0, 2)}/${bagId.slice(2, 4)}/${bagId.slice(4, 6)}/${bagId}`,

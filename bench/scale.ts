@@ -4,7 +4,7 @@
  * `npm run bench -- scale`; `--parts show` measures only the catalog part's show):
  *
  * - a catalog of N (default 1,000,000) synthetic packages written through the catalog's own API
- *   (create, putFiles of 20 records, markStored, one ingestion event each; one in a thousand
+ *   (create, files.put of 20 records, markStored, one ingestion event each; one in a thousand
  *   owned by the regular user `solo`), one of 2,040 files, and 1,000 real stored bags; its bytes
  *   per package;
  * - daemon start-up on it (spawn → serving; target ≤ 3 s);
@@ -231,7 +231,7 @@ async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; second
           user,
           capability: newCapability(),
         });
-        catalog.packages.putFiles(bagId, twenty);
+        catalog.files.put(bagId, twenty);
         catalog.packages.markStored(bagId, Storage.storagePath(bagId));
         catalog.events.add({
           bagId,
@@ -253,7 +253,7 @@ async function buildCatalog(dataDir: string): Promise<{ bigBagId: string; second
     user: 'solo',
     capability: newCapability(),
   });
-  catalog.packages.putFiles(bigBagId, syntheticFiles(2_040));
+  catalog.files.put(bigBagId, syntheticFiles(2_040));
   catalog.packages.markStored(bigBagId, Storage.storagePath(bigBagId));
   for (let i = 0; i < REAL; i++)
     await createStoredPackage(catalog, storage, {

@@ -159,7 +159,7 @@ export class ContinuousAudit implements Service {
     else if (dir === undefined) findings = [{ code: 'package-missing' }];
     else {
       try {
-        const files = this.catalog.packages.listFiles(bagId);
+        const files = this.catalog.files.list(bagId);
         findings = await verifyPackage(dir, files, this.hasher, {
           algorithms: this.config.audit.algorithms,
           signal,

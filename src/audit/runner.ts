@@ -139,7 +139,7 @@ export class AuditRunner implements Service {
     if (running !== undefined) return { existing: running };
     const packages = new Map<string, number>();
     for (const pkg of this.catalog.packages.list({ stored: true }))
-      packages.set(pkg.bagId, this.catalog.packages.storedBytes(pkg.bagId));
+      packages.set(pkg.bagId, this.catalog.files.bytes(pkg.bagId));
     const result = this.catalog.audits.start(user, packages);
     if ('created' in result) {
       const audit = result.created;
@@ -256,7 +256,7 @@ export class AuditRunner implements Service {
     let findings: Finding[];
     try {
       // Walked from the catalog, not held: a package may have hundreds of thousands of files.
-      const files = this.catalog.packages.filesOf(bagId);
+      const files = this.catalog.files.view(bagId);
       findings = await verifyPackage(dir, files, this.hasher, {
         algorithms: this.config.audit.algorithms,
         signal,

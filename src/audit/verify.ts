@@ -79,7 +79,7 @@ function algorithmsToVerify(file: FileRecord, mode: 'strongest' | 'all'): Algori
 }
 
 /**
- * The recorded files as a view of the catalog (`PackageStore.filesOf`): walked afresh on each
+ * The recorded files as a view of the catalog (`FileStore.view`): walked afresh on each
  * iteration, and asked about one path without a walk, so the listing is compared without a set
  * of every recorded path.
  */

@@ -14,6 +14,7 @@ import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
 import { GrantStore } from './grants.js';
 import { FixityStore } from './fixity.js';
+import { FileStore } from './files.js';
 import { PackageStore } from './packages.js';
 import { SpaceClaim } from './space.js';
 import type { DataLayout } from '../storage/layout.js';
@@ -44,6 +45,7 @@ export class Catalog implements Transactor {
   readonly grants: GrantStore;
   readonly sessions: SessionStore;
   readonly packages: PackageStore;
+  readonly files: FileStore;
   readonly queue: QueueStore;
   readonly events: EventStore;
   readonly audits: AuditStore;
@@ -70,6 +72,7 @@ export class Catalog implements Transactor {
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
     this.fixity = new FixityStore(root, this);
     this.packages = new PackageStore(root, this, seq('package'), this.fixity);
+    this.files = new FileStore(root, this, (bagId) => this.packages.bumpVersion(bagId));
     const audience = (bagId: string) => this.packages.audienceOf(bagId);
     this.queue = new QueueStore(root, this, seq('queue'), audience);
     this.events = new EventStore(root, this, seq('event'), audience);
@@ -201,7 +204,7 @@ export class Catalog implements Transactor {
         for (const pkg of batch) {
           this.packages.putIndexes(pkg);
           if (!pkg.stored) continue;
-          this.packages.keepPayloadList(pkg.bagId);
+          this.files.keepPayloadList(pkg.bagId);
           const check = this.events.latestOf(pkg.bagId, 'fixity check');
           this.fixity.put(
             pkg.bagId,

@@ -1,9 +1,9 @@
 /**
- * Requests/packages (one record, two names) and the files of stored packages. Packages are
+ * Requests/packages: one record, two names. Packages are
  * listed oldest first by their sequence number, through indexes that make a page cost the same
  * whatever the catalog's size: the order itself, `[owner, seq]`, `[content type, seq]` and
- * `[stored, seq]`; open requests also by `[owner, seq]`, to count them. Files are keyed `[bag_id, path]`;
- * a stored package's payload list, which never changes, is kept as JSON, so a show reads one value.
+ * `[stored, seq]`; open requests also by `[owner, seq]`, to count them. Their files are
+ * `FileStore`'s (files.ts).
  */
 import type { Database, RootDatabase } from 'lmdb';
 import type { FixityStore } from './fixity.js';
@@ -19,7 +19,7 @@ import {
   type Scope,
 } from './scan.js';
 import type { Transactor } from './transaction.js';
-import type { FileRecord, Package } from './types.js';
+import type { Package } from './types.js';
 
 /** What a page of packages is asked for: the caller's scope, filters, and where to start. */
 export interface PackageQuery {
@@ -36,19 +36,6 @@ type StoredPackage = Package & { seq: number };
 /** `[stored, seq]` keys of the state index: 0 open request, 1 stored package. */
 const stateOf = (stored: boolean) => (stored ? 1 : 0);
 
-/** File records written per transaction when a package's files are staged, and paths per slice of its list. */
-const FILE_BATCH = 5_000;
-
-/** Records read per catalog read when the files of a package are walked (`iterateFiles`). */
-const WALK_BATCH = 256;
-
-/** A package's files: walked in path order (afresh each time), or asked about one path. */
-export interface FileView extends Iterable<FileRecord> {
-  has(path: string): boolean;
-  /** Whether some recorded file's path starts with `folder/`. */
-  holdsUnder(folder: string): boolean;
-}
-
 export type CreateResult = { created: Package } | { existing: Package } | { overLimit: number };
 
 export class PackageStore {
@@ -60,11 +47,6 @@ export class PackageStore {
   private readonly byContentType: Database<string, [string, number]>;
   private readonly byState: Database<string, [number, number]>;
   private readonly openByOwner: Database<null, [string, number]>;
-  private readonly files: Database<FileRecord, [string, string]>;
-  /** bag_id → the total size of its files, kept by putFiles (storedBytes without reading every record). */
-  private readonly fileBytes: Database<number, string>;
-  /** bag_id → its payload paths as a UTF-8 JSON array, the `files` field as sent. */
-  private readonly payloadLists: Database<Buffer, string>;
 
   constructor(
     root: RootDatabase,
@@ -80,9 +62,6 @@ export class PackageStore {
     this.byContentType = root.openDB({ name: 'packagesByContentType' });
     this.byState = root.openDB({ name: 'packagesByState' });
     this.openByOwner = root.openDB({ name: 'openPackagesByOwner' });
-    this.files = root.openDB({ name: 'files' });
-    this.fileBytes = root.openDB({ name: 'packageFileBytes' });
-    this.payloadLists = root.openDB({ name: 'payloadLists', encoding: 'binary' });
   }
 
   get(bagId: string): Package | undefined {
@@ -264,95 +243,13 @@ export class PackageStore {
     return bagId === undefined ? undefined : this.get(bagId);
   }
 
-  /**
-   * Records the files of a package about to be stored, in one transaction (or the caller's).
-   * The ingest stages a bag of any size in bounded transactions instead: `unstageFiles`, then
-   * `stageBatch` for each batch, then `filesStaged` with the intent.
-   */
-  putFiles(bagId: string, files: Iterable<FileRecord>): void {
-    this.catalog.transaction(() => {
-      this.unstageFiles(bagId);
-      this.filesStaged(bagId, this.stageBatch(bagId, [...files]));
-    });
+  /** A new version of the record without another change (its file list changed: catalog/files.ts). */
+  bumpVersion(bagId: string): void {
+    const current = this.packages.get(bagId);
+    if (current !== undefined) this.packages.putSync(bagId, { ...current, version: nextVersion(current) });
   }
 
-  /** Drops the file records an earlier attempt staged, `FILE_BATCH` to a transaction. */
-  unstageFiles(bagId: string): void {
-    while (this.catalog.transaction(() => this.removeFiles(bagId, FILE_BATCH)) === FILE_BATCH);
-  }
-
-  /**
-   * Writes a batch of file records of a package about to be stored (the ingest's intent, before
-   * the bag is moved) in one transaction; returns their total size. Files of an unstored package
-   * are never served, so records written before a crash are harmless: the next attempt replaces
-   * them. `filesStaged`, in the transaction that records the intent, completes them.
-   */
-  stageBatch(bagId: string, files: readonly FileRecord[]): number {
-    // The path is in the key and the record; B-tree pages are partly empty: about twice the bytes.
-    let bytes = 0;
-    let total = 0;
-    for (const file of files) {
-      bytes += 2 * (2 * Buffer.byteLength(file.path) + 150);
-      total += file.size;
-    }
-    this.catalog.reserve(bytes);
-    this.catalog.transaction(() => {
-      for (const file of files) this.files.putSync([bagId, file.path], file);
-    });
-    return total;
-  }
-
-  /** The staged files' total size and payload list, kept for the package (inside the intent's transaction). */
-  filesStaged(bagId: string, totalBytes: number): void {
-    this.catalog.transaction(() => {
-      this.fileBytes.putSync(bagId, totalBytes);
-      this.keepPayloadList(bagId);
-      // Its show lists them: a new version of the record, as for a write to the record itself.
-      const current = this.packages.get(bagId);
-      if (current !== undefined) this.packages.putSync(bagId, { ...current, version: nextVersion(current) });
-    });
-  }
-
-  /** Removes up to `limit` file records of a package; returns how many. */
-  private removeFiles(bagId: string, limit: number): number {
-    let removed = 0;
-    for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'], limit })) {
-      this.files.removeSync(key);
-      removed++;
-    }
-    return removed;
-  }
-
-  /**
-   * Serialises the payload list once, as sent (filesStaged, and the migration for older
-   * catalogs), a slice of paths at a time rather than from an array of them all.
-   */
-  keepPayloadList(bagId: string): void {
-    this.payloadLists.putSync(bagId, this.serialisePayloadList(bagId));
-  }
-
-  /** The `files` field of a stored package, as UTF-8 JSON. */
-  payloadListJson(bagId: string): Buffer {
-    return this.payloadLists.get(bagId) ?? this.serialisePayloadList(bagId);
-  }
-
-  /** The payload paths relative to `data/`, in key order, as JSON in UTF-8, made in slices. */
-  private serialisePayloadList(bagId: string): Buffer {
-    const parts: Buffer[] = [];
-    let slice: string[] = [];
-    const flush = (): void => {
-      parts.push(Buffer.from(`${parts.length === 0 ? '' : ','}${slice.join(',')}`, 'utf8'));
-      slice = [];
-    };
-    for (const { key } of this.files.getRange({ start: [bagId, 'data/'], end: [bagId, 'data0'] })) {
-      slice.push(JSON.stringify(key[1].slice(5)));
-      if (slice.length === FILE_BATCH) flush();
-    }
-    if (slice.length > 0 || parts.length === 0) flush();
-    return Buffer.concat([Buffer.from('['), ...parts, Buffer.from(']')]);
-  }
-
-  /** Marks a package stored (its files recorded before by putFiles). */
+  /** Marks a package stored (its files recorded before: FileStore). */
   markStored(bagId: string, storagePath: string): Package {
     return this.catalog.transaction(() => {
       const current = this.packages.get(bagId);
@@ -369,64 +266,6 @@ export class PackageStore {
       this.fixity.stored(bagId, updated.updatedAt);
       return strip(updated)!;
     });
-  }
-
-  /** All files of a stored package, tag files and payload, sorted by path. */
-  listFiles(bagId: string): FileRecord[] {
-    return [...this.files.getRange({ start: [bagId], end: [bagId, '\uffff'] })].map((e) => e.value);
-  }
-
-  /**
-   * The files of a package in path order, read `WALK_BATCH` at a time: each batch is read whole,
-   * so the walk may pause between records (an await) without holding a catalog read open. Small
-   * batches, so that records walked across awaits die young (V8's young generation) instead of
-   * piling up in the old one.
-   */
-  *iterateFiles(bagId: string): Generator<FileRecord> {
-    let after: string | undefined;
-    for (;;) {
-      const start: [string, string] = [bagId, after ?? ''];
-      const batch: FileRecord[] = [];
-      for (const { value } of this.files.getRange({ start, end: [bagId, '\uffff'], limit: WALK_BATCH + 1 })) {
-        if (value.path !== after) batch.push(value);
-      }
-      yield* batch;
-      if (batch.length < WALK_BATCH) return;
-      after = batch.at(-1)!.path;
-    }
-  }
-
-  /**
-   * The files of a package as a view: every iteration walks them afresh (`iterateFiles`), and a
-   * path can be looked up without walking (for a package of many files, instead of a set of
-   * every path).
-   */
-  filesOf(bagId: string): FileView {
-    return {
-      [Symbol.iterator]: () => this.iterateFiles(bagId),
-      has: (path) => fitsKey(path) && this.files.doesExist([bagId, path]),
-      holdsUnder: (folder) => {
-        // A folder too long for a key holds no recorded file (every recorded path fits one).
-        if (!fitsKey(`${folder}0`)) return false;
-        for (const _ of this.files.getKeys({
-          start: [bagId, `${folder}/`],
-          end: [bagId, `${folder}0`],
-          limit: 1,
-        }))
-          return true;
-        return false;
-      },
-    };
-  }
-
-  file(bagId: string, path: string): FileRecord | undefined {
-    if (!fitsKey(path)) return undefined;
-    return this.files.get([bagId, path]);
-  }
-
-  /** Total size of a stored package's files (kept with them by filesStaged; 0 with none). */
-  storedBytes(bagId: string): number {
-    return this.fileBytes.get(bagId) ?? 0;
   }
 }
 

@@ -252,17 +252,17 @@ export class IngestStages {
     const { report, problems } = checked;
     // The records first, a batch to a transaction as the check hands them over (harmless until
     // the intent: unstored), then the intent itself in one.
-    catalog.packages.unstageFiles(pkg.bagId);
+    catalog.files.unstage(pkg.bagId);
     let totalBytes = 0;
     for await (const files of checked.files()) {
-      totalBytes += catalog.packages.stageBatch(pkg.bagId, files);
+      totalBytes += catalog.files.stageBatch(pkg.bagId, files);
       failpoint('ingest:after-file-batch');
     }
     // The worker's heap goes before the payload list is serialised below, not after.
     await checked.close();
     const warnings = warningsOf(problems);
     catalog.transaction(() => {
-      catalog.packages.filesStaged(pkg.bagId, totalBytes);
+      catalog.files.staged(pkg.bagId, totalBytes);
       catalog.events.add({
         bagId: pkg.bagId,
         type: 'validation',
@@ -293,7 +293,7 @@ export class IngestStages {
     let bytes = 0;
     catalog.transaction(() => {
       catalog.packages.markStored(pkg.bagId, storagePath);
-      bytes = catalog.packages.storedBytes(pkg.bagId);
+      bytes = catalog.files.bytes(pkg.bagId);
       catalog.events.add({
         bagId: pkg.bagId,
         type: 'ingestion',

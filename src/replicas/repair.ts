@@ -102,7 +102,7 @@ export class Repairer implements Service {
     const record = (outcome: 'success' | 'failure', detail: string) =>
       catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
 
-    for (const file of catalog.packages.listFiles(bagId)) {
+    for (const file of catalog.files.list(bagId)) {
       signal.throwIfAborted();
       const sha256 = file.digests.sha256;
       if (sha256 === undefined) continue;

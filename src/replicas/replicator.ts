@@ -81,7 +81,7 @@ export class Replicator implements Service {
    */
   packageStored(bagId: string): void {
     if (this.targets.length === 0) return;
-    this.catalog.replication.enqueue(bagId, this.names, this.catalog.packages.storedBytes(bagId));
+    this.catalog.replication.enqueue(bagId, this.names, this.catalog.files.bytes(bagId));
     setImmediate(() => this.wake());
   }
 
@@ -104,7 +104,7 @@ export class Replicator implements Service {
         batch = [];
         this.catalog.transaction(() => {
           for (const bagId of bagIds)
-            this.catalog.replication.enqueue(bagId, [name], this.catalog.packages.storedBytes(bagId));
+            this.catalog.replication.enqueue(bagId, [name], this.catalog.files.bytes(bagId));
         });
       };
       for (const pkg of this.catalog.packages.list({ stored: true })) {
@@ -163,7 +163,7 @@ export class Replicator implements Service {
       });
       return;
     }
-    const files = this.catalog.packages.listFiles(bagId);
+    const files = this.catalog.files.list(bagId);
     const skip = replication.verifiedFiles(replica, bagId);
     let unrecorded: string[] = [];
     let recordedAt = Date.now();

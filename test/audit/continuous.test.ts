@@ -168,7 +168,7 @@ t.test(
       user: 'admin',
       capability: randomBytes(16).toString('hex'),
     });
-    seeded.packages.putFiles(bagId, [
+    seeded.files.put(bagId, [
       { path: 'data/a.txt', size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } },
     ]);
     seeded.packages.markStored(

@@ -128,27 +128,27 @@ t.test('files and stored state', async (t) => {
     crc32: '00000000',
     digests: { sha256: 'ab'.repeat(32) },
   });
-  catalog.packages.putFiles(p.bagId, [
+  catalog.files.put(p.bagId, [
     file('bagit.txt', 10),
     file('data/z.txt', 1),
     file('data/a/b.txt', 2),
     file('manifest-sha256.txt', 5),
   ]);
   t.same(
-    JSON.parse(catalog.packages.payloadListJson(p.bagId).toString('utf8')),
+    JSON.parse(catalog.files.payloadListJson(p.bagId).toString('utf8')),
     ['a/b.txt', 'z.txt'],
     'payload paths relative to data/, sorted',
   );
-  t.equal(catalog.packages.storedBytes(p.bagId), 18);
+  t.equal(catalog.files.bytes(p.bagId), 18);
   t.equal(catalog.packages.get(p.bagId)?.stored, false);
   const stored = catalog.packages.markStored(p.bagId, 'ab/cd/ef/x');
   t.equal(stored.stored, true);
   t.equal(stored.storagePath, 'ab/cd/ef/x');
-  catalog.packages.putFiles(p.bagId, [file('data/only.txt', 3)]);
+  catalog.files.put(p.bagId, [file('data/only.txt', 3)]);
   t.same(
-    catalog.packages.listFiles(p.bagId).map((f) => f.path),
+    catalog.files.list(p.bagId).map((f) => f.path),
     ['data/only.txt'],
-    'putFiles replaces',
+    'files.put replaces',
   );
 });
 
@@ -236,7 +236,7 @@ t.test('a nested transaction joins the outer one, and its failure fails the whol
         } catch {
           // swallowed by the outer code: the transaction must still not commit half of it
         }
-        catalog.packages.putFiles(p.bagId, []);
+        catalog.files.put(p.bagId, []);
       }),
     /inner failure/,
   );
@@ -320,25 +320,25 @@ t.test("a stored package's payload list is kept as the JSON the API sends", asyn
     crc32: '00000000',
     digests: { sha256: '0'.repeat(64) },
   });
-  catalog.packages.putFiles(
+  catalog.files.put(
     pkg.bagId,
     ['bagit.txt', 'data/z.txt', 'data/a/"q".txt', 'data/é.txt', 'manifest-sha256.txt'].map(record),
   );
   t.equal(
-    catalog.packages.payloadListJson(pkg.bagId).toString('utf8'),
+    catalog.files.payloadListJson(pkg.bagId).toString('utf8'),
     '["a/\\"q\\".txt","z.txt","é.txt"]',
     'payload only, sorted, escaped',
   );
-  const payload = [...catalog.packages.filesOf(pkg.bagId)]
+  const payload = [...catalog.files.view(pkg.bagId)]
     .map((f) => f.path)
     .filter((p) => p.startsWith('data/'));
   t.same(
-    JSON.parse(catalog.packages.payloadListJson(pkg.bagId).toString('utf8')),
+    JSON.parse(catalog.files.payloadListJson(pkg.bagId).toString('utf8')),
     payload.map((p) => p.slice('data/'.length)),
   );
-  catalog.packages.putFiles(pkg.bagId, ['bagit.txt', 'data/only.txt'].map(record));
+  catalog.files.put(pkg.bagId, ['bagit.txt', 'data/only.txt'].map(record));
   t.equal(
-    catalog.packages.payloadListJson(pkg.bagId).toString('utf8'),
+    catalog.files.payloadListJson(pkg.bagId).toString('utf8'),
     '["only.txt"]',
     'written again with the files',
   );

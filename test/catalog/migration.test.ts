@@ -169,7 +169,7 @@ t.test(
     const stored = old.packages.filter((p) => p.stored);
     const sample = stored[7]!; // seq 16: checked twice, the second time failed
     t.equal(
-      catalog.packages.payloadListJson(sample.bagId).toString('utf8'),
+      catalog.files.payloadListJson(sample.bagId).toString('utf8'),
       JSON.stringify(['a/ä.txt', 'b.txt']),
       'payload list kept as JSON',
     );

@@ -50,7 +50,7 @@ t.test('a hot backup of the catalog restores a working repository', async (t) =>
   const copy = Catalog.open(new DataLayout(dest), { readOnly: true });
   t.ok(copy.packages.get(bagId)?.stored, 'the stored package is in the copy');
   t.same(
-    JSON.parse(copy.packages.payloadListJson(bagId).toString('utf8')).sort(),
+    JSON.parse(copy.files.payloadListJson(bagId).toString('utf8')).sort(),
     ['data/a.txt', 'data/b/c.bin'],
     'with its files',
   );

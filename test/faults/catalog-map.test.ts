@@ -51,7 +51,7 @@ t.test('one transaction much larger than the map grows it, and every record read
       crc32: i.toString(16).padStart(8, '0'),
       digests: { md5: 'a'.repeat(32), sha256: i.toString(16).padStart(64, '0') },
     });
-  catalog.packages.putFiles(bagId, files);
+  catalog.files.put(bagId, files);
   catalog.packages.markStored(bagId, '0b/ad/c0/0badc0de-0000-4000-8000-000000000001');
   t.ok(
     catalog.sizeBytes() > 100 * INITIAL_MAP,
@@ -63,7 +63,7 @@ t.test('one transaction much larger than the map grows it, and every record read
 
   const again = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   t.teardown(() => again.close());
-  const read = again.packages.listFiles(bagId);
+  const read = again.files.list(bagId);
   t.equal(read.length, 100_000, 'reopened, every record is there');
   t.same(read[99_999], files[99_999], 'and intact');
 });
@@ -88,7 +88,7 @@ t.test('the daemon grows the map during an ingest while another process has the 
   t.ok(after > 4 * INITIAL_MAP, `the catalog grew to ${after} bytes in one ingest`);
   const pkg = await d.request('GET', `/v1/packages/${request.bag_id}`, { token });
   t.equal(pkg.json.files.length, count, 'every file is recorded');
-  const seen = reader.packages.listFiles(request.bag_id).filter((f) => f.path.startsWith('data/'));
+  const seen = reader.files.list(request.bag_id).filter((f) => f.path.startsWith('data/'));
   t.equal(seen.length, count, 'the other process reads the records written past the old map');
 
   await d.stop();

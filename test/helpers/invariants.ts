@@ -149,7 +149,7 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         });
         continue;
       }
-      const recorded = catalog.packages.listFiles(pkg.bagId);
+      const recorded = catalog.files.list(pkg.bagId);
       const onDisk = new Set(filesUnder(dir));
       for (const file of recorded) {
         if (!onDisk.delete(file.path)) {

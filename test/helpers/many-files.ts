@@ -40,7 +40,7 @@ export async function writeManyFilePackage(dataDir: string, count: number): Prom
     user: 'alice',
     capability: randomUUID(),
   });
-  catalog.packages.putFiles(bagId, files);
+  catalog.files.put(bagId, files);
   catalog.packages.markStored(bagId, storagePath);
   await catalog.close();
   return bagId;

@@ -1,7 +1,7 @@
 /**
  * Test fixture: a stored package as ingest leaves it, without running ingest. The bag is written
  * by `makeBag` (a valid BagIt 1.0 bag) straight into `<dataDir>/storage/ab/cd/ef/<bag_id>/`, then
- * recorded in the catalog: packages.create, putFiles (every file, tag files too: size, CRC-32 and
+ * recorded in the catalog: packages.create, files.put (every file, tag files too: size, CRC-32 and
  * a digest per manifest algorithm plus sha256, computed here from the bytes on disk), markStored.
  * The one way tests make a stored package without ingest (the download fixture builds on it).
  *
@@ -89,14 +89,14 @@ export async function createStoredPackage(
     capability: randomBytes(16).toString('hex'),
   });
   if ('existing' in created) throw new Error(`package ${bagId} already exists`);
-  catalog.packages.putFiles(bagId, files);
+  catalog.files.put(bagId, files);
   const pkg = catalog.packages.markStored(bagId, storagePath);
   return {
     pkg,
     bagId,
     dir,
     storagePath,
-    files: catalog.packages.listFiles(bagId),
+    files: catalog.files.list(bagId),
     bytes: files.reduce((n, f) => n + f.size, 0),
   };
 }

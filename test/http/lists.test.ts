@@ -47,7 +47,7 @@ async function seed(dataDir: string, n: number): Promise<Seeded[]> {
           });
           const stored = i % 3 === 2 || i % 7 === 0;
           if (stored) {
-            catalog.packages.putFiles(bagId, [
+            catalog.files.put(bagId, [
               { path: 'data/a.txt', size: 1, crc32: '00000000', digests: { sha256: '0'.repeat(64) } },
             ]);
             catalog.packages.markStored(bagId, Storage.storagePath(bagId));

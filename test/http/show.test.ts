@@ -102,7 +102,7 @@ t.test('a show of a stored package', async (t) => {
     user: 'admin',
     capability: 'c'.repeat(32),
   });
-  catalog.packages.putFiles(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
+  catalog.files.put(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
   catalog.packages.markStored(bagId, Storage.storagePath(bagId));
 
   const show = await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers });
@@ -144,7 +144,7 @@ t.test('a show of a stored package', async (t) => {
   );
 
   // Files recorded again without a write to the record itself: the payload list is part of the version.
-  catalog.packages.putFiles(bagId, ['bagit.txt', 'data/c.wav'].map(file));
+  catalog.files.put(bagId, ['bagit.txt', 'data/c.wav'].map(file));
   t.same(
     (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files,
     ['c.wav'],
@@ -153,7 +153,7 @@ t.test('a show of a stored package', async (t) => {
 
   // Stored again with other files (not something the ingest does): the record changes, so does the list.
   await sleep(5);
-  catalog.packages.putFiles(bagId, ['bagit.txt', 'data/b.wav'].map(file));
+  catalog.files.put(bagId, ['bagit.txt', 'data/b.wav'].map(file));
   catalog.packages.markStored(bagId, Storage.storagePath(bagId));
   t.same((await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json().files, [
     'b.wav',
@@ -192,7 +192,7 @@ t.test(
       user: 'olga',
       capability: 'c'.repeat(32),
     });
-    catalog.packages.putFiles(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
+    catalog.files.put(bagId, ['bagit.txt', 'data/é "q".wav', 'data/a.wav'].map(file));
     catalog.packages.markStored(bagId, Storage.storagePath(bagId));
 
     const show = async (who: keyof typeof callers) =>
@@ -223,7 +223,7 @@ t.test(
           ? replicas.map(({ name }) => ({ name, copy: catalog.replication.get(bagId, name) }))
           : undefined,
         fixity: storageVisible ? catalog.fixity.get(bagId) : undefined,
-        files: JSON.parse(catalog.packages.payloadListJson(bagId).toString('utf8')) as string[],
+        files: JSON.parse(catalog.files.payloadListJson(bagId).toString('utf8')) as string[],
       });
       rendering = view;
       const body = (await schemaApp.inject({ method: 'GET', url: '/' })).body;

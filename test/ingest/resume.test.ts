@@ -109,7 +109,7 @@ async function crashMidFile(t: Test) {
 async function assertRecordedDigests(t: Test, dataDir: string, bagId: string, bagDir: string): Promise<void> {
   const catalog = Catalog.open(new DataLayout(dataDir), { readOnly: true });
   try {
-    const recorded = new Map(catalog.packages.listFiles(bagId).map((f) => [f.path, f]));
+    const recorded = new Map(catalog.files.list(bagId).map((f) => [f.path, f]));
     t.same([...recorded.keys()].sort(), filesUnder(bagDir, { regularOnly: true }), 'every file recorded');
     for (const path of filesUnder(bagDir, { regularOnly: true })) {
       const bytes = readFileSync(join(bagDir, path));

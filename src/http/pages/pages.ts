@@ -123,7 +123,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
     const pkg = loadPackage(ctx, request, request.params.bag_id);
     const rights = access(request);
     const storageVisible = rights.canSeeStorage(pkg);
-    const files = pkg.stored ? ctx.catalog.packages.listFiles(pkg.bagId) : [];
+    const files = pkg.stored ? ctx.catalog.files.list(pkg.bagId) : [];
     // Not `{ ...file }`: copying 2,000 catalog records doubles the page's cost.
     const payload = files
       .filter((f) => f.path.startsWith('data/'))

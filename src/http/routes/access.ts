@@ -120,7 +120,7 @@ export function storedPackageBody(
   const storage = storageStateFor(ctx, request, pkg);
   const held = shows.get(pkg, storage);
   if (held !== undefined) return held;
-  const files = JSON.parse(ctx.catalog.packages.payloadListJson(pkg.bagId).toString('utf8')) as string[];
+  const files = JSON.parse(ctx.catalog.files.payloadListJson(pkg.bagId).toString('utf8')) as string[];
   // A stored package's upload_link is null for every caller (views.ts).
   const body = reply.serialize(packageViewFor(ctx, pkg, storage, null, undefined, files)) as string;
   return shows.keep(pkg, storage, Buffer.from(body, 'utf8'));

@@ -34,7 +34,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       const zip = {
         bagId: pkg.bagId,
         dir: ctx.storage.packageDir(pkg.storagePath),
-        files: ctx.catalog.packages.filesOf(pkg.bagId),
+        files: ctx.catalog.files.view(pkg.bagId),
         storedAt: pkg.updatedAt,
       };
       return sendDownload(request, reply, answerZip(zip, request.method));
@@ -76,7 +76,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
         throw notFound(`package ${pkg.bagId} is not stored yet`);
       const name = request.params['*'];
       // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
-      const record = name === '' ? undefined : ctx.catalog.packages.file(pkg.bagId, `data/${name}`);
+      const record = name === '' ? undefined : ctx.catalog.files.get(pkg.bagId, `data/${name}`);
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
       const dir = ctx.storage.packageDir(pkg.storagePath);
       const file = {
