@@ -9,43 +9,21 @@
  * the rsync daemon says which (the pre-xfer gate's records of admitted transfers, one
  * `fs.watch` on their folder plus a poll): each is scanned while its transfer runs and once
  * after. Any other upload (a local copy, ssh) is scanned when someone asks (`progress`, its
- * walk shared for a few seconds by every asker: scan-cache.ts; `waitForQuiet`): a directory
- * scan counts every file, which filesystem events alone do not
- * (they miss files in a `cp -r` burst).
+ * walk shared for a few seconds by every asker: scan-cache.ts; `waitForQuiet`), by a directory
+ * scan (upload-scan.ts).
  *
  * Times are change times (ctime), not mtimes: `rsync -t` sets each file's mtime to the source's,
  * so only ctime says when our disk last changed.
  */
-import { watch, type Dirent, type FSWatcher } from 'node:fs';
-import { lstat, readdir } from 'node:fs/promises';
+import { watch, type FSWatcher } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { assertCapability } from './capability.js';
 import { isErrno } from '../fs/errors.js';
 import { silentLogger, type Logger } from '../logger.js';
 import { ScanCache } from './scan-cache.js';
+import { scanUpload, signatureOf, type UploadScan } from './upload-scan.js';
 import type { DataLayout } from '../storage/layout.js';
-
-/** rsync's temp file for `name` while it is being received: `.name.XXXXXX`. */
-const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;
-
-export function isRsyncTempFile(name: string): boolean {
-  return RSYNC_TEMP_FILE.test(name);
-}
-
-/** What a directory scan of one upload found. */
-export interface UploadScan {
-  /** Entries other than directories and rsync temp files (symlinks and the like included). */
-  files: number;
-  /** Bytes in regular files, temp files excluded. */
-  bytes: number;
-  directories: number;
-  tempFiles: number;
-  /** Latest change time (ctime, epoch ms) of the folder or anything in it. */
-  lastWriteMs: number;
-  /** Latest change time of a temp file; 0 when there is none. */
-  lastTempWriteMs: number;
-}
 
 /** Where an upload stands, as `LandingWatcher.progress` reports it. */
 export interface UploadProgress {
@@ -84,60 +62,6 @@ export interface QuietOptions {
 
 /** How a wait for quiet ended. */
 export type QuietOutcome = 'quiet' | 'timed-out';
-
-/**
- * Walks an upload with lstat (symlinks are counted, never followed). Throws ENOENT when the
- * folder does not exist; entries that vanish during the walk (renamed temp files) are skipped.
- */
-export async function scanUpload(dir: string): Promise<UploadScan> {
-  const root = await lstat(dir);
-  if (!root.isDirectory()) throw new Error(`${dir} is not a directory`);
-  const scan: UploadScan = {
-    files: 0,
-    bytes: 0,
-    directories: 0,
-    tempFiles: 0,
-    lastWriteMs: root.ctimeMs,
-    lastTempWriteMs: 0,
-  };
-  const pending = [dir];
-  while (pending.length > 0) {
-    const current = pending.pop() as string;
-    let entries: Dirent[];
-    try {
-      entries = await readdir(current, { withFileTypes: true });
-    } catch (err) {
-      if (isErrno(err, 'ENOENT') || isErrno(err, 'ENOTDIR')) continue;
-      throw err;
-    }
-    for (let i = 0; i < entries.length; i += 64) {
-      await Promise.all(
-        entries.slice(i, i + 64).map(async (entry) => {
-          const path = join(current, entry.name);
-          let st;
-          try {
-            st = await lstat(path);
-          } catch (err) {
-            if (isErrno(err, 'ENOENT')) return;
-            throw err;
-          }
-          scan.lastWriteMs = Math.max(scan.lastWriteMs, st.ctimeMs);
-          if (st.isDirectory()) {
-            scan.directories += 1;
-            pending.push(path);
-          } else if (st.isFile() && isRsyncTempFile(entry.name)) {
-            scan.tempFiles += 1;
-            scan.lastTempWriteMs = Math.max(scan.lastTempWriteMs, st.ctimeMs);
-          } else {
-            scan.files += 1;
-            if (st.isFile()) scan.bytes += st.size;
-          }
-        }),
-      );
-    }
-  }
-  return scan;
-}
 
 /** How often `waitForQuiet` looks again while a transfer into the upload runs. */
 const ACTIVE_POLL_MS = 50;
@@ -397,15 +321,4 @@ export class LandingWatcher {
       followed.lastScanDurationMs = followed.scannedAt - started;
     }
   }
-}
-
-function signatureOf(scan: UploadScan): string {
-  return [
-    scan.files,
-    scan.bytes,
-    scan.directories,
-    scan.tempFiles,
-    scan.lastWriteMs,
-    scan.lastTempWriteMs,
-  ].join(':');
 }

@@ -11,12 +11,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import t, { type Test } from 'tap';
 import { newCapability } from '../../src/ingest/capability.js';
-import {
-  isRsyncTempFile,
-  LandingWatcher,
-  scanUpload,
-  type UploadProgress,
-} from '../../src/ingest/watcher.js';
+import { isRsyncTempFile, scanUpload } from '../../src/ingest/upload-scan.js';
+import { LandingWatcher, type UploadProgress } from '../../src/ingest/watcher.js';
 import { DataLayout } from '../../src/storage/layout.js';
 
 const run = promisify(execFile);
