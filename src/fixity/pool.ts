@@ -16,22 +16,12 @@ import { Worker } from 'node:worker_threads';
 import type { Algorithm } from './algorithms.js';
 import { AbortSignals } from './abort-signals.js';
 import { AbortError, deserializeError, FixityError, POOL_CLOSED, WORKER_FAILED } from './errors.js';
-import {
-  checkAbsolute,
-  checkAlgorithms,
-  checkPriority,
-  invalidArgument,
-  jobMessage,
-  type FileJob,
-  type Job,
-  type WorkerSlot,
-} from './jobs.js';
+import { batchJob, fileJob, jobMessage, listJob, type FileJob, type Job, type WorkerSlot } from './jobs.js';
 import {
   CONTROL_INTS,
   MAIL,
   SHARED_BYTES,
   SHARED_INTS,
-  type BatchFile,
   type FromWorker,
   type JobMessage,
   type JobOutcome,
@@ -99,32 +89,7 @@ export class FixityPool {
   hashFile(absPath: string, algorithms: Algorithm[], opts: HashOptions = {}): Promise<FileDigests> {
     return new Promise<FileDigests>((resolve, reject) => {
       this.checkOpen(absPath);
-      checkAbsolute(absPath);
-      const unique = checkAlgorithms(algorithms);
-      const priority = checkPriority(opts.priority);
-      const everyBytes = opts.resume?.everyBytes;
-      if (everyBytes !== undefined && !(Number.isSafeInteger(everyBytes) && everyBytes > 0)) {
-        throw invalidArgument(`resume.everyBytes must be a positive integer, got ${everyBytes}`);
-      }
-      if (opts.signal?.aborted) throw new AbortError(absPath, opts.signal.reason);
-      const crc32 = opts.crc32 === true;
-      const { resume, signal } = opts;
-      // One literal, every field present (resume, signal even when undefined), no spread: this runs
-      // once per file, and V8 builds a spread-together object far more slowly.
-      this.enqueue({
-        kind: 'file',
-        id: this.nextId++,
-        path: absPath,
-        algorithms: unique,
-        crc32,
-        priority,
-        resume,
-        signal,
-        resolve,
-        reject,
-        settled: false,
-        posted: false,
-      });
+      this.enqueue(fileJob(this.nextId++, absPath, algorithms, opts, { resolve, reject }));
     });
   }
 
@@ -143,29 +108,9 @@ export class FixityPool {
   ): Promise<Array<FileDigests | FixityError>> {
     return new Promise<Array<FileDigests | FixityError>>((resolve, reject) => {
       this.checkOpen(files[0]?.path);
-      if (!Array.isArray(files)) throw invalidArgument('files must be an array');
-      const batch: BatchFile[] = files.map(({ path, algorithms }) => {
-        checkAbsolute(path);
-        return [path, checkAlgorithms(algorithms)];
-      });
-      const priority = checkPriority(opts.priority);
-      if (opts.signal?.aborted) throw new AbortError(batch[0]?.[0] ?? '', opts.signal.reason);
-      if (batch.length === 0) return resolve([]);
-      const crc32 = opts.crc32 === true;
-      const { signal } = opts;
-      this.enqueue({
-        kind: 'batch',
-        id: this.nextId++,
-        path: batch[0]![0],
-        files: batch,
-        crc32,
-        priority,
-        signal,
-        resolve,
-        reject,
-        settled: false,
-        posted: false,
-      });
+      const job = batchJob(this.nextId++, files, opts, { resolve, reject });
+      if (job === undefined) resolve([]);
+      else this.enqueue(job);
     });
   }
 
@@ -178,21 +123,7 @@ export class FixityPool {
   listTree(absDir: string, opts: Pick<HashOptions, 'priority' | 'signal'> = {}): Promise<Tree> {
     return new Promise<Tree>((resolve, reject) => {
       this.checkOpen(absDir);
-      checkAbsolute(absDir);
-      const priority = checkPriority(opts.priority);
-      if (opts.signal?.aborted) throw new AbortError(absDir, opts.signal.reason);
-      const { signal } = opts;
-      this.enqueue({
-        kind: 'list',
-        id: this.nextId++,
-        path: absDir,
-        priority,
-        signal,
-        resolve,
-        reject,
-        settled: false,
-        posted: false,
-      });
+      this.enqueue(listJob(this.nextId++, absDir, opts, { resolve, reject }));
     });
   }
 
