@@ -90,39 +90,7 @@ export class Daemon {
     });
     lifecycle.onStop('fixity pool', () => pool.close());
     metrics.watchPool(pool);
-    const landing = new LandingZone(layout);
-    // Before rsync listens: an old link a crash left unretired is refused from the first connection.
-    await finishRotations(catalog, landing, logger);
-    let rsync: RsyncDaemon | undefined;
-    if (config.upload.rsync.enabled) {
-      const r = config.upload.rsync;
-      rsync = new RsyncDaemon({
-        landing,
-        host: r.host,
-        port: r.port,
-        module: r.module,
-        binary: r.binary,
-        maxConnections: r.maxConnections,
-        logger,
-      });
-      rsync.onTransfer((t) => recordTransfer(catalog, t));
-      await lifecycle.start('rsync daemon', rsync);
-      metrics.watchRsync(rsync);
-    }
-    // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
-    const watcher = new LandingWatcher(layout, {
-      logger,
-      ...(rsync === undefined
-        ? {}
-        : {
-            transfers: {
-              dir: landing.layout.active,
-              live: async () => (await landing.liveTransfers()).map((t) => t.capability),
-            },
-          }),
-    });
-    await lifecycle.start('landing watcher', watcher);
-    metrics.watchLanding(watcher);
+    const { landing, watcher } = await startUploads(config, { layout, catalog, logger, lifecycle, metrics });
 
     await reconcile(catalog, storage, landing, logger);
     // Rotations `preservd revoke` recorded but could not finish itself.
@@ -153,13 +121,7 @@ export class Daemon {
       serving,
       `preservd is serving: API ${serving.api}, rsync ${serving.rsync ?? 'off'}, admin token in ${serving.adminToken}`,
     );
-    const { host, secureCookies, trustedProxies } = config.http;
-    if (!secureCookies && trustedProxies.length === 0 && !['127.0.0.1', '::1', 'localhost'].includes(host))
-      logger.warn(
-        { host },
-        `INSECURE COOKIES: the API listens on ${host}, beyond this host, and the pages' session cookie is not marked Secure: ` +
-          'set http.secureCookies to true when the site is served over https, or name the TLS proxy in http.trustedProxies (docs/operators.md)',
-      );
+    warnIfInsecureCookies(config, logger);
     return daemon;
   }
 
@@ -339,4 +301,72 @@ async function ensureFirstAdmin(catalog: Catalog, path: string, logger: Logger):
   const { secret } = catalog.users.issueToken('admin');
   await writeAtomically(path, `${secret}\n`, { mode: 0o600, fsync: true });
   logger.info({ path }, 'created the first admin user "admin"; its token is in this file');
+}
+
+/**
+ * The landing zone, the rsync daemon (when enabled) and the landing watcher, each registered to
+ * stop with the daemon. Unfinished link rotations are finished before rsync listens, so that an
+ * old link a crash left unretired is refused from the first connection.
+ */
+async function startUploads(
+  config: Config,
+  {
+    layout,
+    catalog,
+    logger,
+    lifecycle,
+    metrics,
+  }: {
+    layout: DataLayout;
+    catalog: Catalog;
+    logger: Logger;
+    lifecycle: Lifecycle;
+    metrics: Metrics;
+  },
+): Promise<{ landing: LandingZone; watcher: LandingWatcher }> {
+  const landing = new LandingZone(layout);
+  await finishRotations(catalog, landing, logger);
+  let rsync: RsyncDaemon | undefined;
+  if (config.upload.rsync.enabled) {
+    const r = config.upload.rsync;
+    rsync = new RsyncDaemon({
+      landing,
+      host: r.host,
+      port: r.port,
+      module: r.module,
+      binary: r.binary,
+      maxConnections: r.maxConnections,
+      logger,
+    });
+    rsync.onTransfer((t) => recordTransfer(catalog, t));
+    await lifecycle.start('rsync daemon', rsync);
+    metrics.watchRsync(rsync);
+  }
+  // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
+  const watcher = new LandingWatcher(layout, {
+    logger,
+    ...(rsync === undefined
+      ? {}
+      : {
+          transfers: {
+            dir: landing.layout.active,
+            live: async () => (await landing.liveTransfers()).map((t) => t.capability),
+          },
+        }),
+  });
+  await lifecycle.start('landing watcher', watcher);
+  metrics.watchLanding(watcher);
+
+  return { landing, watcher };
+}
+
+/** The warning an operator must see when session cookies would travel in clear beyond this host. */
+function warnIfInsecureCookies(config: Config, logger: Logger): void {
+  const { host, secureCookies, trustedProxies } = config.http;
+  if (!secureCookies && trustedProxies.length === 0 && !['127.0.0.1', '::1', 'localhost'].includes(host))
+    logger.warn(
+      { host },
+      `INSECURE COOKIES: the API listens on ${host}, beyond this host, and the pages' session cookie is not marked Secure: ` +
+        'set http.secureCookies to true when the site is served over https, or name the TLS proxy in http.trustedProxies (docs/operators.md)',
+    );
 }
