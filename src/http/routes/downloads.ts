@@ -13,20 +13,41 @@ const binary = (description: string, mediaType: string) => ({
   content: { [mediaType]: { schema: { type: 'string', format: 'binary' } } },
 });
 
+/** GET /v1/packages/{bag_id}/download */
+const zipSchema: FastifySchema = {
+  tags: ['downloads'],
+  summary: 'The whole bag as a stored (not deflated) ZIP64 under one top folder <bag_id>/',
+  params: bagIdParam,
+  response: {
+    200: binary('The bag as a zip; Content-Length is known in advance.', 'application/zip'),
+    ...errors(401, 403, 404),
+  },
+};
+
+/** GET /v1/packages/{bag_id}/{file} */
+const fileSchema: FastifySchema = {
+  tags: ['downloads'],
+  summary: 'One payload file (path relative to data/), with Range, ETag and Repr-Digest',
+  params: {
+    type: 'object',
+    required: ['bag_id', '*'],
+    properties: {
+      bag_id: bagIdParam.properties.bag_id,
+      '*': { type: 'string', description: 'A path from the package’s files.' },
+    },
+  },
+  response: {
+    200: binary('The file’s bytes; Content-Type from its extension.', '*/*'),
+    206: binary('One range of the file.', '*/*'),
+    304: { type: 'null', description: 'Not modified (If-None-Match or If-Modified-Since).' },
+    ...errors(401, 403, 404, 416),
+  },
+};
+
 export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   app.get<{ Params: { bag_id: string } }>(
     '/v1/packages/:bag_id/download',
-    {
-      schema: {
-        tags: ['downloads'],
-        summary: 'The whole bag as a stored (not deflated) ZIP64 under one top folder <bag_id>/',
-        params: bagIdParam,
-        response: {
-          200: binary('The bag as a zip; Content-Length is known in advance.', 'application/zip'),
-          ...errors(401, 403, 404),
-        },
-      },
-    },
+    { schema: zipSchema },
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored || pkg.storagePath === undefined)
@@ -51,24 +72,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
           url: url.replace(/\*$/, '{file}'),
         }),
       },
-      schema: {
-        tags: ['downloads'],
-        summary: 'One payload file (path relative to data/), with Range, ETag and Repr-Digest',
-        params: {
-          type: 'object',
-          required: ['bag_id', '*'],
-          properties: {
-            bag_id: bagIdParam.properties.bag_id,
-            '*': { type: 'string', description: 'A path from the package’s files.' },
-          },
-        },
-        response: {
-          200: binary('The file’s bytes; Content-Type from its extension.', '*/*'),
-          206: binary('One range of the file.', '*/*'),
-          304: { type: 'null', description: 'Not modified (If-None-Match or If-Modified-Since).' },
-          ...errors(401, 403, 404, 416),
-        },
-      },
+      schema: fileSchema,
     },
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
