@@ -148,6 +148,15 @@ function noneMatchHits(header: string, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim().replace(/^W\//, '') === opaque);
 }
 
+/** If-None-Match (before If-Modified-Since, RFC 9110 §13.2.2) says the client's copy is current. */
+function notModified(headers: FileRequest['headers'], etag: string | undefined, mtime: Date): boolean {
+  const { 'if-none-match': ifNoneMatch, 'if-modified-since': ifModifiedSince } = headers;
+  if (ifNoneMatch !== undefined) return etag !== undefined && noneMatchHits(ifNoneMatch, etag);
+  return (
+    ifModifiedSince !== undefined && Math.floor(mtime.getTime() / 1000) * 1000 <= Date.parse(ifModifiedSince)
+  );
+}
+
 /** If-Range (RFC 9110 §13.1.5): a strong ETag equal to ours, or exactly our Last-Modified. */
 function ifRangeHolds(header: string, etag: string | undefined, lastModified: string): boolean {
   const value = header.trim();
@@ -187,17 +196,8 @@ export async function answerFile(
     const validators: Record<string, string> = { 'last-modified': lastModified };
     if (etag !== undefined) validators.etag = etag;
 
-    const {
-      'if-none-match': ifNoneMatch,
-      'if-modified-since': ifModifiedSince,
-      'if-range': ifRange,
-    } = request.headers;
-    const notModified =
-      ifNoneMatch !== undefined
-        ? etag !== undefined && noneMatchHits(ifNoneMatch, etag)
-        : ifModifiedSince !== undefined &&
-          Math.floor(opened.mtime.getTime() / 1000) * 1000 <= Date.parse(ifModifiedSince);
-    if (notModified) return { kind: 'headers', status: 304, headers: validators };
+    if (notModified(request.headers, etag, opened.mtime))
+      return { kind: 'headers', status: 304, headers: validators };
 
     const representation: Record<string, string> = {
       'content-type': contentTypeFor(record.path),
@@ -211,6 +211,7 @@ export async function answerFile(
       return { kind: 'offload', headers: { ...representation, ...offloadHeaders(file, opts.offload) } };
 
     let range: RangeRequest = { kind: 'none' };
+    const ifRange = request.headers['if-range'];
     if (request.method === 'GET' && (ifRange === undefined || ifRangeHolds(ifRange, etag, lastModified))) {
       range = parseRange(request.headers.range, size);
     }

@@ -52,7 +52,11 @@ export function userAddress(name: string): string {
  * The inventory of a new object whose only version, v1, is `files`, all of them stored under
  * `v1/content/` (two files with one digest are both stored and both listed: OCFL allows it).
  */
-export function firstInventory(objectId: string, files: readonly VersionFile[], info: VersionInfo): Inventory {
+export function firstInventory(
+  objectId: string,
+  files: readonly VersionFile[],
+  info: VersionInfo,
+): Inventory {
   const manifest: DigestMap = {};
   const state: DigestMap = {};
   const fixity: Partial<Record<Exclude<Algorithm, 'sha256'>, DigestMap>> = {};

@@ -25,7 +25,8 @@ const MAX_ENCODED_ID = 100;
 export function layoutFiles(): Array<{ path: string; text: string }> {
   const layout = {
     extension: LAYOUT_EXTENSION,
-    description: 'OCFL object identifiers hashed with sha256 into three tuples of three, then percent-encoded',
+    description:
+      'OCFL object identifiers hashed with sha256 into three tuples of three, then percent-encoded',
   };
   const config = {
     extensionName: LAYOUT_EXTENSION,

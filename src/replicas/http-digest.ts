@@ -44,7 +44,7 @@ export interface BareGetOptions extends BareConnection {
 }
 
 /** GETs `pathAndQuery` and hashes the answer's body as it arrives. */
-// eslint-disable-next-line max-lines-per-function -- one GET's state machine (head, body, pacing, abort) over one socket's callbacks
+/* eslint-disable max-lines-per-function -- one GET's state machine (head, body, pacing, abort) over one socket's callbacks */
 export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promise<BareGet> {
   const { signal } = opts;
   signal?.throwIfAborted();
@@ -146,6 +146,7 @@ export function bareGetDigest(pathAndQuery: string, opts: BareGetOptions): Promi
     });
   });
 }
+/* eslint-enable max-lines-per-function */
 
 /** Status and length of an answer's head, or why it cannot be taken. */
 function statusAndLength(text: string): { status: number; length: number } | string {

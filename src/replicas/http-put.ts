@@ -97,6 +97,7 @@ export interface BarePutOptions extends BareConnection {
 }
 
 /** PUTs `body` to `pathAndQuery`; at the object's end the whole is checked against `body.check`. */
+/* eslint-disable max-lines-per-function -- one PUT's state machine (head, body, answer, abort) over one socket's callbacks */
 export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOptions): Promise<BarePutAnswer> {
   const { signal } = opts;
   signal?.throwIfAborted();
@@ -189,6 +190,7 @@ export function barePut(pathAndQuery: string, body: PutBody, opts: BarePutOption
     });
   });
 }
+/* eslint-enable max-lines-per-function */
 
 /**
  * Writes the body's bytes, each chunk from a buffer of `ring` that goes back to it once the

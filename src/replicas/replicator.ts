@@ -16,7 +16,7 @@ import type { ReplicaCopy } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
-import { copyPackage } from './copy.js';
+import { copyPackage, type CopyOutcome } from './copy.js';
 import { packagePrefix } from './keys.js';
 import { describeReplicationProblem } from './problems.js';
 import { ReplicaDown, type ReplicaTarget } from './target.js';
@@ -193,61 +193,70 @@ export class Replicator implements Service {
       });
       record();
       this.resting.delete(replica);
-      if (outcome.kind === 'verified') {
-        const detail = `copied to replica ${replica} (${target.kind}, ${target.where}) and read back: ${outcome.files} files, ${outcome.bytes} bytes, sizes and sha256 as in the catalog`;
-        const event = replication.verified(bagId, replica, () =>
-          this.catalog.events.add({
-            bagId,
-            type: 'replication',
-            executor: REPLICATION_EXECUTOR,
-            outcome: 'success',
-            detail,
-          }),
-        );
-        if (event !== undefined)
-          this.logger.info(
-            { bagId, replica, files: outcome.files, bytes: outcome.bytes },
-            `replica ${replica}: ${bagId} verified`,
-          );
-        return;
-      }
-      const { problem } = outcome;
-      const error = describeReplicationProblem(problem);
-      const own =
-        problem.code === 'copy-differs' || problem.code === 'copy-unreadable' ? problem.path : undefined;
-      replication.fail(
-        bagId,
-        replica,
-        { error, nextAttemptAt: Date.now() + backoff(copy.attempts + 1), ownWrongCopy: own },
-        () =>
-          this.catalog.events.add({
-            bagId,
-            type: 'replication',
-            executor: REPLICATION_EXECUTOR,
-            outcome: 'failure',
-            detail: error,
-          }),
-      );
-      this.logger.warn(
-        { bagId, replica, code: problem.code, path: problem.path },
-        `replica ${replica}: copy of ${bagId} failed: ${error}`,
-      );
+      this.settle(target, copy, outcome);
     } catch (err) {
-      if (signal.aborted) {
-        record();
-        return;
-      }
       record();
-      const reason = err instanceof ReplicaDown ? err.reason : (err as Error).message;
-      const rest = this.resting.get(replica) ?? { until: 0, failures: 0 };
-      rest.failures++;
-      rest.until = Date.now() + backoff(rest.failures);
-      this.resting.set(replica, rest);
-      replication.postpone(bagId, replica, reason, rest.until);
-      this.logger.warn(
-        { bagId, replica, reason, retryInMs: rest.until - Date.now() },
-        `replica ${replica} unavailable (${reason}); copy of ${bagId} postponed`,
-      );
+      if (!signal.aborted) this.postpone(bagId, replica, err);
     }
+  }
+
+  /** Records how a copy ended: verified (an event, once), or failed with its problem. */
+  private settle(target: ReplicaTarget, copy: ReplicaCopy, outcome: CopyOutcome): void {
+    const { bagId, replica } = copy;
+    const replication = this.catalog.replication;
+    if (outcome.kind === 'verified') {
+      const detail = `copied to replica ${replica} (${target.kind}, ${target.where}) and read back: ${outcome.files} files, ${outcome.bytes} bytes, sizes and sha256 as in the catalog`;
+      const event = replication.verified(bagId, replica, () =>
+        this.catalog.events.add({
+          bagId,
+          type: 'replication',
+          executor: REPLICATION_EXECUTOR,
+          outcome: 'success',
+          detail,
+        }),
+      );
+      if (event !== undefined)
+        this.logger.info(
+          { bagId, replica, files: outcome.files, bytes: outcome.bytes },
+          `replica ${replica}: ${bagId} verified`,
+        );
+      return;
+    }
+    const { problem } = outcome;
+    const error = describeReplicationProblem(problem);
+    const own =
+      problem.code === 'copy-differs' || problem.code === 'copy-unreadable' ? problem.path : undefined;
+    replication.fail(
+      bagId,
+      replica,
+      { error, nextAttemptAt: Date.now() + backoff(copy.attempts + 1), ownWrongCopy: own },
+      () =>
+        this.catalog.events.add({
+          bagId,
+          type: 'replication',
+          executor: REPLICATION_EXECUTOR,
+          outcome: 'failure',
+          detail: error,
+        }),
+    );
+    this.logger.warn(
+      { bagId, replica, code: problem.code, path: problem.path },
+      `replica ${replica}: copy of ${bagId} failed: ${error}`,
+    );
+  }
+
+  /** The replica could not be used: it rests (backing off) and the copy waits for it. */
+  private postpone(bagId: string, replica: string, err: unknown): void {
+    const replication = this.catalog.replication;
+    const reason = err instanceof ReplicaDown ? err.reason : (err as Error).message;
+    const rest = this.resting.get(replica) ?? { until: 0, failures: 0 };
+    rest.failures++;
+    rest.until = Date.now() + backoff(rest.failures);
+    this.resting.set(replica, rest);
+    replication.postpone(bagId, replica, reason, rest.until);
+    this.logger.warn(
+      { bagId, replica, reason, retryInMs: rest.until - Date.now() },
+      `replica ${replica} unavailable (${reason}); copy of ${bagId} postponed`,
+    );
   }
 }

@@ -5,7 +5,7 @@
  * see docs/architecture.md), knip with `knip.json` (no unused files, exports or dependencies) and
  * typescript-eslint with `eslint.config.js` (every promise handled, every union case covered).
  * All read the TypeScript sources, so a violation fails here before it is compiled into dist/.
- * Also: no file of src/ over 400 lines.
+ * Also: Prettier (`.prettierrc.json`) finds every source formatted, and no file of src/ is over 400 lines.
  */
 import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -36,6 +36,9 @@ t.test('dependency-cruiser finds no violation of the import rules', async (t) =>
     [],
   );
 });
+
+/** What `npm run format` formats (package.json), Prettier's ignore file aside. */
+const FORMATTED = ['src', 'test', 'bench', 'scripts', 'cli.ts', 'eslint.config.js'];
 
 t.test('knip finds no unused file, export or dependency', async (t) => {
   const run = spawnSync(bin('knip'), ['--reporter', 'json'], {
@@ -68,6 +71,16 @@ t.test('eslint finds no problem', async (t) => {
     [],
     run.stderr,
   );
+  t.equal(run.status, 0);
+});
+
+t.test('prettier finds every source formatted', async (t) => {
+  const run = spawnSync(bin('prettier'), ['--list-different', ...FORMATTED], {
+    cwd: repoRoot,
+    env,
+    encoding: 'utf8',
+  });
+  t.same(run.stdout.split('\n').filter(Boolean), [], `not formatted (npm run format): ${run.stderr}`);
   t.equal(run.status, 0);
 });
 

@@ -329,9 +329,7 @@ t.test("a stored package's payload list is kept as the JSON the API sends", asyn
     '["a/\\"q\\".txt","z.txt","é.txt"]',
     'payload only, sorted, escaped',
   );
-  const payload = [...catalog.files.view(pkg.bagId)]
-    .map((f) => f.path)
-    .filter((p) => p.startsWith('data/'));
+  const payload = [...catalog.files.view(pkg.bagId)].map((f) => f.path).filter((p) => p.startsWith('data/'));
   t.same(
     JSON.parse(catalog.files.payloadListJson(pkg.bagId).toString('utf8')),
     payload.map((p) => p.slice('data/'.length)),

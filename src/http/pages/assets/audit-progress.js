@@ -21,7 +21,11 @@
       bar.max = Math.max(audit.packages, 1);
       bar.value = done;
     }
-    for (const [name, value] of [['done', done], ['successes', audit.successes.length], ['failures', audit.failures.length]]) {
+    for (const [name, value] of [
+      ['done', done],
+      ['successes', audit.successes.length],
+      ['failures', audit.failures.length],
+    ]) {
       const el = field(name);
       if (el !== null) el.textContent = String(value);
     }
