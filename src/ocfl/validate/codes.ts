@@ -161,12 +161,12 @@ export const OCFL_CODES = OCFL_PROBLEMS.CODES;
 /** The problems one validation finds, in the order it finds them. */
 export class Findings {
   readonly list: OcflProblem[] = [];
+  /** How many of them are errors. */
+  errors = 0;
 
   add(code: OcflCode, path: string, detail: string): void {
-    this.list.push(OCFL_PROBLEMS.make({ code, path, detail }));
-  }
-
-  get errors(): number {
-    return this.list.filter((p) => p.severity === 'error').length;
+    const problem = OCFL_PROBLEMS.make({ code, path, detail });
+    if (problem.severity === 'error') this.errors++;
+    this.list.push(problem);
   }
 }

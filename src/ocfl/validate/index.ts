@@ -5,4 +5,5 @@
  */
 export { fsReader, type OcflReader } from './reader.js';
 export { validateObject, type ObjectReport, type ValidateOptions } from './object.js';
+export { validateRoot, type RootReport } from './root.js';
 export type { OcflCode, OcflProblem } from './codes.js';
