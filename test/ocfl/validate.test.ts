@@ -8,7 +8,13 @@ import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, symlinkSync } from
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
-import { fsReader, validateObject, type ObjectReport } from '../../src/ocfl/validate/index.js';
+import {
+  fsReader,
+  validateObject,
+  type ObjectReport,
+  type OcflProblem,
+  type OcflReader,
+} from '../../src/ocfl/validate/index.js';
 import { repoRoot } from '../helpers/conformance-suite.js';
 
 const FIXTURES = join(repoRoot(), 'test/fixtures/ocfl/1.1');
@@ -16,7 +22,7 @@ const fixtures = (kind: string) => readdirSync(join(FIXTURES, kind)).sort();
 const validate = (dir: string, digests = true) => validateObject(fsReader(dir), '', { digests });
 const codesOf = (r: ObjectReport): string[] => [...new Set(r.problems.map((p) => p.code))].sort();
 const codesInName = (name: string) => name.match(/[EW]\d{3}/g) ?? [];
-const errorsOf = (r: ObjectReport) => r.problems.filter((p) => p.severity === 'error');
+const errorsOf = (r: ObjectReport): OcflProblem[] => r.problems.filter((p) => p.severity === 'error');
 
 t.test('every good object is valid, with no warning but W004 (sha256 content addressing)', async (t) => {
   const names = fixtures('good-objects');
@@ -107,4 +113,17 @@ t.test('objects built here: an empty object folder, an empty content folder, a l
   cpSync(good, join(dir, 'linked'), { recursive: true });
   symlinkSync('/etc/hostname', join(dir, 'linked', 'v1', 'content', 'link'));
   t.ok(codesOf(await validate(join(dir, 'linked'))).includes('E090'), 'a symbolic link in content is E090');
+});
+
+t.test('content is read once per file for all its digests, and not at all without digests', async (t) => {
+  const streamed: string[] = [];
+  const inner = fsReader(join(FIXTURES, 'good-objects', 'ocfl_object_all_fixity_digests'));
+  const counting: OcflReader = {
+    ...inner,
+    stream: (path) => (streamed.push(path), inner.stream(path)),
+  };
+  t.equal((await validateObject(counting, '', { digests: false })).valid, true);
+  t.same(streamed, [], 'structure only: no content read');
+  t.equal((await validateObject(counting, '', { digests: true })).valid, true);
+  t.same(streamed, ['v1/content/file.txt'], 'one read for sha512, md5, sha1, sha256 and blake2b-512');
 });

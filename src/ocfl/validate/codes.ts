@@ -155,9 +155,6 @@ const table = Object.fromEntries(
 
 const OCFL_PROBLEMS = defineProblems<OcflProblemInit>(table);
 
-/** Every code with its severity (for documentation and tests). */
-export const OCFL_CODES = OCFL_PROBLEMS.CODES;
-
 /** The problems one validation finds, in the order it finds them. */
 export class Findings {
   readonly list: OcflProblem[] = [];

@@ -4,6 +4,6 @@
  * reads through `OcflReader` (a filesystem reader here) and knows nothing of preservd's catalog.
  */
 export { fsReader, type OcflReader } from './reader.js';
-export { validateObject, type ObjectReport, type ValidateOptions } from './object.js';
+export { validateObject, type ObjectReport } from './object.js';
 export { validateRoot, type RootReport } from './root.js';
-export type { OcflCode, OcflProblem } from './codes.js';
+export type { OcflProblem } from './codes.js';

@@ -8,7 +8,7 @@ import { lstat, readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
 /** `other`: a symbolic link, a device, a FIFO or a socket, none of which belongs in OCFL storage. */
-export type EntryKind = 'file' | 'dir' | 'other';
+type EntryKind = 'file' | 'dir' | 'other';
 
 export interface Entry {
   name: string;
