@@ -26,7 +26,7 @@ export interface Inventory {
   head: string;
   manifest: DigestMap;
   versions: Record<string, InventoryVersion>;
-  fixity?: Partial<Record<Exclude<Algorithm, 'sha256'>, DigestMap>>;
+  fixity?: Partial<Record<FixityAlgorithm, DigestMap>>;
 }
 
 /** One file of a bag as a version holds it: its path in the bag and its digests (sha256 always). */
@@ -41,6 +41,17 @@ export interface VersionInfo {
   /** The repository user who made it. */
   user: string;
   message: string;
+}
+
+/**
+ * The digests OCFL 1.1 names for `fixity` besides the sha256 of the manifest (spec §3.5.3, and
+ * none of the registered digest extensions names sha224 or sha384): a bag's sha224 and sha384
+ * manifests stay in the bag itself, which is the object's content.
+ */
+type FixityAlgorithm = 'md5' | 'sha1' | 'sha512';
+
+function isFixityAlgorithm(algorithm: Algorithm): algorithm is FixityAlgorithm {
+  return algorithm === 'md5' || algorithm === 'sha1' || algorithm === 'sha512';
 }
 
 /** The URI naming a repository user in an inventory's `user.address`. */
@@ -59,13 +70,13 @@ export function firstInventory(
 ): Inventory {
   const manifest: DigestMap = {};
   const state: DigestMap = {};
-  const fixity: Partial<Record<Exclude<Algorithm, 'sha256'>, DigestMap>> = {};
+  const fixity: Partial<Record<FixityAlgorithm, DigestMap>> = {};
   for (const file of files) {
     const contentPath = contentPathOf(1, file.path);
     (manifest[file.digests.sha256] ??= []).push(contentPath);
     (state[file.digests.sha256] ??= []).push(file.path);
     for (const [algorithm, digest] of Object.entries(file.digests) as Array<[Algorithm, string]>) {
-      if (algorithm === 'sha256') continue;
+      if (!isFixityAlgorithm(algorithm)) continue;
       ((fixity[algorithm] ??= {})[digest] ??= []).push(contentPath);
     }
   }

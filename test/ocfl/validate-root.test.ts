@@ -52,7 +52,8 @@ function move(root: string, from: string, to: string): void {
 }
 
 /**
- * A package's object as preservd writes it: v1 holds the files, md5 and sha512 in fixity; and
+ * A package's object as preservd writes it: v1 holds the files, md5 and sha512 in fixity (not the
+ * bag's sha224 and sha384, which OCFL does not name); and
  * blake2b-256 and sha512/256 (extension 0001), which preservd does not write, to check those too.
  */
 function writeObject(root: string, bagId: string, at = packageObjectPath(bagId)): string {
@@ -62,7 +63,14 @@ function writeObject(root: string, bagId: string, at = packageObjectPath(bagId))
     objectIdOf(bagId),
     Object.entries(files).map(([path, text]) => ({
       path,
-      digests: { sha256: digest('sha256', text), md5: digest('md5', text), sha512: digest('sha512', text) },
+      digests: {
+        sha256: digest('sha256', text),
+        md5: digest('md5', text),
+        sha512: digest('sha512', text),
+        // A bag's sha224 and sha384 manifests: OCFL names no such fixity, so they stay out of it.
+        sha224: digest('sha224', text),
+        sha384: digest('sha384', text),
+      },
     })),
     { created: Date.UTC(2025, 0, 2, 3, 4, 5), user: 'alice', message: 'deposit' },
   );
