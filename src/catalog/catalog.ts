@@ -19,8 +19,10 @@ import { SpaceClaim } from './space.js';
 import type { DataLayout } from '../storage/layout.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
+import { CatalogRestore } from './restore.js';
 import { RotationStore } from './rotations.js';
 import { SessionStore } from './sessions.js';
+import { StorageRecordStore } from './storage-records.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
 
@@ -51,6 +53,10 @@ export class Catalog implements Transactor {
   readonly replication: ReplicationStore;
   readonly rotations: RotationStore;
   readonly fixity: FixityStore;
+  /** Which records in storage are behind the catalog (ocfl/record.ts), and the repository's identity. */
+  readonly records: StorageRecordStore;
+  /** Records put back with their own ids and dates: the rebuild's only. */
+  readonly restore: CatalogRestore;
   private readonly meta: Database<unknown, string>;
   /** 1 inside transaction(); nested calls run in the outer one. */
   private depth = 0;
@@ -64,7 +70,11 @@ export class Catalog implements Transactor {
   ) {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
-    const identitiesChanged = () => this.meta.putSync(AUTH_GENERATION, this.authGeneration() + 1);
+    this.records = new StorageRecordStore(root, this);
+    const identitiesChanged = () => {
+      this.meta.putSync(AUTH_GENERATION, this.authGeneration() + 1);
+      this.records.markRepository();
+    };
     this.users = new UserStore(root, this, identitiesChanged);
     this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined, identitiesChanged);
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
@@ -72,11 +82,14 @@ export class Catalog implements Transactor {
     this.packages = new PackageStore(root, this, seq('package'), this.fixity);
     const audience = (bagId: string) => this.packages.audienceOf(bagId);
     this.queue = new QueueStore(root, this, seq('queue'), audience);
-    this.events = new EventStore(root, this, seq('event'), audience);
+    this.events = new EventStore(root, this, seq('event'), audience, (bagId) =>
+      this.records.markPackage(bagId),
+    );
     this.audits = new AuditStore(root, this, seq('audit'));
     this.checkpoints = new CheckpointStore(root, this);
     this.replication = new ReplicationStore(root, this);
     this.rotations = new RotationStore(root, this, this.packages);
+    this.restore = new CatalogRestore(root, this, this.packages, this.fixity, audience);
   }
 
   /**
@@ -98,6 +111,7 @@ export class Catalog implements Transactor {
     } else {
       catalog.migrate();
       catalog.sessions.indexOlderSessions();
+      catalog.records.ensureRepositoryId();
     }
     return catalog;
   }
@@ -224,6 +238,14 @@ export class Catalog implements Transactor {
         });
       }
     }
+  }
+
+  /** Raises a sequence to at least `atLeast` (a rebuild puts records back with their own ids). */
+  raiseSequence(name: 'event' | 'queue' | 'package', atLeast: number): void {
+    this.transaction(() => {
+      const key = `seq:${name}`;
+      if (((this.meta.get(key) as number | undefined) ?? 0) < atLeast) this.meta.putSync(key, atLeast);
+    });
   }
 
   private nextSequence(name: string): number {
