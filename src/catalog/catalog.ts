@@ -257,6 +257,20 @@ export class Catalog implements Transactor {
     });
   }
 
+  /**
+   * The other processes that have this catalog open (the daemon, a command beside it): LMDB's
+   * reader table, after the slots of processes that died (a kill -9) are cleared.
+   */
+  otherProcesses(): number[] {
+    this.root.readerCheck();
+    const pids = new Set<number>();
+    for (const line of String(this.root.readerList()).split('\n')) {
+      const pid = Number(/^\s*(\d+)\s/.exec(line)?.[1]);
+      if (Number.isSafeInteger(pid) && pid !== process.pid) pids.add(pid);
+    }
+    return [...pids];
+  }
+
   /** Size of the LMDB data file, for metrics. */
   sizeBytes(): number {
     const stats = this.root.getStats() as { treeDepth?: number; pageSize?: number; lastPageNumber?: number };
