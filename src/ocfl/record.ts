@@ -7,10 +7,9 @@
  * Formats only, both ways: the record made from catalog values, and read back (checked, trusting
  * nothing) for a rebuild. Dates are RFC 3339 with milliseconds, so a rebuilt event is the same event.
  */
-import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import type { Grant, Package, PreservationEvent, QueueItem, User } from '../catalog/types.js';
-import { StringEnum } from '../json-schema.js';
 
 /** The object's folder OCFL leaves to us, and the files in it. */
 export const LOGS = 'logs';
@@ -18,6 +17,10 @@ export const PACKAGE_RECORD = 'preservd-package.json';
 export const EVENTS_RECORD = 'preservd-events.json';
 /** A direct child of the root (a folder under `extensions/` would need a registered name). */
 export const REPOSITORY_RECORD = 'preservd-repository.json';
+
+/** One of a few strings (a union of literals: TypeBox's checker reads it, unlike `json-schema.ts`'s enum). */
+const OneOf = <const T extends readonly string[]>(values: T) =>
+  Type.Union(values.map((v) => Type.Literal(v))) as unknown as TUnion<Array<TLiteral<T[number]>>>;
 
 const Date3339 = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$' });
 const Id = Type.Integer({ minimum: 1 });
@@ -43,7 +46,7 @@ const PackageRecordSchema = Type.Object({
 
 const EventSchema = Type.Object({
   id: Id,
-  type: StringEnum([
+  type: OneOf([
     'transfer',
     'validation',
     'ingestion',
@@ -52,7 +55,7 @@ const EventSchema = Type.Object({
     'recovery',
     'deletion',
   ] as const),
-  outcome: StringEnum(['success', 'failure'] as const),
+  outcome: OneOf(['success', 'failure'] as const),
   executor: Type.String(),
   detail: Type.Union([Type.String(), Type.Null()]),
   date: Date3339,
@@ -73,7 +76,7 @@ const RepositoryRecordSchema = Type.Object({
   grants: Type.Array(
     Type.Object({
       user: Type.String({ minLength: 1 }),
-      role: StringEnum(['viewer', 'content_manager', 'admin'] as const),
+      role: OneOf(['viewer', 'content_manager', 'admin'] as const),
       scope: Type.String({ minLength: 1 }),
       created_at: Date3339,
     }),

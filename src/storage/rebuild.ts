@@ -6,6 +6,7 @@
  * point goes on where it was when run again (the files of a package not finished are staged
  * again), and the daemon refuses to start on a catalog half rebuilt.
  */
+import { failpoint } from '../failpoints.js';
 import { newCapability } from '../ingest/capability.js';
 import type { Catalog } from '../catalog/catalog.js';
 import type { PreservationEvent, QueueItem } from '../catalog/types.js';
@@ -117,6 +118,7 @@ export async function rebuildCatalog(
     }
     progress.done++;
     o.onProgress?.(progress);
+    failpoint('rebuild:after-object');
   }
   catalog.records.finishRebuild();
   return result;
