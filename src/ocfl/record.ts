@@ -187,7 +187,7 @@ function parse<T extends TSchema>(schema: T, bytes: Buffer | string, what: strin
   }
   const first = Value.Errors(schema, value).First();
   if (first !== undefined) throw new RecordError(`${what}: ${first.path || '/'} ${first.message}`);
-  return value as Static<T>;
+  return value;
 }
 
 export function readPackageRecord(bytes: Buffer | string): PackageRecord {

@@ -142,7 +142,7 @@ export function objectKeys(p: TestPackage): Map<string, Buffer> {
 }
 
 /** The root's own files: declaration, layout, and the repository's record. */
-export function rootKeys(repository: RepositoryRecord): Map<string, Buffer> {
+function rootKeys(repository: RepositoryRecord): Map<string, Buffer> {
   const out = new Map<string, Buffer>();
   out.set(ROOT_DECLARATION.name, Buffer.from(ROOT_DECLARATION.text));
   for (const f of layoutFiles()) out.set(f.path, Buffer.from(f.text));
