@@ -36,6 +36,7 @@ import {
 } from './replicas/index.js';
 import { Lifecycle } from './service/lifecycle.js';
 import { DataLayout } from './storage/layout.js';
+import { RecordWriter } from './storage/record-writer.js';
 import { Storage } from './storage/storage.js';
 
 export interface DaemonOptions {
@@ -79,7 +80,23 @@ export class Daemon {
     const storage = new Storage(layout);
     const catalog = Catalog.open(layout);
     lifecycle.onStop('catalog', () => catalog.close());
+    const rebuild = catalog.records.rebuild();
+    if (rebuild !== undefined)
+      throw new Error(
+        `the catalog is half rebuilt (from ${rebuild.from}); run "preservd rebuild --from ${rebuild.from}" again to finish it`,
+      );
     await ensureFirstAdmin(catalog, layout.adminToken, logger);
+    // Started before every service that changes the catalog, so it stops after them and writes their last changes.
+    await lifecycle.start(
+      'record writer',
+      new RecordWriter({
+        catalog,
+        storage,
+        contentTypes: Object.keys(config.contentTypes),
+        delayMs: config.storage.recordDelayMs,
+        logger,
+      }),
+    );
 
     const metrics = new Metrics(catalog);
     const pool = new FixityPool({

@@ -20,8 +20,10 @@ import { SpaceClaim } from './space.js';
 import type { DataLayout } from '../storage/layout.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
+import { CatalogRestore } from './restore.js';
 import { RotationStore } from './rotations.js';
 import { SessionStore } from './sessions.js';
+import { StorageRecordStore } from './storage-records.js';
 import type { Transactor } from './transaction.js';
 import { UserStore } from './users.js';
 
@@ -53,6 +55,10 @@ export class Catalog implements Transactor {
   readonly replication: ReplicationStore;
   readonly rotations: RotationStore;
   readonly fixity: FixityStore;
+  /** Which records in storage are behind the catalog (ocfl/record.ts), and the repository's identity. */
+  readonly records: StorageRecordStore;
+  /** Records put back with their own ids and dates: the rebuild's only. */
+  readonly restore: CatalogRestore;
   private readonly meta: Database<unknown, string>;
   /** 1 inside transaction(); nested calls run in the outer one. */
   private depth = 0;
@@ -66,7 +72,11 @@ export class Catalog implements Transactor {
   ) {
     this.meta = root.openDB({ name: 'meta' });
     const seq = (name: string) => () => this.nextSequence(name);
-    const identitiesChanged = () => this.meta.putSync(AUTH_GENERATION, this.authGeneration() + 1);
+    this.records = new StorageRecordStore(root, this);
+    const identitiesChanged = () => {
+      this.meta.putSync(AUTH_GENERATION, this.authGeneration() + 1);
+      this.records.markRepository();
+    };
     this.users = new UserStore(root, this, identitiesChanged);
     this.grants = new GrantStore(root, this, (name) => this.users.get(name) !== undefined, identitiesChanged);
     this.sessions = new SessionStore(root, this, (digest) => this.users.isLive(digest));
@@ -75,11 +85,14 @@ export class Catalog implements Transactor {
     this.files = new FileStore(root, this, (bagId) => this.packages.bumpVersion(bagId));
     const audience = (bagId: string) => this.packages.audienceOf(bagId);
     this.queue = new QueueStore(root, this, seq('queue'), audience);
-    this.events = new EventStore(root, this, seq('event'), audience);
+    this.events = new EventStore(root, this, seq('event'), audience, (bagId) =>
+      this.records.markPackage(bagId),
+    );
     this.audits = new AuditStore(root, this, seq('audit'));
     this.checkpoints = new CheckpointStore(root, this);
     this.replication = new ReplicationStore(root, this);
     this.rotations = new RotationStore(root, this, this.packages);
+    this.restore = new CatalogRestore(root, this, this.packages, this.fixity, audience);
   }
 
   /**
@@ -101,6 +114,7 @@ export class Catalog implements Transactor {
     } else {
       catalog.migrate();
       catalog.sessions.indexOlderSessions();
+      catalog.records.ensureRepositoryId();
     }
     return catalog;
   }
@@ -229,6 +243,14 @@ export class Catalog implements Transactor {
     }
   }
 
+  /** Raises a sequence to at least `atLeast` (a rebuild puts records back with their own ids). */
+  raiseSequence(name: 'event' | 'queue' | 'package', atLeast: number): void {
+    this.transaction(() => {
+      const key = `seq:${name}`;
+      if (((this.meta.get(key) as number | undefined) ?? 0) < atLeast) this.meta.putSync(key, atLeast);
+    });
+  }
+
   private nextSequence(name: string): number {
     return this.transaction(() => {
       const key = `seq:${name}`;
@@ -236,6 +258,20 @@ export class Catalog implements Transactor {
       this.meta.putSync(key, next);
       return next;
     });
+  }
+
+  /**
+   * The other processes that have this catalog open (the daemon, a command beside it): LMDB's
+   * reader table, after the slots of processes that died (a kill -9) are cleared.
+   */
+  otherProcesses(): number[] {
+    this.root.readerCheck();
+    const pids = new Set<number>();
+    for (const line of String(this.root.readerList()).split('\n')) {
+      const pid = Number(/^\s*(\d+)\s/.exec(line)?.[1]);
+      if (Number.isSafeInteger(pid) && pid !== process.pid) pids.add(pid);
+    }
+    return [...pids];
   }
 
   /** Size of the LMDB data file, for metrics. */

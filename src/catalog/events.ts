@@ -20,6 +20,8 @@ export class EventStore {
     private readonly catalog: Transactor,
     private readonly nextId: () => number,
     audience: Audience,
+    /** Called inside the transaction that adds an event: the package's record in storage is behind. */
+    private readonly recorded: (bagId: string) => void,
   ) {
     this.events = root.openDB({ name: 'events' });
     this.byAudit = root.openDB({ name: 'eventsByAudit' });
@@ -33,6 +35,7 @@ export class EventStore {
       this.events.putSync(event.id, event);
       if (event.auditId !== undefined) this.byAudit.putSync([event.auditId, event.id], null);
       this.log.index(event);
+      this.recorded(event.bagId);
       return event;
     });
   }

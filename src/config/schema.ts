@@ -127,6 +127,10 @@ export const ConfigSchema = Type.Object({
      */
     everyDays: Type.Optional(Type.Integer({ minimum: 1, maximum: 3650 })),
   }),
+  storage: Section({
+    /** Longest a change in the catalog waits before the preservd record in storage follows it. */
+    recordDelayMs: Type.Integer({ minimum: 100, maximum: 3_600_000, default: 5000 }),
+  }),
   /** Copies kept besides the primary (replicas.ts). */
   replicas: ReplicasSchema,
   download: Section({

@@ -10,6 +10,7 @@
  * It knows nothing of bags, manifests or the catalog, and depends on nothing of preservd's.
  */
 export { ALGORITHMS, ALGORITHM_STRENGTH, DIGEST_LENGTH, type Algorithm } from './algorithms.js';
+export { NativeDigester } from './digesters.js';
 export { FixityPool, createHasher } from './pool.js';
 export { entriesOf, errorCode, kindOf } from './types.js';
 export {

@@ -1,0 +1,212 @@
+/**
+ * The preservd record kept in every storage root beside the OCFL objects (STORAGE.md): what the
+ * catalog knows that a bag does not. Each object's `logs/` (not versioned, not content) holds the
+ * package record and its events; the root holds the repository's own record (users without
+ * tokens, grants, content types, the repository's identity) as a direct child file.
+ *
+ * Formats only, both ways: the record made from catalog values, and read back (checked, trusting
+ * nothing) for a rebuild. Dates are RFC 3339 with milliseconds, so a rebuilt event is the same event.
+ */
+import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+import type { Grant, Package, PreservationEvent, QueueItem, User } from '../catalog/types.js';
+
+/** The object's folder OCFL leaves to us, and the files in it. */
+export const LOGS = 'logs';
+export const PACKAGE_RECORD = 'preservd-package.json';
+export const EVENTS_RECORD = 'preservd-events.json';
+/** A direct child of the root (a folder under `extensions/` would need a registered name). */
+export const REPOSITORY_RECORD = 'preservd-repository.json';
+
+/** One of a few strings (a union of literals: TypeBox's checker reads it, unlike `json-schema.ts`'s enum). */
+const OneOf = <const T extends readonly string[]>(values: T) =>
+  Type.Union(values.map((v) => Type.Literal(v))) as unknown as TUnion<Array<TLiteral<T[number]>>>;
+
+const Date3339 = Type.String({ pattern: '^\\d{4}-\\d{2}-\\d{2}T\\d{2}:\\d{2}:\\d{2}\\.\\d{3}Z$' });
+const Id = Type.Integer({ minimum: 1 });
+const Uuid = Type.String({ pattern: '^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$' });
+
+const VersionSchema = Type.Object({
+  version: Id,
+  /** The queue item (completion attempt) that produced the version. */
+  queue_item: Type.Object({ id: Id, user: Type.String(), created_at: Date3339, updated_at: Date3339 }),
+  stored_at: Date3339,
+});
+
+const PackageRecordSchema = Type.Object({
+  format: Type.Literal('preservd-package/1'),
+  bag_id: Uuid,
+  external_id: Type.String({ minLength: 1 }),
+  content_type: Type.String({ minLength: 1 }),
+  owner: Type.String({ minLength: 1 }),
+  created_at: Date3339,
+  updated_at: Date3339,
+  versions: Type.Array(VersionSchema, { minItems: 1 }),
+});
+
+const EventSchema = Type.Object({
+  id: Id,
+  type: OneOf([
+    'transfer',
+    'validation',
+    'ingestion',
+    'fixity check',
+    'replication',
+    'recovery',
+    'deletion',
+  ] as const),
+  outcome: OneOf(['success', 'failure'] as const),
+  executor: Type.String(),
+  detail: Type.Union([Type.String(), Type.Null()]),
+  date: Date3339,
+});
+
+const EventsRecordSchema = Type.Object({
+  format: Type.Literal('preservd-events/1'),
+  bag_id: Uuid,
+  events: Type.Array(EventSchema),
+});
+
+const RepositoryRecordSchema = Type.Object({
+  format: Type.Literal('preservd-repository/1'),
+  repository: Uuid,
+  users: Type.Array(
+    Type.Object({ name: Type.String({ minLength: 1 }), admin: Type.Boolean(), created_at: Date3339 }),
+  ),
+  grants: Type.Array(
+    Type.Object({
+      user: Type.String({ minLength: 1 }),
+      role: OneOf(['viewer', 'content_manager', 'admin'] as const),
+      scope: Type.String({ minLength: 1 }),
+      created_at: Date3339,
+    }),
+  ),
+  content_types: Type.Array(Type.String({ minLength: 1 })),
+});
+
+export type PackageRecord = Static<typeof PackageRecordSchema>;
+export type EventsRecord = Static<typeof EventsRecordSchema>;
+export type RepositoryRecord = Static<typeof RepositoryRecordSchema>;
+
+/** A record file that is not what preservd writes; the message names the first problem. */
+export class RecordError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RecordError';
+  }
+}
+
+const rfc3339 = (ms: number) => new Date(ms).toISOString();
+
+/**
+ * The package record of a stored package: one version per DONE queue item (one today; a
+ * revision adds one), each stored when the package record last changed for it.
+ */
+export function packageRecordOf(pkg: Package, done: readonly QueueItem[]): PackageRecord {
+  return {
+    format: 'preservd-package/1',
+    bag_id: pkg.bagId,
+    external_id: pkg.externalId,
+    content_type: pkg.contentType,
+    owner: pkg.user,
+    created_at: rfc3339(pkg.createdAt),
+    updated_at: rfc3339(pkg.updatedAt),
+    versions: done.map((item, i) => ({
+      version: i + 1,
+      queue_item: {
+        id: item.id,
+        user: item.user,
+        created_at: rfc3339(item.createdAt),
+        updated_at: rfc3339(item.updatedAt),
+      },
+      stored_at: rfc3339(i === done.length - 1 ? pkg.updatedAt : item.updatedAt),
+    })),
+  };
+}
+
+/**
+ * A package's events in order. A `fixity check` covers every copy of the package at once, so of
+ * those only the latest and every failure are kept: continuous audits then rewrite a record only
+ * when it changes in substance, and the record does not grow with every pass.
+ */
+export function eventsRecordOf(bagId: string, events: Iterable<PreservationEvent>): EventsRecord {
+  const all = [...events];
+  let latestCheck = -1;
+  all.forEach((e, i) => {
+    if (e.type === 'fixity check') latestCheck = i;
+  });
+  const kept = all.filter(
+    (e, i) => e.type !== 'fixity check' || e.outcome === 'failure' || i === latestCheck,
+  );
+  return {
+    format: 'preservd-events/1',
+    bag_id: bagId,
+    events: kept.map((e) => ({
+      id: e.id,
+      type: e.type,
+      outcome: e.outcome,
+      executor: e.executor,
+      detail: e.detail,
+      date: rfc3339(e.date),
+    })),
+  };
+}
+
+/** The repository's record: never a token or a session. */
+export function repositoryRecordOf(
+  repository: string,
+  users: readonly User[],
+  grants: readonly Grant[],
+  contentTypes: readonly string[],
+): RepositoryRecord {
+  return {
+    format: 'preservd-repository/1',
+    repository,
+    users: users.map((u) => ({ name: u.name, admin: u.admin, created_at: rfc3339(u.createdAt) })),
+    grants: grants.map((g) => ({
+      user: g.user,
+      role: g.role,
+      scope: g.scope,
+      created_at: rfc3339(g.createdAt),
+    })),
+    content_types: [...contentTypes],
+  };
+}
+
+/** A record's bytes as stored: indented JSON, one trailing newline. */
+export function recordBytes(record: PackageRecord | EventsRecord | RepositoryRecord): Buffer {
+  return Buffer.from(`${JSON.stringify(record, null, 1)}\n`, 'utf8');
+}
+
+function parse<T extends TSchema>(schema: T, bytes: Buffer | string, what: string): Static<T> {
+  let value: unknown;
+  try {
+    value = JSON.parse(bytes.toString());
+  } catch (err) {
+    throw new RecordError(`${what} is not JSON: ${(err as Error).message}`);
+  }
+  const first = Value.Errors(schema, value).First();
+  if (first !== undefined) throw new RecordError(`${what}: ${first.path || '/'} ${first.message}`);
+  return value;
+}
+
+export function readPackageRecord(bytes: Buffer | string): PackageRecord {
+  return parse(PackageRecordSchema, bytes, `${LOGS}/${PACKAGE_RECORD}`);
+}
+
+export function readEventsRecord(bytes: Buffer | string): EventsRecord {
+  const record = parse(EventsRecordSchema, bytes, `${LOGS}/${EVENTS_RECORD}`);
+  for (let i = 1; i < record.events.length; i++)
+    if (record.events[i]!.id <= record.events[i - 1]!.id)
+      throw new RecordError(`${LOGS}/${EVENTS_RECORD}: event ids are not in increasing order`);
+  return record;
+}
+
+export function readRepositoryRecord(bytes: Buffer | string): RepositoryRecord {
+  return parse(RepositoryRecordSchema, bytes, REPOSITORY_RECORD);
+}
+
+/** Milliseconds since the epoch of a record's date (checked by the schema). */
+export function msOf(date: string): number {
+  return Date.parse(date);
+}

@@ -1,0 +1,214 @@
+/**
+ * A new catalog from one storage root (STORAGE.md, "The catalog is an index: rebuild"): the
+ * repository's record (identity, users without tokens, grants), then every object, oldest package
+ * first, each written to the catalog in one last transaction that makes it stored. A rebuild in
+ * progress is marked in the catalog; a stored package is one done, so a rebuild killed at any
+ * point goes on where it was when run again (the files of a package not finished are staged
+ * again), and the daemon refuses to start on a catalog half rebuilt.
+ */
+import { failpoint } from '../failpoints.js';
+import { newCapability } from '../ingest/capability.js';
+import type { Catalog } from '../catalog/catalog.js';
+import type { PreservationEvent, QueueItem } from '../catalog/types.js';
+import { packageObjectPath, ROOT_DECLARATION } from '../ocfl/layout.js';
+import {
+  msOf,
+  readRepositoryRecord,
+  RecordError,
+  REPOSITORY_RECORD,
+  type PackageRecord,
+} from '../ocfl/record.js';
+import { ObjectSkipped, readObject, readRecord, type ReadObject } from './rebuild-object.js';
+import type { RootReader } from './root-reader.js';
+
+/** File records staged per transaction. */
+const FILE_BATCH = 5_000;
+
+/** The rebuild cannot run at all (exit 2); the message says why. */
+export class RebuildRefused extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RebuildRefused';
+  }
+}
+
+export interface RebuildProgress {
+  objects: number;
+  done: number;
+  bytes: number;
+}
+
+export interface RebuildOptions {
+  /** `primary` or the replica's name: kept in the catalog's marker, so a resumed run reads the same root. */
+  from: string;
+  verify: boolean;
+  signal?: AbortSignal | undefined;
+  onProgress?: (progress: RebuildProgress) => void;
+}
+
+export interface RebuildResult {
+  rebuilt: number;
+  /** Done by an earlier, interrupted run. */
+  resumed: number;
+  skipped: Array<{ object: string; why: string }>;
+  bytes: number;
+  users: number;
+  grants: number;
+}
+
+export async function rebuildCatalog(
+  reader: RootReader,
+  catalog: Catalog,
+  o: RebuildOptions,
+): Promise<RebuildResult> {
+  const declaration = await reader.read(ROOT_DECLARATION.name, o.signal);
+  if (declaration?.toString() !== ROOT_DECLARATION.text)
+    throw new RebuildRefused(
+      `${reader.target.where} is not an OCFL storage root (no ${ROOT_DECLARATION.name})`,
+    );
+  const repository = await readRepository(reader, o.signal);
+  const marker = catalog.records.rebuild();
+  if (marker !== undefined && marker.from !== o.from)
+    throw new RebuildRefused(
+      `the catalog is half rebuilt from ${marker.from}: finish it with --from ${marker.from}`,
+    );
+  catalog.transaction(() => {
+    if (marker === undefined) catalog.records.startRebuild({ from: o.from, startedAt: Date.now() });
+    catalog.records.adoptRepositoryId(repository.repository);
+    for (const u of repository.users)
+      catalog.restore.user({ name: u.name, admin: u.admin, createdAt: msOf(u.created_at) });
+    for (const g of repository.grants)
+      catalog.restore.grant({ user: g.user, role: g.role, scope: g.scope, createdAt: msOf(g.created_at) });
+  });
+
+  const result: RebuildResult = {
+    rebuilt: 0,
+    resumed: 0,
+    skipped: [],
+    bytes: 0,
+    users: repository.users.length,
+    grants: repository.grants.length,
+  };
+  const ordered = await packagesInOrder(reader, result, o.signal);
+  const progress: RebuildProgress = {
+    objects: ordered.length + result.skipped.length,
+    done: result.skipped.length,
+    bytes: 0,
+  };
+  o.onProgress?.(progress);
+  for (const [index, { object, record }] of ordered.entries()) {
+    o.signal?.throwIfAborted();
+    if (catalog.packages.get(record.bag_id)?.stored === true) result.resumed++;
+    else {
+      try {
+        const read = await readObject(reader, object, record, { verify: o.verify, signal: o.signal });
+        const clash = catalog.packages.find(record.external_id);
+        if (clash !== undefined && clash.bagId !== record.bag_id)
+          throw new ObjectSkipped(
+            `its external_id ${record.external_id} belongs to bag ${clash.bagId} already`,
+          );
+        restorePackage(catalog, read, index + 1);
+        result.rebuilt++;
+        result.bytes += read.bytes;
+        progress.bytes += read.bytes;
+      } catch (err) {
+        if (!(err instanceof ObjectSkipped)) throw err;
+        result.skipped.push({ object, why: err.message });
+      }
+    }
+    progress.done++;
+    o.onProgress?.(progress);
+    failpoint('rebuild:after-object');
+  }
+  catalog.records.finishRebuild();
+  return result;
+}
+
+async function readRepository(reader: RootReader, signal?: AbortSignal) {
+  const bytes = await reader.read(REPOSITORY_RECORD, signal);
+  if (bytes === undefined)
+    throw new RebuildRefused(
+      `${reader.target.where} holds no ${REPOSITORY_RECORD}: not a root preservd keeps its record in`,
+    );
+  try {
+    return readRepositoryRecord(bytes);
+  } catch (err) {
+    if (err instanceof RecordError) throw new RebuildRefused(err.message);
+    throw err;
+  }
+}
+
+/**
+ * Every object's package record, oldest package first (the order packages are listed in); the
+ * objects whose record cannot be read are added to the skipped.
+ */
+async function packagesInOrder(
+  reader: RootReader,
+  result: RebuildResult,
+  signal?: AbortSignal,
+): Promise<Array<{ object: string; record: PackageRecord }>> {
+  const found: Array<{ object: string; record: PackageRecord }> = [];
+  for await (const object of reader.objects(signal)) {
+    try {
+      found.push({ object, record: await readRecord(reader, object, signal) });
+    } catch (err) {
+      if (!(err instanceof ObjectSkipped)) throw err;
+      result.skipped.push({ object, why: err.message });
+    }
+  }
+  const key = (r: PackageRecord) => `${r.created_at} ${r.bag_id}`;
+  return found.sort((a, b) => (key(a.record) < key(b.record) ? -1 : key(a.record) > key(b.record) ? 1 : 0));
+}
+
+/** The package's files staged in batches, then everything else in one transaction that makes it stored. */
+function restorePackage(catalog: Catalog, read: ReadObject, seq: number): void {
+  const { record, events, files } = read;
+  const bagId = record.bag_id;
+  catalog.packages.unstageFiles(bagId);
+  let total = 0;
+  for (let i = 0; i < files.length; i += FILE_BATCH)
+    total += catalog.packages.stageBatch(bagId, files.slice(i, i + FILE_BATCH));
+  const latest = record.versions.at(-1)!;
+  catalog.transaction(() => {
+    catalog.packages.filesStaged(bagId, total);
+    catalog.restore.package(
+      {
+        bagId,
+        externalId: record.external_id,
+        contentType: record.content_type,
+        user: record.owner,
+        capability: newCapability(),
+        stored: true,
+        storagePath: packageObjectPath(bagId),
+        createdAt: msOf(record.created_at),
+        updatedAt: msOf(record.updated_at),
+        version: 1,
+      },
+      seq,
+      msOf(latest.stored_at),
+    );
+    let lastItem = 0;
+    for (const v of record.versions) {
+      const item: QueueItem = {
+        id: v.queue_item.id,
+        bagId,
+        status: 'DONE',
+        stage: 'finished',
+        user: v.queue_item.user,
+        createdAt: msOf(v.queue_item.created_at),
+        updatedAt: msOf(v.queue_item.updated_at),
+      };
+      catalog.restore.queueItem(item);
+      lastItem = Math.max(lastItem, item.id);
+    }
+    let lastEvent = 0;
+    for (const e of events.events) {
+      const event: PreservationEvent = { ...e, bagId, date: msOf(e.date) };
+      catalog.restore.event(event);
+      lastEvent = Math.max(lastEvent, e.id);
+    }
+    catalog.raiseSequence('package', seq);
+    catalog.raiseSequence('queue', lastItem);
+    catalog.raiseSequence('event', lastEvent);
+  });
+}
