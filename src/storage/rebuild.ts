@@ -164,13 +164,13 @@ async function packagesInOrder(
 function restorePackage(catalog: Catalog, read: ReadObject, seq: number): void {
   const { record, events, files } = read;
   const bagId = record.bag_id;
-  catalog.packages.unstageFiles(bagId);
+  catalog.files.unstage(bagId);
   let total = 0;
   for (let i = 0; i < files.length; i += FILE_BATCH)
-    total += catalog.packages.stageBatch(bagId, files.slice(i, i + FILE_BATCH));
+    total += catalog.files.stageBatch(bagId, files.slice(i, i + FILE_BATCH));
   const latest = record.versions.at(-1)!;
   catalog.transaction(() => {
-    catalog.packages.filesStaged(bagId, total);
+    catalog.files.staged(bagId, total);
     catalog.restore.package(
       {
         bagId,

@@ -65,7 +65,7 @@ async function checkPackage(t: Test, catalog: Catalog, p: TestPackage): Promise<
     return path.startsWith('data/') ? f : { ...f, digests: { sha256: f.digests.sha256 } };
   });
   t.same(
-    catalog.packages.listFiles(p.bagId),
+    catalog.files.list(p.bagId),
     files.sort((a, b) => (a.path < b.path ? -1 : 1)),
     'files, sizes, digests, crc32',
   );

@@ -41,9 +41,7 @@ async function repositoryWithPackage(
   });
   const item = catalog.queue.enqueue(bagId, 'alice');
   if (!('created' in item)) throw new Error('no queue item');
-  catalog.packages.putFiles(bagId, [
-    { path: 'data/a.txt', size: 2, crc32: '00000000', digests: { sha256: 'ab' } },
-  ]);
+  catalog.files.put(bagId, [{ path: 'data/a.txt', size: 2, crc32: '00000000', digests: { sha256: 'ab' } }]);
   catalog.transaction(() => {
     catalog.packages.markStored(bagId, packageObjectPath(bagId));
     catalog.events.add({ bagId, type: 'ingestion', executor: 'alice', outcome: 'success', detail: 'stored' });
