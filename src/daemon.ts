@@ -22,6 +22,7 @@ import { reconcile } from './ingest/recovery.js';
 import { finishRotations, RotationSweeper } from './ingest/rotation.js';
 import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
 import { uploadLink } from './ingest/upload-link.js';
+import { LandedHasher } from './ingest/landed-hasher.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -94,6 +95,7 @@ export class Daemon {
     // Before rsync listens: an old link a crash left unretired is refused from the first connection.
     await finishRotations(catalog, landing, logger);
     let rsync: RsyncDaemon | undefined;
+    let landed: LandedHasher | undefined;
     if (config.upload.rsync.enabled) {
       const r = config.upload.rsync;
       rsync = new RsyncDaemon({
@@ -106,6 +108,12 @@ export class Daemon {
         logger,
       });
       rsync.onTransfer((t) => recordTransfer(catalog, t));
+      if (r.hashOnArrival) {
+        const hasher = (landed = new LandedHasher({ catalog, landing, pool, logger }));
+        lifecycle.onStop('landed hasher', () => hasher.stop());
+        rsync.landed.onLanded(hasher.accept);
+        metrics.watchLanded(hasher.stats);
+      }
       await lifecycle.start('rsync daemon', rsync);
       metrics.watchRsync(rsync);
     }
@@ -138,6 +146,7 @@ export class Daemon {
       pool,
       landing,
       watcher,
+      ...(landed === undefined ? {} : { landed }),
       targets,
       metrics,
     });
@@ -190,6 +199,7 @@ interface ServiceParts {
   pool: FixityPool;
   landing: LandingZone;
   watcher: LandingWatcher;
+  landed?: LandedHasher;
   targets: readonly ReplicaTarget[];
   metrics: Metrics;
 }
@@ -203,7 +213,7 @@ interface Services {
 
 /** Starts the background services, each after those it calls, so the reverse walk stops it before them. */
 async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise<Services> {
-  const { config, logger, catalog, storage, pool, landing, watcher, targets, metrics } = parts;
+  const { config, logger, catalog, storage, pool, landing, watcher, landed, targets, metrics } = parts;
   const replicator = await lifecycle.start(
     'replicator',
     new Replicator({
@@ -223,6 +233,7 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       hasher: pool,
       landing,
       watcher,
+      ...(landed === undefined ? {} : { landed }),
       config,
       logger,
       observer: metrics.ingestObserver(),
