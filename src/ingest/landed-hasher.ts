@@ -195,7 +195,6 @@ export class LandedHasher {
     }
     if (next < Infinity && this.timer === undefined) {
       this.timer = setTimeout(() => this.kick(), Math.max(10, next - Date.now()));
-      this.timer.unref();
     }
   }
 
