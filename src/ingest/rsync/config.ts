@@ -14,7 +14,7 @@ export const LANDED_DIR = 'landed';
 /** The environment variable that names a connection's log in LANDED_DIR. */
 export const LANDED_ENV = 'PRESERVD_LANDED_LOG';
 /** A received file's line: a marker, rsync's itemized changes, its length, its path from the module root. */
-export const LANDED_FORMAT = 'landed|%i|%l|%f';
+const LANDED_FORMAT = 'landed|%i|%l|%f';
 
 /** The hook scripts as installed with preservd (copied next to the compiled module by the build). */
 export const HOOK_SOURCES = {
