@@ -1,7 +1,8 @@
 /**
  * Hashing an upload's files as they land: each file our rsync reports received
- * (rsync/landed-log.ts) is read once, in the fixity pool behind every ingest job, for md5, sha1,
- * sha256, sha512 and the CRC-32, and its identity and digests go to the catalog
+ * (rsync/landed-log.ts) is read once, in the fixity pool behind every ingest job, for sha256, the
+ * algorithms of the upload's manifests (md5, sha1, sha256, sha512 while there is none) and the
+ * CRC-32, and its identity and digests go to the catalog
  * (catalog/landed-hashes.ts). At complete the validation takes a file's digests from there if
  * the file still has that identity (known-digests.ts), so most of the bag is not read again.
  *
@@ -9,16 +10,16 @@
  * read and must be the same after it, and the read starts only once the file's ctime is behind
  * the clock's coarse tick, so that any later write gives it a different ctime.
  */
-import { lstat } from 'node:fs/promises';
+import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
-import type { Algorithm, FileDigests, HashOptions } from '../fixity/index.js';
+import { ALGORITHMS, type Algorithm, type FileDigests, type HashOptions } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
 import type { LandingZone } from './landing.js';
 import type { LandedFile } from './rsync/index.js';
 
-/** What is computed for every landed file: what BagIt bags mostly use, sha256 always (docs/decisions.md). */
+/** What is computed for a landed file while its upload has no manifest yet (docs/decisions.md). */
 export const LANDED_ALGORITHMS: readonly Algorithm[] = ['md5', 'sha1', 'sha256', 'sha512'];
 
 /** What the landed hasher needs of the fixity pool. */
@@ -76,6 +77,7 @@ export class LandedHasher {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly signal = new AbortController();
+  private readonly algorithms = new Map<string, { at: number; algorithms: Algorithm[] }>();
 
   constructor(
     private readonly o: {
@@ -222,7 +224,7 @@ export class LandedHasher {
       ready.push({ key, job, abs, before });
     }
     if (ready.length === 0) return;
-    const algorithms = [...LANDED_ALGORITHMS];
+    const algorithms = await this.algorithmsOf(ready[0]!.job.capability);
     const opts = { crc32: true, priority: 'audit' as const, signal: this.signal.signal };
     let results: Array<FileDigests | Error>;
     try {
@@ -262,6 +264,26 @@ export class LandedHasher {
     if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
     this.stats.hashed += records.length;
     for (const r of finished) this.finish(r.key, r.job);
+  }
+
+  /**
+   * sha256 and the algorithms of the manifests at the upload's root (rsync sends the root's files
+   * before data/'s, so they are mostly there); all of LANDED_ALGORITHMS while there is none.
+   * Looked up at most once a second per upload.
+   */
+  private async algorithmsOf(capability: string): Promise<Algorithm[]> {
+    const cached = this.algorithms.get(capability);
+    if (cached !== undefined && Date.now() - cached.at < 1_000) return cached.algorithms;
+    const names = await readdir(this.o.landing.path(capability)).catch(() => [] as string[]);
+    const named = new Set<string>(['sha256']);
+    for (const name of names) {
+      const match = /^(?:tag)?manifest-(\w+)\.txt$/.exec(name);
+      if (match !== null) named.add(match[1]!);
+    }
+    const algorithms = named.size > 1 ? ALGORITHMS.filter((a) => named.has(a)) : [...LANDED_ALGORITHMS];
+    if (this.algorithms.size > 1_000) this.algorithms.clear();
+    this.algorithms.set(capability, { at: Date.now(), algorithms });
+    return algorithms;
   }
 
   /** Back to the queue after `delayMs`; undefined: given up (the file is read at complete). */
