@@ -22,6 +22,7 @@ import { reconcile } from './ingest/recovery.js';
 import { finishRotations, RotationSweeper } from './ingest/rotation.js';
 import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
 import { uploadLink } from './ingest/upload-link.js';
+import { LandedHasher } from './ingest/landed-hasher.js';
 import { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
@@ -107,7 +108,14 @@ export class Daemon {
     });
     lifecycle.onStop('fixity pool', () => pool.close());
     metrics.watchPool(pool);
-    const { landing, watcher } = await startUploads(config, { layout, catalog, logger, lifecycle, metrics });
+    const { landing, watcher, landed } = await startUploads(config, {
+      layout,
+      catalog,
+      pool,
+      logger,
+      lifecycle,
+      metrics,
+    });
 
     await reconcile(catalog, storage, landing, logger);
     // Rotations `preservd revoke` recorded but could not finish itself.
@@ -123,6 +131,7 @@ export class Daemon {
       pool,
       landing,
       watcher,
+      ...(landed === undefined ? {} : { landed }),
       targets,
       metrics,
     });
@@ -169,6 +178,7 @@ interface ServiceParts {
   pool: FixityPool;
   landing: LandingZone;
   watcher: LandingWatcher;
+  landed?: LandedHasher;
   targets: readonly ReplicaTarget[];
   metrics: Metrics;
 }
@@ -182,7 +192,7 @@ interface Services {
 
 /** Starts the background services, each after those it calls, so the reverse walk stops it before them. */
 async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise<Services> {
-  const { config, logger, catalog, storage, pool, landing, watcher, targets, metrics } = parts;
+  const { config, logger, catalog, storage, pool, landing, watcher, landed, targets, metrics } = parts;
   const replicator = await lifecycle.start(
     'replicator',
     new Replicator({
@@ -202,6 +212,7 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       hasher: pool,
       landing,
       watcher,
+      ...(landed === undefined ? {} : { landed }),
       config,
       logger,
       observer: metrics.ingestObserver(),
@@ -330,20 +341,23 @@ async function startUploads(
   {
     layout,
     catalog,
+    pool,
     logger,
     lifecycle,
     metrics,
   }: {
     layout: DataLayout;
     catalog: Catalog;
+    pool: FixityPool;
     logger: Logger;
     lifecycle: Lifecycle;
     metrics: Metrics;
   },
-): Promise<{ landing: LandingZone; watcher: LandingWatcher }> {
+): Promise<{ landing: LandingZone; watcher: LandingWatcher; landed: LandedHasher | undefined }> {
   const landing = new LandingZone(layout);
   await finishRotations(catalog, landing, logger);
   let rsync: RsyncDaemon | undefined;
+  let landed: LandedHasher | undefined;
   if (config.upload.rsync.enabled) {
     const r = config.upload.rsync;
     rsync = new RsyncDaemon({
@@ -356,6 +370,12 @@ async function startUploads(
       logger,
     });
     rsync.onTransfer((t) => recordTransfer(catalog, t));
+    if (r.hashOnArrival) {
+      const hasher = (landed = new LandedHasher({ catalog, landing, pool, logger }));
+      lifecycle.onStop('landed hasher', () => hasher.stop());
+      rsync.landed.onLanded(hasher.accept);
+      metrics.watchLanded(hasher.stats);
+    }
     await lifecycle.start('rsync daemon', rsync);
     metrics.watchRsync(rsync);
   }
@@ -374,7 +394,7 @@ async function startUploads(
   await lifecycle.start('landing watcher', watcher);
   metrics.watchLanding(watcher);
 
-  return { landing, watcher };
+  return { landing, watcher, landed };
 }
 
 /** The warning an operator must see when session cookies would travel in clear beyond this host. */

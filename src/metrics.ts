@@ -124,6 +124,35 @@ export class Metrics {
     });
   }
 
+  /** Files hashed as our rsync received them, and at complete: taken from those, read again, read for the first time. */
+  watchLanded(stats: { hashed: number; known: number; rehashed: number; unreported: number }): void {
+    const registers = [this.registry];
+    counterOf(
+      'preservd_upload_files_hashed_on_arrival_total',
+      'Files hashed in the background as our rsync received them',
+      registers,
+      () => stats.hashed,
+    );
+    counterOf(
+      'preservd_ingest_files_known_total',
+      'Files whose digests the validation at complete took from the hash made on arrival (not read again)',
+      registers,
+      () => stats.known,
+    );
+    counterOf(
+      'preservd_ingest_files_rehashed_total',
+      'Files hashed on arrival that had changed by complete (a later upload, a touch, a replacement) and were read again',
+      registers,
+      () => stats.rehashed,
+    );
+    counterOf(
+      'preservd_ingest_files_unreported_total',
+      'Files read at complete without a hash made on arrival (no transfer report, or not hashed yet)',
+      registers,
+      () => stats.unreported,
+    );
+  }
+
   /** Without an rsync daemon of our own (ssh uploads) the counter stays at 0. */
   watchRsync(rsync: RsyncStats): void {
     this.rsyncRestarts = () => rsync.restarts;

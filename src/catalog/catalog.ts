@@ -13,6 +13,7 @@ import { CheckpointStore } from './checkpoints.js';
 import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
 import { GrantStore } from './grants.js';
+import { LandedHashStore } from './landed-hashes.js';
 import { FixityStore } from './fixity.js';
 import { FileStore } from './files.js';
 import { PackageStore } from './packages.js';
@@ -52,6 +53,7 @@ export class Catalog implements Transactor {
   readonly events: EventStore;
   readonly audits: AuditStore;
   readonly checkpoints: CheckpointStore;
+  readonly landedHashes: LandedHashStore;
   readonly replication: ReplicationStore;
   readonly rotations: RotationStore;
   readonly fixity: FixityStore;
@@ -90,6 +92,7 @@ export class Catalog implements Transactor {
     );
     this.audits = new AuditStore(root, this, seq('audit'));
     this.checkpoints = new CheckpointStore(root, this);
+    this.landedHashes = new LandedHashStore(root, this);
     this.replication = new ReplicationStore(root, this);
     this.rotations = new RotationStore(root, this, this.packages);
     this.restore = new CatalogRestore(root, this, this.packages, this.fixity, audience);

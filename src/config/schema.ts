@@ -81,6 +81,7 @@ export const ConfigSchema = Type.Object({
       /** Host name put in upload links; defaults to `host`. */
       advertisedHost: Type.Optional(NonEmpty()),
       maxConnections: Type.Integer({ minimum: 1, default: 20 }),
+      hashOnArrival: Type.Boolean({ default: true }),
     }),
     /** Upload link when rsync is not ours, e.g. `preservd@repo.example.org:landing/{capability}/`. */
     linkTemplate: Type.Optional(

@@ -5,6 +5,7 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import type { Storage } from '../storage/storage.js';
 import type { ResumableHasher } from './checkpointed-hasher.js';
+import type { LandedHasher } from './landed-hasher.js';
 import type { LandingZone } from './landing.js';
 import type { LandingWatcher } from './watcher.js';
 
@@ -20,6 +21,8 @@ export interface IngestDeps {
   hasher: ResumableHasher;
   landing: LandingZone;
   watcher: LandingWatcher;
+  /** Files hashed as our rsync received them; without it (no rsync of ours) every file is read at complete. */
+  landed?: LandedHasher;
   config: Config;
   logger: Logger;
   observer?: IngestObserver;

@@ -21,6 +21,7 @@ import { exists } from '../fs/exists.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkUploadIsolated, type CheckedUpload } from './isolated-check.js';
+import { KnownDigestsHasher } from './known-digests.js';
 import { ingestProblem } from './problems.js';
 import { returnUpload } from './recovery.js';
 import { latestPendingTransfer } from './rsync/index.js';
@@ -224,13 +225,16 @@ export class IngestStages {
   private async validate(pkg: Package): Promise<CheckedUpload> {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
-    const hasher = new CheckpointedHasher(
+    const checkpointed = new CheckpointedHasher(
       this.deps.hasher,
       catalog.checkpoints,
       { bagId: pkg.bagId, dir },
       config.ingest.resumeAboveBytes,
       logger,
     );
+    const { landed } = this.deps;
+    const bag = { bagId: pkg.bagId, dir };
+    const hasher = landed === undefined ? checkpointed : new KnownDigestsHasher(checkpointed, landed, bag);
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
     const verdict = await checkUploadIsolated(dir, {
       hasher,
@@ -303,6 +307,7 @@ export class IngestStages {
       });
       catalog.queue.finish(item.id, { status: 'DONE' });
       catalog.checkpoints.clearPackage(pkg.bagId);
+      catalog.landedHashes.clearPackage(pkg.bagId);
       this.deps.replication?.packageStored(pkg.bagId);
     });
     // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.

@@ -25,8 +25,8 @@ import {
   type Request,
 } from './fixtures/attack.js';
 
-const scratch = mkdtempSync(join(tmpdir(), 'preservd-hostile-'));
-t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+const scratchRoot = mkdtempSync(join(tmpdir(), 'preservd-hostile-'));
+t.teardown(() => rmSync(scratchRoot, { recursive: true, force: true }));
 
 const sha256 = (s: string | Buffer): string => createHash('sha256').update(s).digest('hex');
 const md5 = (s: string | Buffer): string => createHash('md5').update(s).digest('hex');
@@ -47,8 +47,13 @@ const ESCAPES: Array<[string, string]> = [
   ['data//a.txt', 'empty-segment'],
 ];
 
-t.test('hostile bags', async (t) => {
-  const d = await TestDaemon.start(t);
+/**
+ * Run both ways: files hashed as our rsync receives them (their digests taken at complete), and
+ * every file read at complete; each way must give the verdicts below.
+ */
+async function hostileBags(t: Test, hashOnArrival: boolean): Promise<void> {
+  const scratch = mkdtempSync(join(scratchRoot, hashOnArrival ? 'on-arrival-' : 'at-complete-'));
+  const d = await TestDaemon.start(t, { config: { upload: { quietMs: 200, rsync: { hashOnArrival } } } });
   const alice = d.addUser('alice');
   let n = 0;
 
@@ -483,4 +488,7 @@ t.test('hostile bags', async (t) => {
   await d.stop();
   await assertInvariants(t, d.dataDir);
   t.same(await listTree(join(d.dataDir, 'staging')), [], 'staging is empty');
-});
+}
+
+t.test('hostile bags, hashed as files land', (t) => hostileBags(t, true));
+t.test('hostile bags, hashed at complete', (t) => hostileBags(t, false));

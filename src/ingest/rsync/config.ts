@@ -9,6 +9,13 @@ import { join } from 'node:path';
 import { writeAtomically } from '../../fs/atomic.js';
 import type { LandingLayout } from '../landing.js';
 
+/** The folder under `rsyncd/` of the per-connection logs of files received (landed-log.ts). */
+export const LANDED_DIR = 'landed';
+/** The environment variable that names a connection's log in LANDED_DIR. */
+export const LANDED_ENV = 'PRESERVD_LANDED_LOG';
+/** A received file's line: a marker, rsync's itemized changes, its length, its path from the module root. */
+const LANDED_FORMAT = 'landed|%i|%l|%f';
+
 /** The hook scripts as installed with preservd (copied next to the compiled module by the build). */
 export const HOOK_SOURCES = {
   pre: new URL('./pre-xfer.sh', import.meta.url),
@@ -69,7 +76,11 @@ export function rsyncdConfig(o: {
     '  write only = yes',
     '  list = no',
     '  munge symlinks = yes',
-    '  log file = /dev/null',
+    // Each connection's rsync logs every file it received to a file of its own (the name comes
+    // from its environment, set by daemon.ts), which landed-log.ts reads to hash files as they land.
+    `  log file = ${join(layout.rsyncd, LANDED_DIR)}/%${LANDED_ENV}%`,
+    '  transfer logging = yes',
+    `  log format = ${LANDED_FORMAT}`,
     // No "max connections": rsync charges it before the capability is known. Our listener
     // (front.ts) kills connections the gate has not admitted soon, and the gate counts uploads.
     `  timeout = ${o.timeoutSeconds}`,

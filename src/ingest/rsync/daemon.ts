@@ -18,7 +18,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, readdir, rm } from 'node:fs/promises';
+import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +28,8 @@ import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
 import type { LandingLayout } from '../landing.js';
-import { installHooks, rsyncdConfig } from './config.js';
+import { installHooks, LANDED_DIR, LANDED_ENV, rsyncdConfig } from './config.js';
+import { LandedLog } from './landed-log.js';
 import { rsyncLink } from '../upload-link.js';
 import { fileSize, logTail, rsyncGreeting } from './probe.js';
 import { RsyncFront } from './front.js';
@@ -46,6 +47,8 @@ export class RsyncDaemon {
   readonly binary: string;
   readonly layout: LandingLayout;
   readonly transfers: TransferLog;
+  /** The files each connection received, as its rsync logs them. */
+  readonly landed: LandedLog;
 
   private readonly options: RsyncDaemonOptions;
   private readonly logger: Logger;
@@ -62,6 +65,10 @@ export class RsyncDaemon {
     this.logger = options.logger ?? silentLogger;
     this.layout = options.landing.layout;
     this.transfers = new TransferLog(this.layout.transfers, {
+      pollMs: options.transferPollMs,
+      logger: this.logger,
+    });
+    this.landed = new LandedLog(join(this.layout.rsyncd, LANDED_DIR), {
       pollMs: options.transferPollMs,
       logger: this.logger,
     });
@@ -143,6 +150,7 @@ export class RsyncDaemon {
       throw err;
     }
     this.transfers.start();
+    this.landed.start();
     this.logger.info({ host: this.host, port: this.port, module: this.module }, 'rsync listener started');
   }
 
@@ -151,6 +159,7 @@ export class RsyncDaemon {
     this.running = false;
     await this.front.close();
     await this.transfers.stop();
+    await this.landed.stop();
     const groups = new Set(this.front.children.keys());
     if (groups.size === 0) return;
     const exited = [...this.front.children.values()].map(
@@ -164,6 +173,7 @@ export class RsyncDaemon {
 
   /** Starts the rsync that serves one connection: inetd mode, the connection as its stdin. */
   private serve(socket: Socket): ChildProcess {
+    const landedLog = this.landed.open();
     const child = spawnIsolated(
       this.binary,
       ['--daemon', `--config=${this.configFile}`],
@@ -172,13 +182,15 @@ export class RsyncDaemon {
       // rsync itself points stdout and stderr at /dev/null; ours catches what setpriv or bash say.
       {
         cwd: this.layout.rsyncd,
-        env: childEnv(),
+        env: childEnv({ [LANDED_ENV]: landedLog }),
         umask: 0o077,
         detached: true,
         stdio: [socket, 'ignore', 'pipe'],
       },
     );
     const pid = child.pid;
+    child.once('exit', () => this.landed.ended(landedLog));
+    child.once('error', () => this.landed.ended(landedLog));
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => {
       for (const line of text.split('\n').filter(Boolean))
@@ -276,6 +288,7 @@ export class RsyncDaemon {
 
   private async writeFiles(): Promise<void> {
     await installHooks(this.layout, this.module);
+    await mkdir(join(this.layout.rsyncd, LANDED_DIR), { recursive: true, mode: 0o700 });
     await chmod(this.logFile, 0o600).catch(() => undefined); // earlier versions made it 0644
     await writeAtomically(
       this.configFile,

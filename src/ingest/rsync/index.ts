@@ -2,6 +2,7 @@
 export { rsyncGreets } from './probe.js';
 export { RsyncDaemon, type RsyncDaemonOptions } from './daemon.js';
 export { hookCommands, HOOK_SOURCES, rsyncdConfig, shellQuote } from './config.js';
+export { LandedLog, parseLandedLine, type LandedFile, type LandedListener } from './landed-log.js';
 export {
   latestPendingTransfer,
   parseTransferRecord,

@@ -1,0 +1,68 @@
+/**
+ * What was hashed of an upload's files as they landed (ingest/landed-hasher.ts): per file its
+ * identity when read (size, mtime, ctime, inode, device) and its digests. At complete the
+ * validation takes a file's digests from here only if the file still has that identity. Keyed by
+ * bag_id and the file's path in the upload; all of a bag's records go when its ingest is DONE
+ * (a FAILED one keeps them: the upload goes back to the depositor unchanged).
+ */
+import type { Database, RootDatabase } from 'lmdb';
+import type { Algorithm } from '../fixity/index.js';
+import { MAX_PATH_BYTES } from './keys.js';
+import type { Transactor } from './transaction.js';
+
+/** A file as it was when hashed: any write, touch, rename or replacement changes one of these. */
+export interface FileIdentity {
+  size: number;
+  /** Nanoseconds since the epoch, as decimal strings (bigint stat). */
+  mtimeNs: string;
+  ctimeNs: string;
+  ino: string;
+  dev: string;
+}
+
+export interface LandedHash extends FileIdentity {
+  crc32: string;
+  digests: Partial<Record<Algorithm, string>>;
+}
+
+export class LandedHashStore {
+  private readonly records: Database<LandedHash, [string, string]>;
+
+  constructor(
+    root: RootDatabase,
+    private readonly catalog: Transactor,
+  ) {
+    this.records = root.openDB({ name: 'landedHashes' });
+  }
+
+  /** Whether a record of this file can be kept at all (its key within the catalog's limit). */
+  fits(bagId: string, path: string): boolean {
+    return Buffer.byteLength(bagId) + Buffer.byteLength(path) <= MAX_PATH_BYTES;
+  }
+
+  get(bagId: string, path: string): LandedHash | undefined {
+    return this.fits(bagId, path) ? this.records.get([bagId, path]) : undefined;
+  }
+
+  /** Several records in one transaction (one commit for a batch of small files). */
+  putAll(records: ReadonlyArray<{ bagId: string; path: string; hash: LandedHash }>): void {
+    this.catalog.transaction(() => {
+      for (const { bagId, path, hash } of records)
+        if (this.fits(bagId, path)) this.records.putSync([bagId, path], hash);
+    });
+  }
+
+  /** Drops every record of the bag; joins the caller's transaction (an ingest's last). */
+  clearPackage(bagId: string): number {
+    return this.catalog.transaction(() => {
+      const keys = [...this.records.getKeys({ start: [bagId], end: [bagId, '\uffff'] })];
+      for (const key of keys) this.records.removeSync(key);
+      return keys.length;
+    });
+  }
+
+  /** How many records the bag has (tests, checks). */
+  count(bagId: string): number {
+    return this.records.getKeysCount({ start: [bagId], end: [bagId, '\uffff'] });
+  }
+}

@@ -1,0 +1,326 @@
+/**
+ * Hashing an upload's files as they land: each file our rsync reports received
+ * (rsync/landed-log.ts) is read once, in the fixity pool behind every ingest job, for sha256, the
+ * algorithms of the upload's manifests (md5, sha1, sha256, sha512 while there is none) and the
+ * CRC-32, and its identity and digests go to the catalog
+ * (catalog/landed-hashes.ts). At complete the validation takes a file's digests from there if
+ * the file still has that identity (known-digests.ts), so most of the bag is not read again.
+ *
+ * A record is only written for bytes known to be the file's: its identity is taken before the
+ * read and must be the same after it, and the read starts only once the file's ctime is behind
+ * the clock's coarse tick, so that any later write gives it a different ctime.
+ */
+import { lstat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Catalog } from '../catalog/catalog.js';
+import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
+import { ALGORITHMS, type Algorithm, type FileDigests, type HashOptions } from '../fixity/index.js';
+import type { Logger } from '../logger.js';
+import type { LandingZone } from './landing.js';
+import type { LandedFile } from './rsync/index.js';
+
+/** What is computed for a landed file while its upload has no manifest yet (docs/decisions.md). */
+export const LANDED_ALGORITHMS: readonly Algorithm[] = ['md5', 'sha1', 'sha256', 'sha512'];
+
+/** What the landed hasher needs of the fixity pool. */
+export interface LandedPool {
+  hashFile(absPath: string, algorithms: Algorithm[], opts?: HashOptions): Promise<FileDigests>;
+  hashFiles(
+    files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
+    opts?: Omit<HashOptions, 'resume'>,
+  ): Promise<Array<FileDigests | Error>>;
+}
+
+/** Files below this go to the pool in batches (one job, one commit). */
+const SMALL = 1024 * 1024;
+const BATCH_FILES = 256;
+const BATCH_BYTES = 8 * 1024 * 1024;
+/** Pool jobs of ours at once: few, so that what complete claims has mostly not started. */
+const IN_POOL = 2;
+/**
+ * How far a file's ctime must be behind the clock before it is read: more than the kernel's
+ * coarse timestamp tick (at most 10 ms); 2 s where the filesystem keeps whole seconds only.
+ */
+const SETTLE_MS = 50;
+const SETTLE_COARSE_MS = 2_100;
+/** rsync logs a file just before renaming it into place: looks again this often, then gives up. */
+const RETRY_MS = [100, 400, 1_000, 3_000];
+
+/** Counts for the metrics and the bench. */
+export interface LandedStats {
+  /** Files hashed as they landed and recorded. */
+  hashed: number;
+  /** Files at complete whose digests came from a record (not read again). */
+  known: number;
+  /** Files at complete hashed as they landed but changed since: read again. */
+  rehashed: number;
+  /** Files at complete without a usable record (no report, not hashed yet): read as before. */
+  unreported: number;
+}
+
+interface Job {
+  bagId: string;
+  capability: string;
+  path: string;
+  size: number;
+  due: number;
+  tries: number;
+  started: boolean;
+  done: Promise<void>;
+  resolve: () => void;
+}
+
+export class LandedHasher {
+  readonly stats: LandedStats = { hashed: 0, known: 0, rehashed: 0, unreported: 0 };
+  private readonly jobs = new Map<string, Job>();
+  private inPool = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private readonly signal = new AbortController();
+  private readonly algorithms = new Map<string, { at: number; algorithms: Algorithm[] }>();
+
+  constructor(
+    private readonly o: {
+      catalog: Catalog;
+      landing: LandingZone;
+      pool: LandedPool;
+      logger: Logger;
+    },
+  ) {}
+
+  /** The landed log's listener: resolves once every file is recorded or given up on. */
+  accept = async (files: LandedFile[]): Promise<void> => {
+    const waits: Array<Promise<void>> = [];
+    for (const file of files) {
+      const pkg = this.o.catalog.packages.byUploadCapability(file.capability);
+      if (pkg === undefined || pkg.stored || pkg.capability !== file.capability) continue;
+      if (!this.o.catalog.landedHashes.fits(pkg.bagId, file.path)) continue;
+      const key = keyOf(pkg.bagId, file.path);
+      const queued = this.jobs.get(key);
+      if (queued !== undefined && !queued.started) {
+        // Received again before it was read: one read, of the newer one.
+        queued.size = file.size;
+        queued.tries = 0;
+        waits.push(queued.done);
+        continue;
+      }
+      let resolve!: () => void;
+      const done = new Promise<void>((r) => (resolve = r));
+      const job: Job = {
+        bagId: pkg.bagId,
+        capability: file.capability,
+        path: file.path,
+        size: file.size,
+        due: Date.now(),
+        tries: 0,
+        started: false,
+        done,
+        resolve,
+      };
+      // A job already running for the old bytes finishes; this one waits its turn under another key.
+      this.jobs.set(queued === undefined ? key : `${key}\0${Date.now()}`, job);
+      waits.push(done);
+    }
+    this.kick();
+    await Promise.all(waits);
+    // Stopped before they were read: the log must be kept and read again at the next start.
+    if (this.stopped) throw new Error('the landed hasher stopped before every file was read');
+  };
+
+  /**
+   * At complete: what is recorded for this file, after any read of it under way has finished. A
+   * queued one is dropped (the validation reads it now, at the ingest's priority).
+   */
+  async claim(bagId: string, path: string): Promise<LandedHash | undefined> {
+    const key = keyOf(bagId, path);
+    for (const [k, job] of this.jobs) {
+      if (k !== key && !k.startsWith(`${key}\0`)) continue;
+      if (job.started) await job.done;
+      else this.finish(k, job);
+    }
+    return this.o.catalog.landedHashes.get(bagId, path);
+  }
+
+  /** Files reported and neither recorded nor given up on yet. */
+  get pending(): number {
+    return this.jobs.size;
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.signal.abort(new Error('the landed hasher stopped'));
+    clearTimeout(this.timer);
+    for (const [k, job] of this.jobs) if (!job.started) this.finish(k, job);
+  }
+
+  private finish(key: string, job: Job): void {
+    if (this.jobs.get(key) === job) this.jobs.delete(key);
+    job.resolve();
+  }
+
+  /** Starts what is due, up to IN_POOL pool jobs; wakes again when the next one is due. */
+  private kick(): void {
+    if (this.stopped) return;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const now = Date.now();
+    let next = Infinity;
+    const due: Array<[string, Job]> = [];
+    for (const entry of this.jobs) {
+      const job = entry[1];
+      if (job.started) continue;
+      if (job.due <= now) due.push(entry);
+      else next = Math.min(next, job.due);
+    }
+    while (this.inPool < IN_POOL && due.length > 0) {
+      const first = due.shift()!;
+      const batch = [first];
+      if (first[1].size < SMALL) {
+        let bytes = first[1].size;
+        for (let i = 0; i < due.length && batch.length < BATCH_FILES && bytes < BATCH_BYTES;) {
+          if (due[i]![1].size < SMALL) {
+            bytes += due[i]![1].size;
+            batch.push(...due.splice(i, 1));
+          } else i++;
+        }
+      }
+      for (const [, job] of batch) job.started = true;
+      this.inPool++;
+      void this.run(batch)
+        .catch((err: unknown) =>
+          this.o.logger.warn({ err }, 'hashing landed files failed; they are hashed at complete'),
+        )
+        .finally(() => {
+          this.inPool--;
+          this.kick();
+        });
+    }
+    if (next < Infinity && this.timer === undefined) {
+      this.timer = setTimeout(() => this.kick(), Math.max(10, next - Date.now()));
+    }
+  }
+
+  /** One pool job: the files' identities, their digests, the same identities after, one commit. */
+  private async run(batch: Array<[string, Job]>): Promise<void> {
+    const ready: Array<{ key: string; job: Job; abs: string; before: FileIdentity }> = [];
+    for (const [key, job] of batch) {
+      const abs = join(this.o.landing.path(job.capability), job.path);
+      const before = await identityOf(abs);
+      if (before === undefined || before.size !== job.size) {
+        this.again(key, job, RETRY_MS[job.tries++]);
+        continue;
+      }
+      const behind = Date.now() - Number(BigInt(before.ctimeNs) / 1_000_000n);
+      const settle = BigInt(before.ctimeNs) % 1_000_000_000n === 0n ? SETTLE_COARSE_MS : SETTLE_MS;
+      if (behind < settle) {
+        this.again(key, job, settle - behind);
+        continue;
+      }
+      const recorded = this.o.catalog.landedHashes.get(job.bagId, job.path);
+      if (recorded !== undefined && sameIdentity(recorded, before)) {
+        this.finish(key, job); // read already (a log read again after a restart)
+        continue;
+      }
+      ready.push({ key, job, abs, before });
+    }
+    if (ready.length === 0) return;
+    const algorithms = await this.algorithmsOf(ready[0]!.job.capability);
+    const opts = { crc32: true, priority: 'audit' as const, signal: this.signal.signal };
+    let results: Array<FileDigests | Error>;
+    try {
+      results =
+        ready.length === 1 && ready[0]!.before.size >= SMALL
+          ? [await this.o.pool.hashFile(ready[0]!.abs, algorithms, opts)]
+          : await this.o.pool.hashFiles(
+              ready.map((r) => ({ path: r.abs, algorithms })),
+              opts,
+            );
+    } catch (err) {
+      for (const r of ready) this.finish(r.key, r.job);
+      if (this.stopped) return;
+      throw err;
+    }
+    const records: Array<{ bagId: string; path: string; hash: LandedHash }> = [];
+    const finished: typeof ready = [];
+    for (const [i, r] of ready.entries()) {
+      const result = results[i]!;
+      const after = await identityOf(r.abs);
+      if (
+        result instanceof Error ||
+        after === undefined ||
+        !sameIdentity(after, r.before) ||
+        result.size !== r.before.size
+      ) {
+        this.again(r.key, r.job, RETRY_MS[r.job.tries++]);
+        continue;
+      }
+      records.push({
+        bagId: r.job.bagId,
+        path: r.job.path,
+        hash: { ...r.before, crc32: result.crc32 ?? '', digests: result.digests },
+      });
+      finished.push(r);
+    }
+    if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
+    this.stats.hashed += records.length;
+    for (const r of finished) this.finish(r.key, r.job);
+  }
+
+  /**
+   * sha256 and the algorithms of the manifests at the upload's root (rsync sends the root's files
+   * before data/'s, so they are mostly there); all of LANDED_ALGORITHMS while there is none.
+   * Looked up at most once a second per upload.
+   */
+  private async algorithmsOf(capability: string): Promise<Algorithm[]> {
+    const cached = this.algorithms.get(capability);
+    if (cached !== undefined && Date.now() - cached.at < 1_000) return cached.algorithms;
+    const names = await readdir(this.o.landing.path(capability)).catch(() => [] as string[]);
+    const named = new Set<string>(['sha256']);
+    for (const name of names) {
+      const match = /^(?:tag)?manifest-(\w+)\.txt$/.exec(name);
+      if (match !== null) named.add(match[1]!);
+    }
+    const algorithms = named.size > 1 ? ALGORITHMS.filter((a) => named.has(a)) : [...LANDED_ALGORITHMS];
+    if (this.algorithms.size > 1_000) this.algorithms.clear();
+    this.algorithms.set(capability, { at: Date.now(), algorithms });
+    return algorithms;
+  }
+
+  /** Back to the queue after `delayMs`; undefined: given up (the file is read at complete). */
+  private again(key: string, job: Job, delayMs: number | undefined): void {
+    if (delayMs === undefined || this.stopped) return this.finish(key, job);
+    job.started = false;
+    job.due = Date.now() + delayMs;
+  }
+}
+
+function keyOf(bagId: string, path: string): string {
+  return `${bagId}\0${path}`;
+}
+
+/** The file's identity, or undefined when it is not a regular file there. */
+export async function identityOf(abs: string): Promise<FileIdentity | undefined> {
+  try {
+    const s = await lstat(abs, { bigint: true });
+    if (!s.isFile()) return undefined;
+    return {
+      size: Number(s.size),
+      mtimeNs: String(s.mtimeNs),
+      ctimeNs: String(s.ctimeNs),
+      ino: String(s.ino),
+      dev: String(s.dev),
+    };
+  } catch {
+    return undefined;
+  }
+}
+
+export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
+  return (
+    a.size === b.size &&
+    a.mtimeNs === b.mtimeNs &&
+    a.ctimeNs === b.ctimeNs &&
+    a.ino === b.ino &&
+    a.dev === b.dev
+  );
+}
