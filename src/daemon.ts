@@ -17,13 +17,12 @@ import { writeAtomically } from './fs/atomic.js';
 import type { HttpContext } from './http/context.js';
 import { buildServer } from './http/server.js';
 import { IngestWorker } from './ingest/ingest.js';
-import { LandingZone } from './ingest/landing.js';
 import { reconcile } from './ingest/recovery.js';
-import { finishRotations, RotationSweeper } from './ingest/rotation.js';
-import { RsyncDaemon, type Transfer } from './ingest/rsync/index.js';
+import { RotationSweeper } from './ingest/rotation.js';
 import { uploadLink } from './ingest/upload-link.js';
-import { LandedHasher } from './ingest/landed-hasher.js';
-import { LandingWatcher } from './ingest/watcher.js';
+import type { LandedHasher } from './ingest/landed-hasher.js';
+import type { LandingZone } from './ingest/landing.js';
+import type { LandingWatcher } from './ingest/watcher.js';
 import { createLogger } from './logger.js';
 import { Metrics } from './metrics.js';
 import {
@@ -39,6 +38,7 @@ import { Lifecycle } from './service/lifecycle.js';
 import { DataLayout } from './storage/layout.js';
 import { RecordWriter } from './storage/record-writer.js';
 import { Storage } from './storage/storage.js';
+import { startUploads } from './uploads.js';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -294,21 +294,6 @@ async function closeGracefully(app: FastifyInstance, graceMs: number): Promise<v
   clearTimeout(deadline);
 }
 
-/** A finished rsync upload becomes a `transfer` event of its package (idempotent by record). */
-function recordTransfer(catalog: Catalog, t: Transfer): void {
-  const pkg = catalog.packages.byUploadCapability(t.capability);
-  if (pkg === undefined) return;
-  const ok = t.exitStatus === 0;
-  catalog.events.add({
-    bagId: pkg.bagId,
-    type: 'transfer',
-    executor: pkg.user,
-    outcome: ok ? 'success' : 'failure',
-    detail: ok ? 'rsync upload finished' : `rsync upload ended with exit status ${t.exitStatus}`,
-    date: t.endedAt,
-  });
-}
-
 /** Where people reach the daemon: its API, its rsync daemon (undefined when off), the admin token. */
 function whereToFind(
   config: Config,
@@ -329,72 +314,6 @@ async function ensureFirstAdmin(catalog: Catalog, path: string, logger: Logger):
   const { secret } = catalog.users.issueToken('admin');
   await writeAtomically(path, `${secret}\n`, { mode: 0o600, fsync: true });
   logger.info({ path }, 'created the first admin user "admin"; its token is in this file');
-}
-
-/**
- * The landing zone, the rsync daemon (when enabled) and the landing watcher, each registered to
- * stop with the daemon. Unfinished link rotations are finished before rsync listens, so that an
- * old link a crash left unretired is refused from the first connection.
- */
-async function startUploads(
-  config: Config,
-  {
-    layout,
-    catalog,
-    pool,
-    logger,
-    lifecycle,
-    metrics,
-  }: {
-    layout: DataLayout;
-    catalog: Catalog;
-    pool: FixityPool;
-    logger: Logger;
-    lifecycle: Lifecycle;
-    metrics: Metrics;
-  },
-): Promise<{ landing: LandingZone; watcher: LandingWatcher; landed: LandedHasher | undefined }> {
-  const landing = new LandingZone(layout);
-  await finishRotations(catalog, landing, logger);
-  let rsync: RsyncDaemon | undefined;
-  let landed: LandedHasher | undefined;
-  if (config.upload.rsync.enabled) {
-    const r = config.upload.rsync;
-    rsync = new RsyncDaemon({
-      landing,
-      host: r.host,
-      port: r.port,
-      module: r.module,
-      binary: r.binary,
-      maxConnections: r.maxConnections,
-      logger,
-    });
-    rsync.onTransfer((t) => recordTransfer(catalog, t));
-    if (r.hashOnArrival) {
-      const hasher = (landed = new LandedHasher({ catalog, landing, pool, logger }));
-      lifecycle.onStop('landed hasher', () => hasher.stop());
-      rsync.landed.onLanded(hasher.accept);
-      metrics.watchLanded(hasher.stats);
-    }
-    await lifecycle.start('rsync daemon', rsync);
-    metrics.watchRsync(rsync);
-  }
-  // Only uploads our rsync is receiving are followed; the rest are scanned when asked.
-  const watcher = new LandingWatcher(layout, {
-    logger,
-    ...(rsync === undefined
-      ? {}
-      : {
-          transfers: {
-            dir: landing.layout.active,
-            live: async () => (await landing.liveTransfers()).map((t) => t.capability),
-          },
-        }),
-  });
-  await lifecycle.start('landing watcher', watcher);
-  metrics.watchLanding(watcher);
-
-  return { landing, watcher, landed };
 }
 
 /** The warning an operator must see when session cookies would travel in clear beyond this host. */
