@@ -6,8 +6,6 @@
  *   reuses, write each to the socket. The fair yardstick for code that runs in node.
  * - sendfile: python3's http.server sending the file with sendfile(2) (no copy into user
  *   space), for scale: what no node code can reach without a native add-on.
- * - stream: the floor this bench used before, `fs.createReadStream(…).pipe(res)`, a fresh
- *   buffer per read: slower than the floor, so it flattered whatever was measured against it.
  * - file: the same files through the real application (`buildServer`: authentication by token,
  *   the catalog, the download route, `answerFile` + `sendDownload`); target ≤ 1.1 × the floor.
  * - zip: the whole bag as a stored zip through the same application, against the floor's time
@@ -16,14 +14,13 @@
  * Each file download is FILES files of 24 MiB one after another on one kept-alive connection (one
  * curl). The bag is generated under the OS temporary folder, kept page-cache warm, and deleted at
  * the end. Each server runs in its own child process pinned to core 0 when taskset is there; curl
- * on core 1 writes to /dev/null. The order of the four file measurements rotates per round; ratios
+ * on core 1 writes to /dev/null. The order of the three file measurements rotates per round; ratios
  * are taken per round and the median reported (the machine is shared and noisy).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
 import {
   closeSync,
-  createReadStream,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -66,7 +63,7 @@ interface BenchBag {
 
 // ---------------------------------------------------------------- child servers
 
-type Kind = 'floor' | 'stream' | 'sendfile' | 'ours';
+type Kind = 'floor' | 'sendfile' | 'ours';
 
 /** The floor: open, fstat, head, then 1 MiB reads into three reused buffers, each written as it is filled. */
 async function floorAnswer(path: string, res: ServerResponse, buffers: Buffer[]): Promise<void> {
@@ -153,17 +150,7 @@ async function child(kind: Kind, bagJson: string): Promise<void> {
     return;
   }
   const buffers = [0, 1, 2].map(() => Buffer.allocUnsafeSlow(MiB));
-  const sizes = new Map(bag.files.map((f) => [join(bag.dir, f.path), f.size]));
-  const port =
-    kind === 'floor'
-      ? await listen((path, res) => floorAnswer(path, res, buffers), bag)
-      : await listen((path, res) => {
-          res.writeHead(200, {
-            'content-type': 'application/octet-stream',
-            'content-length': sizes.get(path),
-          });
-          createReadStream(path, { highWaterMark: MiB }).pipe(res);
-        }, bag);
+  const port = await listen((path, res) => floorAnswer(path, res, buffers), bag);
   process.stdout.write(`${port}\n`);
 }
 
@@ -359,7 +346,7 @@ async function round(
   bag: BenchBag,
   zipBytes: number,
 ): Promise<Round> {
-  const kinds: FileKind[] = ['floor', 'file', 'sendfile', 'stream'];
+  const kinds: FileKind[] = ['floor', 'file', 'sendfile'];
   const order = [...kinds.slice(i % kinds.length), ...kinds.slice(0, i % kinds.length)];
   const timed: Partial<Record<FileKind, Timed>> = {};
   const expected = FILES * FILE_BYTES;
@@ -384,7 +371,6 @@ async function round(
     floor: timed.floor!,
     file: timed.file!,
     sendfile: timed.sendfile ?? none,
-    stream: timed.stream!,
     zip,
     zipRssKB: peak,
   };
@@ -417,7 +403,6 @@ async function main(): Promise<void> {
 
     const servers: Record<Kind, Server | undefined> = {
       floor: await startChild('floor', bag, bagJson),
-      stream: await startChild('stream', bag, bagJson),
       sendfile: hasPython ? await startChild('sendfile', bag, bagJson) : undefined,
       ours: await startChild('ours', bag, bagJson),
     };
@@ -458,7 +443,6 @@ async function main(): Promise<void> {
             fileOverSendfile: ratio((r) => r.file.seconds / r.sendfile.seconds),
           }
         : undefined,
-      stream: { MBps: MBps('stream'), fileOverStream: ratio((r) => r.file.seconds / r.stream.seconds) },
       file: {
         MBps: MBps('file'),
         ratio: fileRatio,
@@ -496,7 +480,6 @@ type Result = {
   bag: { bytes: number; files: number; zipBytes: number };
   floorMBps: number;
   sendfile?: { MBps: number; floorOverSendfile: number; fileOverSendfile: number } | undefined;
-  stream: { MBps: number; fileOverStream: number };
   file: { MBps: number; ratio: number; cpuRatio: number; pass: boolean };
   zip: { MBps: number; ratio: number; cpuRatio: number; pass: boolean };
   zipRss: { peakMB: number; idleMB: number; processHwmMB: number; pass: boolean };
@@ -507,7 +490,7 @@ type Result = {
 function printResult(result: Result): void {
   const pf = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
   const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
-  const { sendfile, stream, file, zip, zipRss } = result;
+  const { sendfile, file, zip, zipRss } = result;
   console.log(
     `download bench: bag ${mb(result.bag.bytes)} in ${result.bag.files} files (zip ${mb(result.bag.zipBytes)}), ` +
       `${FILES} × ${FILE_BYTES / MiB} MiB per file measurement, page cache warm, ${ROUNDS} rounds, ` +
@@ -520,9 +503,6 @@ function printResult(result: Result): void {
     console.log(
       `sendfile  python3 http.server + sendfile(2), for scale                 ${sendfile.MBps.toFixed(0)} MB/s   floor / sendfile ${sendfile.floorOverSendfile.toFixed(2)}, file / sendfile ${sendfile.fileOverSendfile.toFixed(2)}`,
     );
-  console.log(
-    `stream    node:http + createReadStream(1 MiB), the old floor            ${stream.MBps.toFixed(0)} MB/s   file / stream ${stream.fileOverStream.toFixed(2)}`,
-  );
   console.log(
     `file      the same files through the application (token, catalog)    ${file.MBps.toFixed(0)} MB/s   time ratio ${file.ratio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(file.pass)}   [server CPU ratio ${file.cpuRatio.toFixed(2)}]`,
   );
