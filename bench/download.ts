@@ -1,22 +1,26 @@
 /**
  * Download speed against the floor, in one run (`node dist/bench/download.js [--json]`):
  *
- * - floor: a bare node:http server piping one file with fs.createReadStream (1 MiB reads);
- * - file: the same file through fastify and `answerFile` + `sendDownload` (target ≤ 1.2 × the floor's time);
- * - zip: the whole bag as a stored zip, its time against the floor's time for as many bytes
- *   (target ≤ 1.5), and the zip server's peak RSS (target < 150 MB).
+ * - floor: the least a node:http server must do to send a stored file: open and fstat it per
+ *   request, write the status and Content-Length, read it in 1 MiB reads into a few buffers it
+ *   reuses, write each to the socket. The fair yardstick for code that runs in node.
+ * - sendfile: python3's http.server sending the file with sendfile(2) (no copy into user
+ *   space), for scale: what no node code can reach without a native add-on.
+ * - file: the same files through the real application (`buildServer`: authentication by token,
+ *   the catalog, the download route, `answerFile` + `sendDownload`); target ≤ 1.1 × the floor.
+ * - zip: the whole bag as a stored zip through the same application, against the floor's time
+ *   for as many bytes, and the server's peak RSS (target < 150 MB).
  *
- * The bag (~1 GiB: three big files and 1000 small ones) is generated under the OS temporary
- * folder, kept page-cache warm, and deleted at the end. Each server runs in its own child process
- * (so the RSS is the server's alone), pinned to core 0 when taskset is there; curl on core 1
- * downloads to /dev/null. Rounds alternate floor, file, zip; ratios are taken per round and
- * the median is reported (the machine is shared and noisy).
+ * Each file download is FILES files of 24 MiB one after another on one kept-alive connection (one
+ * curl). The bag is generated under the OS temporary folder, kept page-cache warm, and deleted at
+ * the end. Each server runs in its own child process pinned to core 0 when taskset is there; curl
+ * on core 1 writes to /dev/null. The order of the three file measurements rotates per round; ratios
+ * are taken per round and the median reported (the machine is shared and noisy).
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import {
   closeSync,
-  createReadStream,
   mkdirSync,
   mkdtempSync,
   openSync,
@@ -26,76 +30,127 @@ import {
   writeFileSync,
   writeSync,
 } from 'node:fs';
-import { createServer } from 'node:http';
+import { open } from 'node:fs/promises';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { crc32 } from 'node:zlib';
-import Fastify from 'fastify';
 import type { FileRecord } from '../src/catalog/types.js';
-import { answerFile, answerZip, planZip } from '../src/download/index.js';
-import { sendDownload } from '../src/http/send-download.js';
+import { planZip } from '../src/download/index.js';
+import { offlineServer } from '../src/http/offline.js';
+import { DataLayout } from '../src/storage/layout.js';
 import { Storage } from '../src/storage/storage.js';
 import { median } from './stats.js';
 
 const MiB = 1 << 20;
-const ROUNDS = 7;
-const BIG_FILES: Array<[string, number]> = [
-  ['data/masters/reel-1.wav', 512 * MiB],
-  ['data/masters/reel-2.wav', 256 * MiB],
-  ['data/video/tape.mov', 192 * MiB],
-];
+const ROUNDS = Number(process.env.ROUNDS ?? 9);
+const FILES = 20;
+const FILE_BYTES = 24 * MiB;
 const SMALL_FILES = 1000;
 const BAG_ID = '0bd1c2e3-f405-4617-8829-3a4b5c6d7e8f';
-const TARGETS = { fileRatio: 1.2, zipRatio: 1.5, zipRssMB: 150 };
+const TARGETS = { fileRatio: 1.1, zipRatio: 1.05, zipRssMB: 150 };
 
 interface BenchBag {
+  /** The data folder (catalog and storage below it). */
+  root: string;
+  /** The bag's folder in storage. */
   dir: string;
   files: FileRecord[];
-  /** The file the floor and our route both serve. */
-  probe: FileRecord;
+  /** The files every file measurement downloads (paths relative to the bag). */
+  probes: string[];
 }
 
 // ---------------------------------------------------------------- child servers
 
-async function serveFloor(bag: BenchBag): Promise<number> {
-  const path = join(bag.dir, bag.probe.path);
-  const server = createServer((_req, res) => {
-    res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': bag.probe.size });
-    createReadStream(path, { highWaterMark: MiB }).pipe(res);
+type Kind = 'floor' | 'sendfile' | 'ours';
+
+/** The floor: open, fstat, head, then 1 MiB reads into three reused buffers, each written as it is filled. */
+async function floorAnswer(path: string, res: ServerResponse, buffers: Buffer[]): Promise<void> {
+  const handle = await open(path, 'r');
+  const size = (await handle.stat()).size;
+  res.writeHead(200, { 'content-type': 'application/octet-stream', 'content-length': size });
+  let waiter: ((buf: Buffer) => void) | undefined;
+  const give = (buf: Buffer) => {
+    const w = waiter;
+    waiter = undefined;
+    if (w !== undefined) w(buf);
+    else buffers.push(buf);
+  };
+  const take = () => buffers.pop() ?? new Promise<Buffer>((resolve) => (waiter = resolve));
+  for (let at = 0; at < size;) {
+    const buf = await take();
+    const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, size - at), at);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+    res.write(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead), () => give(buf));
+  }
+  res.end();
+  await handle.close();
+}
+
+async function listen(
+  handler: (path: string, res: ServerResponse) => Promise<void> | void,
+  bag: BenchBag,
+): Promise<number> {
+  const server = createServer((req: IncomingMessage, res: ServerResponse) => {
+    const path = join(bag.dir, decodeURIComponent(req.url ?? '/').slice(1));
+    Promise.resolve(handler(path, res)).catch(() => res.destroy());
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address();
   return typeof address === 'object' && address !== null ? address.port : 0;
 }
 
-async function serveOurs(bag: BenchBag): Promise<number> {
-  const app = Fastify({ logger: false });
-  app.get('/file', async (request, reply) =>
-    sendDownload(
-      request,
-      reply,
-      await answerFile(
-        { absPath: Storage.resolveInside(bag.dir, bag.probe.path), record: bag.probe },
-        request,
-      ),
-    ),
-  );
-  app.get('/zip', (request, reply) =>
-    sendDownload(
-      request,
-      reply,
-      answerZip({ bagId: BAG_ID, dir: bag.dir, files: bag.files, storedAt: 0 }, request.method),
-    ),
-  );
+/** The real application on a catalog holding the bag, and an admin's token. */
+async function serveOurs(bag: BenchBag): Promise<{ port: number; token: string }> {
+  const server = await offlineServer({}, { storage: new Storage(new DataLayout(bag.root)) });
+  const { app, catalog } = server;
+  catalog.users.add('bench', true);
+  const { secret: token } = catalog.users.issueToken('bench');
+  catalog.packages.create({
+    bagId: BAG_ID,
+    externalId: 'bench-download',
+    contentType: 'audio',
+    user: 'bench',
+    capability: randomUUID().replaceAll('-', ''),
+  });
+  catalog.packages.putFiles(BAG_ID, bag.files);
+  catalog.packages.markStored(BAG_ID, Storage.storagePath(BAG_ID));
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
-  return typeof address === 'object' && address !== null ? address.port : 0;
+  return { port: typeof address === 'object' && address !== null ? address.port : 0, token };
 }
 
-async function child(kind: string, bagJson: string): Promise<void> {
+const SENDFILE_SERVER = `
+import os, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from urllib.parse import unquote
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = 'HTTP/1.1'
+    def log_message(self, *args): pass
+    def do_GET(self):
+        with open(os.path.join(sys.argv[1], unquote(self.path)[1:]), 'rb') as f:
+            self.send_response(200)
+            self.send_header('Content-Type', 'application/octet-stream')
+            self.send_header('Content-Length', str(os.fstat(f.fileno()).st_size))
+            self.end_headers()
+            self.wfile.flush()
+            self.connection.sendfile(f)
+server = HTTPServer(('127.0.0.1', 0), Handler)
+print(server.server_address[1], flush=True)
+server.serve_forever()
+`;
+
+async function child(kind: Kind, bagJson: string): Promise<void> {
   const bag = JSON.parse(readFileSync(bagJson, 'utf8')) as BenchBag;
-  const port = kind === 'floor' ? await serveFloor(bag) : await serveOurs(bag);
+  if (kind === 'ours') {
+    const { port, token } = await serveOurs(bag);
+    process.stdout.write(`${port} ${token}\n`);
+    return;
+  }
+  const buffers = [0, 1, 2].map(() => Buffer.allocUnsafeSlow(MiB));
+  const port = await listen((path, res) => floorAnswer(path, res, buffers), bag);
   process.stdout.write(`${port}\n`);
 }
 
@@ -103,7 +158,7 @@ async function child(kind: string, bagJson: string): Promise<void> {
 
 /** Writes the bench bag; digests and CRCs come from the bytes as they are written. */
 function makeBag(root: string): BenchBag {
-  const dir = join(root, 'storage', Storage.storagePath(BAG_ID));
+  const dir = new Storage(new DataLayout(root)).packageDir(Storage.storagePath(BAG_ID));
   const files: FileRecord[] = [];
   const write = (path: string, chunks: Iterable<Buffer>) => {
     const abs = join(dir, path);
@@ -129,13 +184,18 @@ function makeBag(root: string): BenchBag {
   // Incompressible-looking bytes, cheap to make: one random block, stamped per chunk.
   const block = Buffer.alloc(16 * MiB);
   for (let i = 0; i < block.length; i += 4) block.writeUInt32LE((Math.random() * 0x100000000) >>> 0, i);
-  for (const [path, size] of BIG_FILES) {
+  const probes: string[] = [];
+  for (let i = 0; i < FILES; i++) {
+    const path = `data/takes/take-${String(i + 1).padStart(2, '0')}.wav`;
+    const size = FILE_BYTES;
+    probes.push(path);
     write(
       path,
       (function* () {
         for (let at = 0; at < size; at += block.length) {
           const chunk = Buffer.from(block.subarray(0, Math.min(block.length, size - at)));
           chunk.writeDoubleLE(at, 0);
+          chunk.writeDoubleLE(i, 8);
           yield chunk;
         }
       })(),
@@ -162,7 +222,7 @@ function makeBag(root: string): BenchBag {
   ]);
   write('manifest-sha256.txt', [Buffer.from(manifest.join(''))]);
   files.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0));
-  return { dir, files, probe: files.find((f) => f.path === BIG_FILES[0]![0])! };
+  return { root, dir, files, probes };
 }
 
 /** Reads every file once so the runs start page-cache warm. */
@@ -182,45 +242,70 @@ function warm(bag: BenchBag): void {
 // ---------------------------------------------------------------- measuring
 
 const hasTaskset = spawnSync('taskset', ['-c', '0', 'true']).status === 0 && cpus().length >= 2;
+const hasPython = spawnSync('python3', ['-c', 'import http.server']).status === 0;
 
 function pinned(core: number, command: string, args: string[]): [string, string[]] {
   return hasTaskset ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 }
 
-async function startChild(
-  kind: 'floor' | 'ours',
-  bagJson: string,
-): Promise<{ proc: ChildProcess; port: number }> {
-  const [cmd, args] = pinned(0, process.execPath, [fileURLToPath(import.meta.url), '--serve', kind, bagJson]);
+interface Server {
+  proc: ChildProcess;
+  base: string;
+  headers: string[];
+  /** The URL path of a bag file on this server. */
+  urlPath: (bagPath: string) => string;
+}
+
+async function startChild(kind: Kind, bag: BenchBag, bagJson: string): Promise<Server> {
+  const [cmd, args] =
+    kind === 'sendfile'
+      ? pinned(0, 'python3', [join(bag.root, 'sendfile.py'), bag.dir])
+      : pinned(0, process.execPath, [fileURLToPath(import.meta.url), '--serve', kind, bagJson]);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
-  const port = await new Promise<number>((resolve, reject) => {
+  const line = await new Promise<string>((resolve, reject) => {
     let out = '';
     proc.stdout.on('data', (d: Buffer) => {
       out += d.toString();
-      if (out.includes('\n')) resolve(Number(out.trim()));
+      if (out.includes('\n')) resolve(out.trim());
     });
     proc.once('exit', (code) => reject(new Error(`${kind} server exited with ${code}`)));
   });
-  return { proc, port };
+  const [port, token] = line.split(' ');
+  const origin = `http://127.0.0.1:${port}`;
+  const escaped = (path: string) => path.split('/').map(encodeURIComponent).join('/');
+  if (kind !== 'ours') return { proc, base: `${origin}/`, headers: [], urlPath: escaped };
+  return {
+    proc,
+    base: `${origin}/v1/packages/${BAG_ID}/`,
+    headers: ['-H', `Authorization: Bearer ${token}`],
+    // The route serves payload files by their path below data/.
+    urlPath: (path) => escaped(path.replace(/^data\//, '')),
+  };
 }
 
-/** curl to /dev/null: seconds and bytes. */
-async function curl(url: string): Promise<{ seconds: number; bytes: number }> {
+/** One curl for all `paths` on one connection, to /dev/null: the summed transfer seconds and bytes. */
+async function curl(server: Server, paths: string[]): Promise<{ seconds: number; bytes: number }> {
+  const targets = paths.flatMap((p) => ['-o', '/dev/null', server.base + server.urlPath(p)]);
   const [cmd, args] = pinned(1, 'curl', [
     '-s',
-    '-o',
-    '/dev/null',
+    ...server.headers,
     '-w',
-    '%{time_total} %{size_download} %{http_code}',
-    url,
+    '%{time_total} %{size_download} %{http_code}\n',
+    ...targets,
   ]);
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   proc.stdout.on('data', (d: Buffer) => (out += d.toString()));
   const code = await new Promise<number | null>((resolve) => proc.once('exit', resolve));
-  const [seconds, bytes, status] = out.trim().split(' ');
-  if (code !== 0 || status !== '200') throw new Error(`curl ${url}: exit ${code}, HTTP ${status}`);
-  return { seconds: Number(seconds), bytes: Number(bytes) };
+  let seconds = 0;
+  let bytes = 0;
+  for (const line of out.trim().split('\n')) {
+    const [time, size, status] = line.split(' ');
+    if (code !== 0 || status !== '200') throw new Error(`curl ${server.base}: exit ${code}, HTTP ${status}`);
+    seconds += Number(time);
+    bytes += Number(size);
+  }
+  return { seconds, bytes };
 }
 
 /** CPU seconds (user + system) a process has used so far, from /proc/<pid>/stat. */
@@ -231,14 +316,17 @@ function cpuSecondsOf(pid: number): number {
 }
 const CLOCK_TICKS = Number(spawnSync('getconf', ['CLK_TCK']).stdout?.toString().trim()) || 100;
 
-/** A download timed by curl, with the server's CPU time for it. */
-async function measure(
-  url: string,
-  serverPid: number,
-): Promise<{ seconds: number; bytes: number; cpu: number }> {
-  const before = cpuSecondsOf(serverPid);
-  const r = await curl(url);
-  return { ...r, cpu: cpuSecondsOf(serverPid) - before };
+interface Timed {
+  seconds: number;
+  bytes: number;
+  cpu: number;
+}
+
+/** Downloads timed by curl, with the server's CPU time for them. */
+async function measure(server: Server, paths: string[]): Promise<Timed> {
+  const before = cpuSecondsOf(server.proc.pid!);
+  const r = await curl(server, paths);
+  return { ...r, cpu: cpuSecondsOf(server.proc.pid!) - before };
 }
 
 /** kB figures from /proc/<pid>/status (under taskset the pid is still node's: taskset execs). */
@@ -246,6 +334,46 @@ function memoryOf(pid: number): { rssKB: number; hwmKB: number } {
   const status = readFileSync(`/proc/${pid}/status`, 'utf8');
   const field = (name: string) => Number(new RegExp(`^${name}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0);
   return { rssKB: field('VmRSS'), hwmKB: field('VmHWM') };
+}
+
+type FileKind = Exclude<Kind, 'ours'> | 'file';
+type Round = Record<FileKind, Timed> & { zip: Timed; zipRssKB: number };
+
+/** One round: the file measurements in a rotating order, then the zip with its RSS sampled. */
+async function round(
+  i: number,
+  servers: Record<Kind, Server | undefined>,
+  bag: BenchBag,
+  zipBytes: number,
+): Promise<Round> {
+  const kinds: FileKind[] = ['floor', 'file', 'sendfile'];
+  const order = [...kinds.slice(i % kinds.length), ...kinds.slice(0, i % kinds.length)];
+  const timed: Partial<Record<FileKind, Timed>> = {};
+  const expected = FILES * FILE_BYTES;
+  for (const kind of order) {
+    const server = servers[kind === 'file' ? 'ours' : kind];
+    if (server === undefined) continue;
+    const t = await measure(server, bag.probes);
+    if (t.bytes !== expected) throw new Error(`${kind}: ${t.bytes} bytes, ${expected} expected`);
+    timed[kind] = t;
+  }
+  const ours = servers.ours!;
+  let peak = memoryOf(ours.proc.pid!).rssKB;
+  const sampler = setInterval(() => {
+    peak = Math.max(peak, memoryOf(ours.proc.pid!).rssKB);
+  }, 10);
+  const zip = await measure(ours, ['download']);
+  clearInterval(sampler);
+  peak = Math.max(peak, memoryOf(ours.proc.pid!).rssKB);
+  if (zip.bytes !== zipBytes) throw new Error(`zip: ${zip.bytes} bytes, ${zipBytes} expected`);
+  const none = { seconds: NaN, bytes: 0, cpu: NaN };
+  return {
+    floor: timed.floor!,
+    file: timed.file!,
+    sendfile: timed.sendfile ?? none,
+    zip,
+    zipRssKB: peak,
+  };
 }
 
 async function main(): Promise<void> {
@@ -267,133 +395,131 @@ async function main(): Promise<void> {
     const bag = makeBag(root);
     const bagJson = join(root, 'bag.json');
     writeFileSync(bagJson, JSON.stringify(bag));
+    writeFileSync(join(root, 'sendfile.py'), SENDFILE_SERVER);
     const bagBytes = bag.files.reduce((n, f) => n + f.size, 0);
     const zipBytes = planZip(BAG_ID, bag.files).size;
+    const fileBytes = FILES * FILE_BYTES;
     warm(bag);
 
-    const floor = await startChild('floor', bagJson);
-    const ours = await startChild('ours', bagJson);
-    children.push(floor.proc, ours.proc);
-    const idleRssKB = memoryOf(ours.proc.pid!).rssKB;
-    const floorUrl = `http://127.0.0.1:${floor.port}/`;
-    const fileUrl = `http://127.0.0.1:${ours.port}/file`;
-    const zipUrl = `http://127.0.0.1:${ours.port}/zip`;
-    // Warm-up: JIT, sockets, and the page cache once more.
-    for (const url of [floorUrl, fileUrl, zipUrl]) await curl(url);
-
-    type Round = {
-      floor: number;
-      file: number;
-      zip: number;
-      floorCpu: number;
-      fileCpu: number;
-      zipCpu: number;
-      zipRssKB: number;
+    const servers: Record<Kind, Server | undefined> = {
+      floor: await startChild('floor', bag, bagJson),
+      sendfile: hasPython ? await startChild('sendfile', bag, bagJson) : undefined,
+      ours: await startChild('ours', bag, bagJson),
     };
-    const rounds: Round[] = [];
-    let zipRssKB = 0;
-    for (let i = 0; i < ROUNDS; i++) {
-      // Alternate which of the two goes first, so neither always follows the zip.
-      const first =
-        i % 2 === 0 ? await measure(floorUrl, floor.proc.pid!) : await measure(fileUrl, ours.proc.pid!);
-      const second =
-        i % 2 === 0 ? await measure(fileUrl, ours.proc.pid!) : await measure(floorUrl, floor.proc.pid!);
-      const [f, s] = i % 2 === 0 ? [first, second] : [second, first];
-      let peak = memoryOf(ours.proc.pid!).rssKB;
-      const sampler = setInterval(() => {
-        peak = Math.max(peak, memoryOf(ours.proc.pid!).rssKB);
-      }, 10);
-      const z = await measure(zipUrl, ours.proc.pid!);
-      clearInterval(sampler);
-      peak = Math.max(peak, memoryOf(ours.proc.pid!).rssKB);
-      zipRssKB = Math.max(zipRssKB, peak);
-      if (f.bytes !== bag.probe.size || s.bytes !== bag.probe.size || z.bytes !== zipBytes)
-        throw new Error('a download came back with the wrong length');
-      rounds.push({
-        floor: f.seconds,
-        file: s.seconds,
-        zip: z.seconds,
-        floorCpu: f.cpu,
-        fileCpu: s.cpu,
-        zipCpu: z.cpu,
-        zipRssKB: peak,
-      });
-    }
-    const hwmKB = memoryOf(ours.proc.pid!).hwmKB;
+    for (const s of Object.values(servers)) if (s !== undefined) children.push(s.proc);
+    const ours = servers.ours!;
+    const idleRssKB = memoryOf(ours.proc.pid!).rssKB;
+    // Warm-up: JIT, sockets, and the page cache once more.
+    await round(0, servers, bag, zipBytes);
 
-    const fileRatio = median(rounds.map((r) => r.file / r.floor));
+    const rounds: Round[] = [];
+    for (let i = 0; i < ROUNDS; i++) rounds.push(await round(i, servers, bag, zipBytes));
+    const hwmKB = memoryOf(ours.proc.pid!).hwmKB;
+    const zipRssKB = Math.max(...rounds.map((r) => r.zipRssKB));
+
+    const ratio = (of: (r: Round) => number) => median(rounds.map(of));
+    const MBps = (kind: FileKind) => ratio((r) => fileBytes / r[kind].seconds / 1e6);
+    const fileRatio = ratio((r) => r.file.seconds / r.floor.seconds);
     // The zip against the floor's time for as many bytes.
-    const zipRatio = median(rounds.map((r) => r.zip / ((r.floor * zipBytes) / bag.probe.size)));
-    const floorMBps = median(rounds.map((r) => bag.probe.size / r.floor / 1e6));
-    const fileMBps = median(rounds.map((r) => bag.probe.size / r.file / 1e6));
-    const zipMBps = median(rounds.map((r) => zipBytes / r.zip / 1e6));
-    const zipRssMB = zipRssKB / 1024;
-    // Server CPU seconds per byte against the floor's: steadier than wall time on a busy machine.
-    const fileCpuRatio = median(rounds.map((r) => r.fileCpu / r.floorCpu));
-    const zipCpuRatio = median(rounds.map((r) => r.zipCpu / ((r.floorCpu * zipBytes) / bag.probe.size)));
+    const zipRatio = ratio((r) => r.zip.seconds / ((r.floor.seconds * zipBytes) / fileBytes));
+    // Server CPU seconds against the floor's: steadier than wall time on a busy machine.
+    const fileCpuRatio = ratio((r) => r.file.cpu / r.floor.cpu);
+    const zipCpuRatio = ratio((r) => r.zip.cpu / ((r.floor.cpu * zipBytes) / fileBytes));
     const result = {
-      bag: { bytes: bagBytes, files: bag.files.length, probeBytes: bag.probe.size, zipBytes },
+      bag: {
+        bytes: bagBytes,
+        files: bag.files.length,
+        downloads: FILES,
+        downloadBytes: FILE_BYTES,
+        zipBytes,
+      },
       rounds: ROUNDS,
       pinned: hasTaskset,
-      floorMBps,
+      floorMBps: MBps('floor'),
+      sendfile: hasPython
+        ? {
+            MBps: MBps('sendfile'),
+            floorOverSendfile: ratio((r) => r.floor.seconds / r.sendfile.seconds),
+            fileOverSendfile: ratio((r) => r.file.seconds / r.sendfile.seconds),
+          }
+        : undefined,
       file: {
-        MBps: fileMBps,
+        MBps: MBps('file'),
         ratio: fileRatio,
         cpuRatio: fileCpuRatio,
         target: TARGETS.fileRatio,
         pass: fileRatio <= TARGETS.fileRatio,
       },
       zip: {
-        MBps: zipMBps,
+        MBps: ratio((r) => zipBytes / r.zip.seconds / 1e6),
         ratio: zipRatio,
         cpuRatio: zipCpuRatio,
         target: TARGETS.zipRatio,
         pass: zipRatio <= TARGETS.zipRatio,
       },
       zipRss: {
-        peakMB: zipRssMB,
+        peakMB: zipRssKB / 1024,
         idleMB: idleRssKB / 1024,
         processHwmMB: hwmKB / 1024,
         target: TARGETS.zipRssMB,
-        pass: zipRssMB < TARGETS.zipRssMB,
+        pass: zipRssKB / 1024 < TARGETS.zipRssMB,
       },
       perRound: rounds,
+      loadAverage: loadavg()[0],
       seconds: (Date.now() - started) / 1000,
     };
-    if (json) {
-      process.stdout.write(JSON.stringify(result, null, 2) + '\n');
-    } else {
-      const pf = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
-      const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
-      console.log(
-        `download bench: bag ${mb(bagBytes)} in ${bag.files.length} files (zip ${mb(zipBytes)}), page cache warm, ${ROUNDS} rounds, ` +
-          (hasTaskset ? 'server on core 0, curl on core 1' : 'not pinned'),
-      );
-      console.log(
-        `floor    node:http + createReadStream(1 MiB), ${mb(bag.probe.size)} file   ${floorMBps.toFixed(0)} MB/s`,
-      );
-      console.log(
-        `file     same file through fastify                      ${fileMBps.toFixed(0)} MB/s   time ratio ${fileRatio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(result.file.pass)}   [server CPU ratio ${fileCpuRatio.toFixed(2)}]`,
-      );
-      console.log(
-        `zip      whole bag, vs floor for as many bytes           ${zipMBps.toFixed(0)} MB/s   time ratio ${zipRatio.toFixed(2)} (target ≤ ${TARGETS.zipRatio})   ${pf(result.zip.pass)}   [server CPU ratio ${zipCpuRatio.toFixed(2)}]`,
-      );
-      console.log(
-        `zip      server peak RSS during the zip                  ${zipRssMB.toFixed(0)} MB (target < ${TARGETS.zipRssMB} MB; ${(idleRssKB / 1024).toFixed(0)} MB idle, VmHWM ${(hwmKB / 1024).toFixed(0)} MB)   ${pf(result.zipRss.pass)}`,
-      );
-      console.log(
-        `(${result.seconds.toFixed(1)} s; load average ${loadavg()[0]!.toFixed(1)} on ${cpus().length} cores: ratios are medians of paired rounds)`,
-      );
-    }
+    if (json) process.stdout.write(JSON.stringify(result, null, 2) + '\n');
+    else printResult(result);
     process.exitCode = result.file.pass && result.zip.pass && result.zipRss.pass ? 0 : 1;
   } finally {
     cleanup();
   }
 }
 
+type Result = {
+  bag: { bytes: number; files: number; zipBytes: number };
+  floorMBps: number;
+  sendfile?: { MBps: number; floorOverSendfile: number; fileOverSendfile: number } | undefined;
+  file: { MBps: number; ratio: number; cpuRatio: number; pass: boolean };
+  zip: { MBps: number; ratio: number; cpuRatio: number; pass: boolean };
+  zipRss: { peakMB: number; idleMB: number; processHwmMB: number; pass: boolean };
+  loadAverage: number | undefined;
+  seconds: number;
+};
+
+function printResult(result: Result): void {
+  const pf = (ok: boolean) => (ok ? 'PASS' : 'FAIL');
+  const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
+  const { sendfile, file, zip, zipRss } = result;
+  console.log(
+    `download bench: bag ${mb(result.bag.bytes)} in ${result.bag.files} files (zip ${mb(result.bag.zipBytes)}), ` +
+      `${FILES} × ${FILE_BYTES / MiB} MiB per file measurement, page cache warm, ${ROUNDS} rounds, ` +
+      (hasTaskset ? 'servers on core 0, curl on core 1' : 'not pinned'),
+  );
+  console.log(
+    `floor     node:http, open + fstat + 1 MiB reads into reused buffers   ${result.floorMBps.toFixed(0)} MB/s`,
+  );
+  if (sendfile !== undefined)
+    console.log(
+      `sendfile  python3 http.server + sendfile(2), for scale                 ${sendfile.MBps.toFixed(0)} MB/s   floor / sendfile ${sendfile.floorOverSendfile.toFixed(2)}, file / sendfile ${sendfile.fileOverSendfile.toFixed(2)}`,
+    );
+  console.log(
+    `file      the same files through the application (token, catalog)    ${file.MBps.toFixed(0)} MB/s   time ratio ${file.ratio.toFixed(2)} (target ≤ ${TARGETS.fileRatio})   ${pf(file.pass)}   [server CPU ratio ${file.cpuRatio.toFixed(2)}]`,
+  );
+  console.log(
+    `zip       whole bag, vs floor for as many bytes                      ${zip.MBps.toFixed(0)} MB/s   time ratio ${zip.ratio.toFixed(2)} (target ≤ ${TARGETS.zipRatio})   ${pf(zip.pass)}   [server CPU ratio ${zip.cpuRatio.toFixed(2)}]`,
+  );
+  console.log(
+    `zip       server peak RSS during the zip                             ${zipRss.peakMB.toFixed(0)} MB (target < ${TARGETS.zipRssMB} MB; ${zipRss.idleMB.toFixed(0)} MB idle, VmHWM ${zipRss.processHwmMB.toFixed(0)} MB)   ${pf(zipRss.pass)}`,
+  );
+  console.log(
+    `(${result.seconds.toFixed(1)} s; load average ${result.loadAverage?.toFixed(1)} on ${cpus().length} cores: ratios are medians of per-round ratios)`,
+  );
+}
+
 const serveAt = process.argv.indexOf('--serve');
 if (serveAt >= 0) {
-  await child(process.argv[serveAt + 1]!, process.argv[serveAt + 2]!);
+  await child(process.argv[serveAt + 1] as Kind, process.argv[serveAt + 2]!);
 } else {
   await main();
 }

@@ -5,7 +5,7 @@
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
  * does not pay for the daemon's (fastify, lmdb…).
  */
-import { ConfigError, loadConfig, type Config } from './config/config.js';
+import type { Config } from './config/config.js';
 import type { Daemon } from './daemon.js';
 
 const HELP = `usage: preservd <command>
@@ -73,6 +73,8 @@ async function main(argv: string[]): Promise<number> {
     return command === undefined ? 2 : 0;
   }
   if (command === 'validate') return (await import('./commands/validate.js')).runValidate(rest, io);
+  // After validate: the configuration's schema (ajv, typebox) is a good part of validate's start-up.
+  const { ConfigError, loadConfig } = await import('./config/config.js');
   let config: Config;
   try {
     config = loadConfig();

@@ -29,6 +29,7 @@ export async function hashBag(
     opts.hasher,
     opts.concurrency ?? DEFAULT_CONCURRENCY,
     signal,
+    opts.crc32 ?? true,
   );
   signal?.throwIfAborted();
   const problems: BagProblem[] = [];

@@ -48,6 +48,7 @@ export async function hashFiles(
   hasher: FileHasher,
   concurrency: number,
   signal: AbortSignal | undefined,
+  crc32 = true,
 ): Promise<HashedFiles> {
   const queue = files.map((_, i) => i).sort((a, b) => files[b]!.size - files[a]!.size);
   const entries = new Array<BagFile | undefined>(files.length).fill(undefined);
@@ -60,8 +61,8 @@ export async function hashFiles(
       digests: result.digests,
     };
   };
-  const opts = { crc32: true, priority: 'ingest' as const, signal };
-  const batchOpts = { crc32: true, priority: 'ingest' as const, ...(signal === undefined ? {} : { signal }) };
+  const opts = { crc32, priority: 'ingest' as const, signal };
+  const batchOpts = { crc32, priority: 'ingest' as const, ...(signal === undefined ? {} : { signal }) };
   const batched = hasher.hashFiles?.bind(hasher);
   let next = 0;
   /** The next batch of small files from the queue (they are at its end: it is sorted largest first). */

@@ -10,7 +10,7 @@ export interface BagFile {
   /** Relative to the bag root, '/' separated. */
   path: string;
   size: number;
-  /** CRC-32 as 8 lower-case hex digits. */
+  /** CRC-32 as 8 lower-case hex digits; '' when the validation was asked for none (`crc32: false`). */
   crc32: string;
   /** Lower-case hex, for every algorithm that was asked for. */
   digests: Partial<Record<Algorithm, string>>;
@@ -61,4 +61,6 @@ export interface ValidateOptions {
   signal?: AbortSignal | undefined;
   /** hashFile calls in flight at once; the hasher bounds the real work. Default 32. */
   concurrency?: number;
+  /** A CRC-32 of every file besides its digests (the zip download needs it). Default true. */
+  crc32?: boolean;
 }

@@ -5,9 +5,10 @@
  * that collide when letter case or Unicode normalization is ignored.
  */
 import { isUtf8 } from 'node:buffer';
-import { lstat, readdir } from 'node:fs/promises';
+import { lstatSync, type Stats } from 'node:fs';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Stats } from 'node:fs';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { errorCode } from '../fs/errors.js';
 import { nonPortableNameReason, unsafePathReason } from './paths.js';
 import type { BagProblemInit, SpecialFileKind } from './problems.js';
@@ -68,6 +69,38 @@ function specialKind(st: Stats): SpecialFileKind {
  */
 function flatString(path: string): string {
   return Buffer.from(path, 'utf8').toString('utf8');
+}
+
+/** The longest run of synchronous lstat calls before the event loop gets a turn. */
+const SLICE_MS = 4;
+
+/**
+ * lstat of `count` paths in order, each Stats (or the error) handed to `use`. Synchronous calls in
+ * slices of a few milliseconds: an lstat through fs/promises cost 5–8 times the CPU (a thread-pool
+ * round trip, a promise and more garbage per file), all of it before hashing can start
+ * (docs/performance.md, "Ingest"); between slices the daemon's event loop runs.
+ */
+async function lstatEach(
+  count: number,
+  pathOf: (i: number) => string,
+  use: (i: number, st: Stats | Error) => void,
+  signal: AbortSignal | undefined,
+): Promise<void> {
+  let sliceStart = performance.now();
+  for (let i = 0; i < count; i++) {
+    if (performance.now() - sliceStart > SLICE_MS) {
+      await nextTurn();
+      signal?.throwIfAborted();
+      sliceStart = performance.now();
+    }
+    let st: Stats | Error;
+    try {
+      st = lstatSync(pathOf(i));
+    } catch (err) {
+      st = err as Error;
+    }
+    use(i, st);
+  }
 }
 
 /** The problem of a path that could not be looked at: too long for the system, or unreadable. */
@@ -138,14 +171,12 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
       continue;
     }
     const decoded = utf8Names(dir, names, problems);
-    const stats = await Promise.all(
-      decoded.map(async (name) => {
-        try {
-          return await lstat(join(root, dir, name));
-        } catch (err) {
-          return err as Error;
-        }
-      }),
+    const stats = new Array<Stats | Error>(decoded.length);
+    await lstatEach(
+      decoded.length,
+      (i) => join(root, dir, decoded[i]!),
+      (i, st) => (stats[i] = st),
+      signal,
     );
     decoded.forEach((name, i) => {
       const rel = dir === '' ? name : `${dir}/${name}`;
@@ -193,13 +224,9 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   return { files, others, directories, unreachable, problems };
 }
 
-/** lstat calls in flight at once when files are looked at again after hashing. */
-const RESTAMP_CONCURRENCY = 32;
-
 /**
  * The files among `files` that are no longer as the scan saw them (written to, replaced or
- * gone since), sorted by path. A bounded number of lstat calls at a time: one per file at once
- * would hold a promise and a Stats object for every file of the bag.
+ * gone since), sorted by path.
  */
 export async function filesChangedSinceScan(
   root: string,
@@ -207,19 +234,15 @@ export async function filesChangedSinceScan(
   signal?: AbortSignal,
 ): Promise<string[]> {
   const changed: string[] = [];
-  let next = 0;
-  const runner = async (): Promise<void> => {
-    while (next < files.length) {
-      signal?.throwIfAborted();
-      const file = files[next++]!;
-      const same = await lstat(join(root, file.path)).then(
-        (st) => sameStamp(file, st),
-        () => false,
-      );
-      if (!same) changed.push(file.path);
-    }
-  };
-  await Promise.all(Array.from({ length: Math.min(RESTAMP_CONCURRENCY, files.length) }, runner));
+  signal?.throwIfAborted();
+  await lstatEach(
+    files.length,
+    (i) => join(root, files[i]!.path),
+    (i, st) => {
+      if (st instanceof Error || !sameStamp(files[i]!, st)) changed.push(files[i]!.path);
+    },
+    signal,
+  );
   return changed.sort();
 }
 

@@ -125,6 +125,15 @@ export interface BodySource {
   close(): Promise<void>;
 }
 
+/**
+ * Read buffers kept between responses, at most `SPARE_BUFFERS`: a fresh ring per response made
+ * V8 count 3 MiB of new external memory each time, and the collections that followed cost the
+ * daemon a sixth of a download's CPU (docs/performance.md, "Downloads"). A buffer comes back here
+ * only from its write's callback, once the socket no longer holds it.
+ */
+const spare: Buffer[] = [];
+const SPARE_BUFFERS = 2 * RING_SIZE;
+
 /** Reused buffers for one response; `take` waits for one to come back, or gets undefined once closed. */
 class BufferRing {
   private readonly free: Buffer[] = [];
@@ -132,7 +141,7 @@ class BufferRing {
   private closed = false;
 
   constructor(count: number, size: number) {
-    for (let i = 0; i < count; i++) this.free.push(Buffer.allocUnsafeSlow(size));
+    for (let i = 0; i < count; i++) this.free.push(spare.pop() ?? Buffer.allocUnsafeSlow(size));
   }
 
   take(): Promise<Buffer | undefined> {
@@ -142,6 +151,7 @@ class BufferRing {
   }
 
   give(buf: Buffer): void {
+    if (this.closed) return keep(buf);
     const waiter = this.waiter;
     this.waiter = undefined;
     if (waiter !== undefined) waiter(buf);
@@ -150,10 +160,15 @@ class BufferRing {
 
   close(): void {
     this.closed = true;
+    for (const buf of this.free.splice(0)) keep(buf);
     const waiter = this.waiter;
     this.waiter = undefined;
     waiter?.(undefined);
   }
+}
+
+function keep(buf: Buffer): void {
+  if (spare.length < SPARE_BUFFERS) spare.push(buf);
 }
 
 /** How writing a body ended: all of it, the client gone first, or a failure (the connection destroyed). */

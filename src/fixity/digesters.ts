@@ -8,15 +8,7 @@
  */
 import { createHash, type Hash } from 'node:crypto';
 import { crc32 } from 'node:zlib';
-import {
-  createMD5,
-  createSHA1,
-  createSHA224,
-  createSHA256,
-  createSHA384,
-  createSHA512,
-  type IHasher,
-} from 'hash-wasm';
+import type { IHasher } from 'hash-wasm';
 import type { Algorithm } from './algorithms.js';
 
 export interface DigestResult {
@@ -50,19 +42,22 @@ export class NativeDigester {
   }
 }
 
-const wasmFactories: Record<Algorithm, () => Promise<IHasher>> = {
-  md5: createMD5,
-  sha1: createSHA1,
-  sha224: createSHA224,
-  sha256: createSHA256,
-  sha384: createSHA384,
-  sha512: createSHA512,
-};
-
 /** One hash-wasm hasher per algorithm, made once (instantiating WebAssembly is async) and reused. */
 export type WasmHasherSet = Record<Algorithm, IHasher>;
 
 export async function createWasmHasherSet(): Promise<WasmHasherSet> {
+  // Loaded here, not at the worker's start: only resumable jobs need it, and every worker (every
+  // `preservd validate`) paid for loading it before.
+  const { createMD5, createSHA1, createSHA224, createSHA256, createSHA384, createSHA512 } =
+    await import('hash-wasm');
+  const wasmFactories: Record<Algorithm, () => Promise<IHasher>> = {
+    md5: createMD5,
+    sha1: createSHA1,
+    sha224: createSHA224,
+    sha256: createSHA256,
+    sha384: createSHA384,
+    sha512: createSHA512,
+  };
   const entries = await Promise.all(
     (Object.keys(wasmFactories) as Algorithm[]).map(async (a) => [a, await wasmFactories[a]()] as const),
   );

@@ -18,6 +18,8 @@ export interface UploadCheckOptions {
   /** The request's content type's rules (from the configuration). */
   rules?: ContentTypeRules | undefined;
   signal?: AbortSignal | undefined;
+  /** A CRC-32 of every file in the report (default true: the ingest keeps it for the zip download). */
+  crc32?: boolean | undefined;
 }
 
 /** The verdict: the validation report, and every problem (the report's, then the later checks'). */
@@ -29,8 +31,8 @@ export interface UploadVerdict {
 }
 
 export async function checkUpload(dir: string, options: UploadCheckOptions): Promise<UploadVerdict> {
-  const { hasher, request, rules, signal } = options;
-  const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal });
+  const { hasher, request, rules, signal, crc32 = true } = options;
+  const report = await validateBag(dir, { hasher, alsoDigest: ['sha256'], signal, crc32 });
   const problems: StoredProblem[] = [...report.problems];
   // With nothing there, BagIt's problems say enough.
   if (report.files.length > 0) {

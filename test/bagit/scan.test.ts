@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { findNameCollisions, findSystemFiles, scanBag } from '../../src/bagit/scan.js';
+import { filesChangedSinceScan, findNameCollisions, findSystemFiles, scanBag } from '../../src/bagit/scan.js';
 
 t.test('regular files and folders are listed, sorted, with sizes', async (t) => {
   const dir = t.testdir({ 'bagit.txt': 'x', data: { b: '12', a: { c: '123' } } });
@@ -115,4 +115,30 @@ t.test('case and normalization collisions, one warning per extra spelling', asyn
     ['case-collision'],
   );
   t.same(findNameCollisions(['data/a', 'data/b']), []);
+});
+
+t.test('the walk queues no lstat per file in the thread pool, and the event loop still turns', async (t) => {
+  // 3,000 lstat calls through fs/promises cost several times the CPU of lstatSync and sat in the
+  // thread pool ahead of every other file operation of the daemon (a download's reads).
+  const names = Object.fromEntries(Array.from({ length: 3000 }, (_, i) => [`f${i}`, 'x']));
+  const dir = t.testdir({ 'bagit.txt': 'x', data: names });
+  let mostInFlight = 0;
+  let turns = 0;
+  let scanning = true;
+  const watch = (): void => {
+    const inFlight = process.getActiveResourcesInfo().filter((r) => r === 'FSReqPromise').length;
+    mostInFlight = Math.max(mostInFlight, inFlight);
+    turns++;
+    if (scanning) setImmediate(watch);
+  };
+  setImmediate(watch);
+  const [scan, changed] = await (async () => {
+    const s = await scanBag(dir);
+    return [s, await filesChangedSinceScan(dir, s.files)] as const;
+  })();
+  scanning = false;
+  t.equal(scan.files.length, 3001);
+  t.same(changed, []);
+  t.ok(mostInFlight <= 2, `at most ${mostInFlight} file requests in flight at once`);
+  t.ok(turns >= 2, `the event loop turned ${turns} times during the walk`);
 });

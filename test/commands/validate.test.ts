@@ -7,6 +7,8 @@ import { PassThrough } from 'node:stream';
 import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { crc32 } from 'node:zlib';
+import type { FileHasher } from '../../src/bagit/index.js';
 import { formatProblem, parseValidateArgs, runValidate } from '../../src/commands/validate.js';
 import { createHasher } from '../../src/fixity/index.js';
 import { suiteCases } from '../helpers/conformance-suite.js';
@@ -257,4 +259,59 @@ t.test('the installed command reads PRESERVD_CONFIG itself, with no daemon runni
   );
   t.equal(r.status, 1, r.stderr);
   t.match(r.stdout, /^error {2}validator-failed {2}- /m);
+});
+
+t.test('the plain output computes no CRC-32; --json reports each file’s', async (t) => {
+  const dir = await makeBag(t.testdir(), { files: { 'a.txt': 'hello\n', 'b.txt': 'world\n' } });
+  const asked: Array<boolean | undefined> = [];
+  const spy: FileHasher = {
+    hashFile: (path, algorithms, opts) => {
+      asked.push(opts?.crc32);
+      return pool.hashFile(path, algorithms, opts as Parameters<typeof pool.hashFile>[2]);
+    },
+    hashFiles: (files, opts) => {
+      for (const _ of files) asked.push(opts?.crc32);
+      return pool.hashFiles(files, opts);
+    },
+  };
+  const run = async (argv: string[]) => {
+    const stdout = new PassThrough();
+    const out: Buffer[] = [];
+    stdout.on('data', (c: Buffer) => out.push(c));
+    const code = await runValidate(argv, { stdout, stderr: new PassThrough() }, { hasher: spy });
+    return { code, stdout: Buffer.concat(out).toString('utf8') };
+  };
+  t.equal((await run([dir])).code, 0);
+  t.ok(asked.length >= 2, 'every file hashed');
+  t.ok(
+    asked.every((c) => c === false),
+    'no CRC-32 asked for: the plain output never shows one',
+  );
+  asked.length = 0;
+  const json = await run([dir, '--json']);
+  t.equal(json.code, 0);
+  t.ok(asked.length >= 2 && asked.every((c) => c === true), 'with --json every file gets its CRC-32');
+  const report = JSON.parse(json.stdout) as { files: Array<{ path: string; crc32: string }> };
+  t.equal(
+    report.files.find((f) => f.path === 'data/a.txt')?.crc32,
+    crc32(Buffer.from('hello\n')).toString(16).padStart(8, '0'),
+  );
+});
+
+t.test('validating a bag loads no configuration schema (ajv), a good part of the start-up', async (t) => {
+  // CommonJS packages loaded through import land in require's cache too.
+  const root = t.testdir({
+    'loaded.cjs':
+      "process.on('exit', () => process.stderr.write('loaded: ' + Object.keys(require('module')._cache).join(' ') + '\\n'));\n",
+  });
+  const preload = join(root, 'loaded.cjs');
+  const dir = await makeBag(join(root, 'bag'), { files: { 'a.txt': 'a\n' } });
+  const r = spawnSync(process.execPath, ['--require', preload, cliPath, 'validate', dir], {
+    env: { PATH: process.env.PATH },
+    encoding: 'utf8',
+  });
+  t.equal(r.status, 0, `${r.stdout}\n${r.stderr}`);
+  const loaded = /^loaded: (.*)$/m.exec(r.stderr)?.[1] ?? '';
+  t.ok(loaded.includes('loaded.cjs'), 'the preload saw the module cache');
+  t.notMatch(loaded, /node_modules\/ajv\//, 'ajv is not loaded');
 });

@@ -2,10 +2,12 @@ import t from 'tap';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { ALGORITHMS, type Algorithm } from '../../src/fixity/index.js';
 import type { FileHasher } from '../../src/bagit/index.js';
 import { createHasher, FixityPool } from '../../src/fixity/index.js';
+import { repoRoot } from '../helpers/daemon.js';
 import { MiB, scratch } from './files.js';
 
 const files = scratch();
@@ -89,4 +91,24 @@ t.test('the default pool (1 MiB reads, one worker per core) gives the same diges
   t.teardown(() => defaultPool.close());
   t.same(await defaultPool.hashFile(path, [...ALGORITHMS], { crc32: true }), oneShot(path));
   t.match(defaultPool.stats(), { bytesHashed: 2 * MiB + 1, filesHashed: 1, queued: 0, running: 0 });
+});
+
+t.test('a worker’s hashing code loads hash-wasm only for a resumable job', async (t) => {
+  // hash-wasm took each worker ~0.15 s to load on a busy host; most workers (every `preservd
+  // validate`) never use it. CommonJS loaded through import lands in require's cache too.
+  const hashFile = join(repoRoot, 'dist/src/fixity/hash-file.js');
+  const script = `
+    const { createRequire } = await import('node:module');
+    const cache = () => Object.keys(createRequire(import.meta.url).cache).filter((k) => k.includes('hash-wasm'));
+    const { createWasmHasherSet } = await import(${JSON.stringify(join(repoRoot, 'dist/src/fixity/digesters.js'))});
+    await import(${JSON.stringify(hashFile)});
+    const before = cache().length;
+    const set = await createWasmHasherSet();
+    console.log(JSON.stringify({ before, after: cache().length, md5: set.md5.init().update('abc').digest('hex') }));
+  `;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const { before, after, md5 } = JSON.parse(out) as { before: number; after: number; md5: string };
+  t.equal(before, 0, 'not loaded with the hashing code');
+  t.ok(after > 0, 'loaded for the first resumable hasher set');
+  t.equal(md5, createHash('md5').update('abc').digest('hex'));
 });
