@@ -115,7 +115,7 @@ async function serveOurs(bag: BenchBag): Promise<{ port: number; token: string }
     user: 'bench',
     capability: randomUUID().replaceAll('-', ''),
   });
-  catalog.packages.putFiles(BAG_ID, bag.files);
+  catalog.files.put(BAG_ID, bag.files);
   catalog.packages.markStored(BAG_ID, Storage.storagePath(BAG_ID));
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
