@@ -11,6 +11,7 @@
  */
 import { mkdir, open, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
+import { failpoint } from '../failpoints.js';
 import { exists } from '../fs/exists.js';
 import { syncFolder } from '../fs/atomic.js';
 import { INVENTORY, INVENTORY_SIDECAR, inventoryBytes, type Inventory } from '../ocfl/inventory.js';
@@ -27,8 +28,10 @@ export async function assembleObject(storage: Storage, bagId: string, inventory:
   const content = join(version, 'content');
   const staged = storage.stagingDir(bagId);
   await mkdir(version, { recursive: true, mode: storage.layout.storedFolderMode });
-  if (await exists(staged)) await rename(staged, content);
-  else if (!(await exists(content)))
+  if (await exists(staged)) {
+    await rename(staged, content);
+    failpoint('ingest:in-assembly');
+  } else if (!(await exists(content)))
     throw new Error(`the validated bag ${bagId} is neither in staging nor in its assembly`);
   const files = await settleContent(content);
   const listed = Object.values(inventory.manifest).reduce((n, paths) => n + paths.length, 0);
