@@ -123,12 +123,14 @@ class ZipBody implements BodySource {
   private openAhead(): void {
     while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < this.plan.count) {
       const entry = ZipBody.next(this.toOpen, this.nextToOpen++);
-      const opening = openStoredFile(this.source.pathOf(entry.record), entry.record).then(({ handle, mtime }) => {
-        const mtimeMs = this.fixedMs ?? mtime.getTime();
-        const header = Buffer.allocUnsafe(localHeaderLength(entry));
-        writeLocalHeader(header, entry, mtimeMs);
-        return { entry, handle, header, mtimeMs };
-      });
+      const opening = openStoredFile(this.source.pathOf(entry.record), entry.record).then(
+        ({ handle, mtime }) => {
+          const mtimeMs = this.fixedMs ?? mtime.getTime();
+          const header = Buffer.allocUnsafe(localHeaderLength(entry));
+          writeLocalHeader(header, entry, mtimeMs);
+          return { entry, handle, header, mtimeMs };
+        },
+      );
       opening.catch(ignore); // awaited in turn; this only marks an early rejection as handled
       this.ahead.push(opening);
     }

@@ -81,8 +81,7 @@ export async function undoAssembly(storage: Storage, bagId: string): Promise<voi
   const content = join(assembly, versionName(1), 'content');
   const staged = storage.stagingDir(bagId);
   if ((await exists(content)) && !(await exists(staged))) await rename(content, staged);
-  if (await exists(content))
-    throw new Error(`both ${staged} and ${content} exist; neither is removed`);
+  if (await exists(content)) throw new Error(`both ${staged} and ${content} exist; neither is removed`);
   await rm(assembly, { recursive: true });
 }
 

@@ -25,7 +25,12 @@ import { join } from 'node:path';
 import type { Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { INVENTORY, INVENTORY_SIDECAR } from '../../src/ocfl/inventory.js';
-import { layoutFiles, OBJECT_DECLARATION, packageObjectPath, ROOT_DECLARATION } from '../../src/ocfl/layout.js';
+import {
+  layoutFiles,
+  OBJECT_DECLARATION,
+  packageObjectPath,
+  ROOT_DECLARATION,
+} from '../../src/ocfl/layout.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 import { filesUnder } from './walk.js';
@@ -90,7 +95,9 @@ async function objectViolations(storage: Storage, bagId: string): Promise<Violat
     wrong('object declaration');
   const inventories = [dir, join(dir, 'v1')].map((d) => {
     const json = existsSync(join(d, INVENTORY)) ? readFileSync(join(d, INVENTORY)) : undefined;
-    const sidecar = existsSync(join(d, INVENTORY_SIDECAR)) ? readFileSync(join(d, INVENTORY_SIDECAR), 'utf8') : '';
+    const sidecar = existsSync(join(d, INVENTORY_SIDECAR))
+      ? readFileSync(join(d, INVENTORY_SIDECAR), 'utf8')
+      : '';
     if (json === undefined) wrong(`no ${d}/${INVENTORY}`);
     else if (sidecar !== `${createHash('sha256').update(json).digest('hex')} ${INVENTORY}\n`)
       wrong(`sidecar of ${d}/${INVENTORY}`);

@@ -9,7 +9,15 @@
  */
 import { spawn } from 'node:child_process';
 import { createHash, randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -70,7 +78,12 @@ t.test('an ingest through the daemon and rsync leaves an OCFL object in an OCFL 
       `${sha256(json)} inventory.json\n`,
       `${dir}: the sidecar is the inventory's sha256`,
     );
-  t.same(readdirSync(objectDir).sort(), ['0=ocfl_object_1.1', 'inventory.json', 'inventory.json.sha256', 'v1']);
+  t.same(readdirSync(objectDir).sort(), [
+    '0=ocfl_object_1.1',
+    'inventory.json',
+    'inventory.json.sha256',
+    'v1',
+  ]);
   t.same(readdirSync(join(objectDir, 'v1')).sort(), ['content', 'inventory.json', 'inventory.json.sha256']);
 
   const inventory = JSON.parse(json.toString('utf8'));
@@ -93,7 +106,11 @@ t.test('an ingest through the daemon and rsync leaves an OCFL object in an OCFL 
   const manifest = new Map<string, string>();
   for (const [digest, paths] of Object.entries(inventory.manifest as Record<string, string[]>))
     for (const path of paths) manifest.set(path, digest);
-  t.same([...manifest.keys()].sort(), uploaded.map((p) => `v1/content/${p}`).sort(), 'the manifest: every file');
+  t.same(
+    [...manifest.keys()].sort(),
+    uploaded.map((p) => `v1/content/${p}`).sort(),
+    'the manifest: every file',
+  );
   const state = new Map<string, string>();
   for (const [digest, paths] of Object.entries(v1.state as Record<string, string[]>))
     for (const path of paths) state.set(path, digest);
@@ -112,7 +129,8 @@ t.test('an ingest through the daemon and rsync leaves an OCFL object in an OCFL 
     ...manifestOf(join(ingested.bagDir, 'tagmanifest-md5.txt')),
   ]);
   t.ok(bagMd5.size >= 6, 'the bag lists payload and tag files');
-  for (const [path, digest] of bagMd5) t.equal(md5.get(`v1/content/${path}`), digest, `fixity md5 of ${path}`);
+  for (const [path, digest] of bagMd5)
+    t.equal(md5.get(`v1/content/${path}`), digest, `fixity md5 of ${path}`);
 
   const events = (await d.request('GET', `/v1/packages/${bagId}/events`)).json as any[];
   const validation = events.find((e) => e.type === 'validation');
@@ -153,7 +171,9 @@ t.test('the daemon refuses a storage that is not an OCFL root, naming preservd m
   t.match(refused.stderr, /layout before OCFL/);
   t.match(refused.stderr, /preservd migrate/);
   t.same(readdirSync(join(old, 'storage')), [id.slice(0, 2)], 'nothing was written into the storage');
-  t.same(filesUnder(join(old, 'storage')), [`${id.slice(0, 2)}/${id.slice(2, 4)}/${id.slice(4, 6)}/${id}/bagit.txt`]);
+  t.same(filesUnder(join(old, 'storage')), [
+    `${id.slice(0, 2)}/${id.slice(2, 4)}/${id.slice(4, 6)}/${id}/bagit.txt`,
+  ]);
 
   // Anything else without a declaration, and an OCFL root with old folders beside its objects.
   const stray = join(scratch, 'stray');
@@ -174,7 +194,11 @@ t.test('the root files: written whole from staging, once; an existing root compl
   const layout = new DataLayout(join(t.testdir(), 'var'));
   await layout.ensure();
   await prepareStorageRoot(layout);
-  const files = ['0=ocfl_1.1', 'ocfl_layout.json', 'extensions/0003-hash-and-id-n-tuple-storage-layout/config.json'];
+  const files = [
+    '0=ocfl_1.1',
+    'ocfl_layout.json',
+    'extensions/0003-hash-and-id-n-tuple-storage-layout/config.json',
+  ];
   t.same(filesUnder(layout.storage).sort(), files.sort());
   t.same(readdirSync(layout.staging), [], 'no temporary file left in staging');
   const layoutJson = JSON.parse(readFileSync(join(layout.storage, 'ocfl_layout.json'), 'utf8'));
@@ -185,7 +209,11 @@ t.test('the root files: written whole from staging, once; an existing root compl
   writeFileSync(join(layout.storage, 'ocfl_layout.json'), 'kept as it is\n');
   await prepareStorageRoot(layout);
   t.same(filesUnder(layout.storage).sort(), files.sort());
-  t.equal(readFileSync(join(layout.storage, 'ocfl_layout.json'), 'utf8'), 'kept as it is\n', 'never rewritten');
+  t.equal(
+    readFileSync(join(layout.storage, 'ocfl_layout.json'), 'utf8'),
+    'kept as it is\n',
+    'never rewritten',
+  );
 
   // Scratch files a crash left in staging go at the next start; uploads and assemblies stay.
   writeFileSync(layout.scratchFile('repair'), 'half');
