@@ -158,7 +158,7 @@ async function child(kind: Kind, bagJson: string): Promise<void> {
 
 /** Writes the bench bag; digests and CRCs come from the bytes as they are written. */
 function makeBag(root: string): BenchBag {
-  const dir = new Storage(new DataLayout(root)).packageDir(Storage.storagePath(BAG_ID));
+  const dir = new Storage(new DataLayout(root)).firstContentDir(BAG_ID);
   const files: FileRecord[] = [];
   const write = (path: string, chunks: Iterable<Buffer>) => {
     const abs = join(dir, path);

@@ -90,6 +90,7 @@ export type BagProblemInit =
   | { code: 'hard-link'; path: string; outside: number }
   | { code: 'name-not-utf8'; path: string }
   | { code: 'system-file'; path: string }
+  | { code: 'empty-folder'; path: string }
   | { code: 'case-collision'; path: string; other: string }
   | { code: 'normalization-collision'; path: string; other: string }
   | { code: 'non-portable-name'; path: string; reason: NonPortableReason }
@@ -321,6 +322,7 @@ const BAG_PROBLEMS = defineProblems<BagProblemInit>({
     describe: (p) =>
       `${showPath(p.path)} is an operating-system file (Finder, Explorer or thumbnail cache), probably not meant to be preserved.`,
   },
+  'empty-folder': { severity: 'warning', describe: (p) => `${showPath(p.path)}: empty folder, not stored.` },
   'case-collision': {
     severity: 'warning',
     describe: (p) =>

@@ -95,7 +95,7 @@ function packageViewFor(
     uploadLink,
     storageLocation:
       storage !== undefined && pkg.storagePath !== undefined
-        ? ctx.storage.packageDir(pkg.storagePath)
+        ? ctx.storage.locationOf(pkg.storagePath)
         : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,

@@ -1,7 +1,8 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
+import { relative } from 'node:path';
 import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { FileRecord } from '../../catalog/types.js';
 import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
-import { Storage } from '../../storage/storage.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
 import { sendDownload } from '../send-download.js';
@@ -54,7 +55,8 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
         throw notFound(`package ${pkg.bagId} is not stored yet`);
       const zip = {
         bagId: pkg.bagId,
-        dir: ctx.storage.packageDir(pkg.storagePath),
+        dir: ctx.storage.objectDir(pkg.bagId),
+        pathOf: (file: FileRecord) => ctx.storage.storedFilePath(pkg.bagId, file),
         files: ctx.catalog.files.view(pkg.bagId),
         storedAt: pkg.updatedAt,
       };
@@ -82,10 +84,10 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
       const record = name === '' ? undefined : ctx.catalog.files.get(pkg.bagId, `data/${name}`);
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
-      const dir = ctx.storage.packageDir(pkg.storagePath);
+      const absPath = ctx.storage.storedFilePath(pkg.bagId, record);
       const file = {
-        absPath: Storage.resolveInside(dir, record.path),
-        storageRelativePath: `${pkg.storagePath}/${record.path}`,
+        absPath,
+        storageRelativePath: relative(ctx.storage.storageRoot, absPath),
         record,
       };
       const answer = await answerFile(file, request, { offload: ctx.config.download.offload });
