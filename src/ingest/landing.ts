@@ -24,7 +24,7 @@ import { assertCapability, isCapability } from './capability.js';
 /** The landing zone's and the rsync daemon's folders (see `DataLayout`). */
 export type LandingLayout = Pick<
   DataLayout,
-  'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers' | 'uploadFolderMode'
+  'landing' | 'rsyncd' | 'closed' | 'active' | 'transfers' | 'landed' | 'uploadFolderMode'
 >;
 
 /** A transfer the pre-xfer gate admitted whose rsync process is still running. */

@@ -7,7 +7,7 @@
  *   landing/           one folder per open request; names are secrets      0700
  *     <capability>/    made per request by `LandingZone.open`              0700
  *   rsyncd/            rsync's configuration, hooks, log, and below:       0700
- *     closed/ active/ transfers/   the gate's and recorder's files         0700
+ *     closed/ active/ transfers/ landed/   the gate's and recorders' files  0700
  *   staging/           uploads being validated                             0750
  *     <bag_id>/        an upload, moved out of landing/                    0700
  *     <bag_id>.object/ an OCFL object being assembled (storage/assembly.ts)
@@ -38,6 +38,8 @@ export class DataLayout {
   readonly closed: string;
   readonly active: string;
   readonly transfers: string;
+  /** One transfer log per rsync connection: the files it landed (ingest/rsync/landed-log.ts). */
+  readonly landed: string;
   readonly staging: string;
   readonly storage: string;
   readonly adminToken: string;
@@ -54,6 +56,7 @@ export class DataLayout {
     this.closed = join(this.rsyncd, 'closed');
     this.active = join(this.rsyncd, 'active');
     this.transfers = join(this.rsyncd, 'transfers');
+    this.landed = join(this.rsyncd, 'landed');
     this.staging = join(this.dataDir, 'staging');
     this.storage = join(this.dataDir, 'storage');
     this.adminToken = join(this.dataDir, 'admin.token');
@@ -69,6 +72,7 @@ export class DataLayout {
       [this.closed, 0o700],
       [this.active, 0o700],
       [this.transfers, 0o700],
+      [this.landed, 0o700],
       [this.staging, 0o750],
       [this.storage, this.storedFolderMode],
     ];

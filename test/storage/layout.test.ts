@@ -28,6 +28,7 @@ t.test('ensure() makes every folder with its mode, and closes folders made too o
       ['/rsyncd/closed', '700'],
       ['/rsyncd/active', '700'],
       ['/rsyncd/transfers', '700'],
+      ['/rsyncd/landed', '700'],
       ['/staging', '750'],
       ['/storage', '750'],
     ],

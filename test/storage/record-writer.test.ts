@@ -16,6 +16,7 @@ import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { EVENTS_RECORD, LOGS, PACKAGE_RECORD, REPOSITORY_RECORD } from '../../src/ocfl/record.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { RecordWriter } from '../../src/storage/record-writer.js';
+import { prepareStorageRoot } from '../../src/storage/ocfl-root.js';
 import { Storage } from '../../src/storage/storage.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { objectKeys, writeKeys } from '../helpers/ocfl-root.js';
@@ -26,6 +27,7 @@ async function repositoryWithPackage(
 ): Promise<{ layout: DataLayout; bagId: string; adminToken: string }> {
   const layout = new DataLayout(join(dir, 'data'));
   await layout.ensure();
+  await prepareStorageRoot(layout);
   const catalog = Catalog.open(layout);
   catalog.users.add('admin', true);
   const adminToken = catalog.users.issueToken('admin').secret;

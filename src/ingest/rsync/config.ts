@@ -10,8 +10,7 @@ import { writeAtomically } from '../../fs/atomic.js';
 import type { LandingLayout } from '../landing.js';
 
 /** The folder under `rsyncd/` of the per-connection logs of files received (landed-log.ts). */
-export const LANDED_DIR = 'landed';
-/** The environment variable that names a connection's log in LANDED_DIR. */
+/** The environment variable that names a connection's log in `rsyncd/landed/` (DataLayout.landed). */
 export const LANDED_ENV = 'PRESERVD_LANDED_LOG';
 /** A received file's line: a marker, rsync's itemized changes, its length, its path from the module root. */
 const LANDED_FORMAT = 'landed|%i|%l|%f';
@@ -78,7 +77,7 @@ export function rsyncdConfig(o: {
     '  munge symlinks = yes',
     // Each connection's rsync logs every file it received to a file of its own (the name comes
     // from its environment, set by daemon.ts), which landed-log.ts reads to hash files as they land.
-    `  log file = ${join(layout.rsyncd, LANDED_DIR)}/%${LANDED_ENV}%`,
+    `  log file = ${layout.landed}/%${LANDED_ENV}%`,
     '  transfer logging = yes',
     `  log format = ${LANDED_FORMAT}`,
     // No "max connections": rsync charges it before the capability is known. Our listener

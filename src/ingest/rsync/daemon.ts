@@ -18,7 +18,7 @@
  */
 import type { ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { chmod, mkdir, readdir, rm } from 'node:fs/promises';
+import { chmod, readdir, rm } from 'node:fs/promises';
 import type { Socket } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -28,7 +28,7 @@ import { writeAtomically } from '../../fs/atomic.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
 import type { LandingLayout } from '../landing.js';
-import { installHooks, LANDED_DIR, LANDED_ENV, rsyncdConfig } from './config.js';
+import { installHooks, LANDED_ENV, rsyncdConfig } from './config.js';
 import { LandedLog } from './landed-log.js';
 import { rsyncLink } from '../upload-link.js';
 import { fileSize, logTail, rsyncGreeting } from './probe.js';
@@ -68,7 +68,7 @@ export class RsyncDaemon {
       pollMs: options.transferPollMs,
       logger: this.logger,
     });
-    this.landed = new LandedLog(join(this.layout.rsyncd, LANDED_DIR), {
+    this.landed = new LandedLog(this.layout.landed, {
       pollMs: options.transferPollMs,
       logger: this.logger,
     });
@@ -288,7 +288,6 @@ export class RsyncDaemon {
 
   private async writeFiles(): Promise<void> {
     await installHooks(this.layout, this.module);
-    await mkdir(join(this.layout.rsyncd, LANDED_DIR), { recursive: true, mode: 0o700 });
     await chmod(this.logFile, 0o600).catch(() => undefined); // earlier versions made it 0644
     await writeAtomically(
       this.configFile,
