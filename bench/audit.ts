@@ -114,7 +114,8 @@ function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPa
   for (let p = 0; p < o.packages; p++) {
     const bagId = randomUUID();
     const storagePath = Storage.storagePath(bagId);
-    const dir = storage.packageDir(storagePath);
+    // The object's content only: the audit reads files, not inventories.
+    const dir = storage.firstContentDir(bagId);
     const files: FileRecord[] = [];
     const put = (path: string, bytes: Uint8Array) => {
       const abs = join(dir, path);

@@ -85,7 +85,16 @@ async function serveOurs(bag: BenchBag): Promise<number> {
     sendDownload(
       request,
       reply,
-      answerZip({ bagId: BAG_ID, dir: bag.dir, files: bag.files, storedAt: 0 }, request.method),
+      answerZip(
+        {
+          bagId: BAG_ID,
+          dir: bag.dir,
+          pathOf: (file) => Storage.resolveInside(bag.dir, file.path),
+          files: bag.files,
+          storedAt: 0,
+        },
+        request.method,
+      ),
     ),
   );
   await app.listen({ host: '127.0.0.1', port: 0 });

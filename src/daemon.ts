@@ -2,7 +2,7 @@
  * The daemon: starts the pieces in order, reconciles disk and catalog, and stops them in reverse
  * (one registry, service/lifecycle.ts, for a graceful stop and for a start that fails part-way).
  *
- *   replica check → catalog → first admin → fixity pool → landing zone, rsync daemon, watcher →
+ *   OCFL root → replica check → catalog → first admin → fixity pool → landing zone, rsync daemon, watcher →
  *   reconcile → replicator, repairs → ingest worker → audit runner, continuous audits → HTTP
  */
 import type { FastifyInstance } from 'fastify';
@@ -36,6 +36,7 @@ import {
 } from './replicas/index.js';
 import { Lifecycle } from './service/lifecycle.js';
 import { DataLayout } from './storage/layout.js';
+import { prepareStorageRoot } from './storage/ocfl-root.js';
 import { Storage } from './storage/storage.js';
 
 export interface DaemonOptions {
@@ -72,6 +73,9 @@ export class Daemon {
       `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`,
     );
     await layout.ensure();
+    await layout.clearScratch();
+    // A storage in the layout before OCFL is refused here, before anything reads or writes it.
+    await prepareStorageRoot(layout);
     // A replica that is missing or refuses writes stops the start, before anything runs.
     const targets = targetsFor(config.replicas);
     lifecycle.onStop('replica targets', () => targets.forEach((t) => t.close()));

@@ -151,7 +151,7 @@ export class ContinuousAudit implements Service {
     let findings: Finding[];
     let dir: string | undefined;
     try {
-      dir = pkg?.storagePath === undefined ? undefined : this.storage.packageDir(pkg.storagePath);
+      dir = pkg?.storagePath === undefined ? undefined : this.storage.firstContentDir(bagId);
     } catch {
       dir = undefined;
     }

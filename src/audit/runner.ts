@@ -248,7 +248,7 @@ export class AuditRunner implements Service {
     }
     let dir: string;
     try {
-      dir = this.storage.packageDir(pkg.storagePath);
+      dir = this.storage.firstContentDir(bagId);
     } catch {
       return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-missing' }] };
     }

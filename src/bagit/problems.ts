@@ -90,6 +90,7 @@ export type BagProblemInit =
   | { code: 'hard-link'; path: string; outside: number }
   | { code: 'name-not-utf8'; path: string }
   | { code: 'system-file'; path: string }
+  | { code: 'empty-folder'; path: string }
   | { code: 'case-collision'; path: string; other: string }
   | { code: 'normalization-collision'; path: string; other: string }
   | { code: 'non-portable-name'; path: string; reason: NonPortableReason }
@@ -320,6 +321,11 @@ const BAG_PROBLEMS = defineProblems<BagProblemInit>({
     severity: 'warning',
     describe: (p) =>
       `${showPath(p.path)} is an operating-system file (Finder, Explorer or thumbnail cache), probably not meant to be preserved.`,
+  },
+  'empty-folder': {
+    severity: 'warning',
+    describe: (p) =>
+      `${showPath(p.path)} is an empty folder; no manifest can list it, and it is not stored (an OCFL object holds files only).`,
   },
   'case-collision': {
     severity: 'warning',

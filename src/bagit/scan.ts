@@ -190,7 +190,39 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
   files.sort(byPath);
   directories.sort();
   unreachable.sort();
+  problems.push(...findEmptyFolders(files, others, directories, unreachable));
   return { files, others, directories, unreachable, problems };
+}
+
+/**
+ * One `empty-folder` warning per folder that holds no file at any depth (the outermost such
+ * folder only): no manifest can list it, and it is not stored, since an OCFL object's content
+ * holds files only (E024; storage/assembly.ts drops it). A folder not looked into is not empty.
+ */
+function findEmptyFolders(
+  files: readonly ScannedFile[],
+  others: ReadonlySet<string>,
+  directories: readonly string[],
+  unreachable: readonly string[],
+): BagProblemInit[] {
+  const holding = new Set<string>(unreachable);
+  const mark = (path: string): void => {
+    for (let at = path.lastIndexOf('/'); at > 0; at = path.lastIndexOf('/', at - 1)) {
+      const folder = path.slice(0, at);
+      if (holding.has(folder)) return; // and every folder above it
+      holding.add(folder);
+    }
+  };
+  for (const file of files) mark(file.path);
+  for (const path of others) mark(path);
+  for (const path of unreachable) mark(path);
+  return directories
+    .filter((folder) => {
+      if (holding.has(folder)) return false;
+      const at = folder.lastIndexOf('/');
+      return at < 0 || holding.has(folder.slice(0, at));
+    })
+    .map((path) => ({ code: 'empty-folder', path }));
 }
 
 /** lstat calls in flight at once when files are looked at again after hashing. */

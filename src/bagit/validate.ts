@@ -54,7 +54,7 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   const payload = payloadSize(bag, hashed);
   found.push(checkOxum(bag, bagInfo, payload), checkNames(bag, matching.missing));
 
-  const problems = errorsFirst(limitPerCode(found.flat()));
+  const problems = errorsFirst(limitPerCode(withoutNamedEmptyFolders(found.flat())));
   const result: BagReport = {
     valid: !problems.some((p) => p.severity === 'error'),
     algorithms: ALGORITHMS.filter((a) => payloadManifests.some((m) => m.algorithm === a)),
@@ -67,6 +67,18 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
   if (declaration.version !== undefined) result.version = declaration.version;
   if (declaration.encoding !== undefined) result.encoding = declaration.encoding;
   return result;
+}
+
+/**
+ * An `empty-folder` warning says nothing more when another problem names the folder or a path in
+ * it (a folder where bagit.txt should be, a listed file missing from it): those are dropped.
+ */
+function withoutNamedEmptyFolders(problems: BagProblem[]): BagProblem[] {
+  const empty = problems.filter((p) => p.code === 'empty-folder');
+  if (empty.length === 0) return problems;
+  const named = problems.filter((p) => p.code !== 'empty-folder' && p.path !== undefined).map((p) => p.path!);
+  const namedInside = (folder: string) => named.some((n) => n === folder || n.startsWith(`${folder}/`));
+  return problems.filter((p) => p.code !== 'empty-folder' || !namedInside(p.path!));
 }
 
 /** Severity order for the report: errors first, then warnings, each in the order found. */

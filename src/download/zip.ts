@@ -25,7 +25,6 @@
  */
 import type { FileHandle } from 'node:fs/promises';
 import type { FileRecord } from '../catalog/types.js';
-import { Storage } from '../storage/storage.js';
 import type { DownloadAnswer } from './answer.js';
 import { closeQuietly, openStoredFile, readFully, type BodySource } from './body.js';
 import { contentDisposition } from './file.js';
@@ -42,8 +41,10 @@ import {
 } from './zip-records.js';
 export interface ZipSource {
   bagId: string;
-  /** Absolute package folder. */
+  /** Absolute package folder (for the log). */
   dir: string;
+  /** Where a file of the package is on disk (`Storage.storedFilePath`). */
+  pathOf: (file: FileRecord) => string;
   /**
    * The package's files in catalog order (sorted by path), walked once per pass: an array, or a
    * view whose every iteration reads them afresh (`PackageStore.files`).
@@ -122,15 +123,14 @@ class ZipBody implements BodySource {
   private openAhead(): void {
     while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < this.plan.count) {
       const entry = ZipBody.next(this.toOpen, this.nextToOpen++);
-      const opening = openStoredFile(
-        Storage.resolveInside(this.source.dir, entry.record.path),
-        entry.record,
-      ).then(({ handle, mtime }) => {
-        const mtimeMs = this.fixedMs ?? mtime.getTime();
-        const header = Buffer.allocUnsafe(localHeaderLength(entry));
-        writeLocalHeader(header, entry, mtimeMs);
-        return { entry, handle, header, mtimeMs };
-      });
+      const opening = openStoredFile(this.source.pathOf(entry.record), entry.record).then(
+        ({ handle, mtime }) => {
+          const mtimeMs = this.fixedMs ?? mtime.getTime();
+          const header = Buffer.allocUnsafe(localHeaderLength(entry));
+          writeLocalHeader(header, entry, mtimeMs);
+          return { entry, handle, header, mtimeMs };
+        },
+      );
       opening.catch(ignore); // awaited in turn; this only marks an early rejection as handled
       this.ahead.push(opening);
     }

@@ -37,7 +37,8 @@ export async function writeAtomically(
   if (fsync) await syncFolder(dirname(file));
 }
 
-async function syncFolder(dir: string): Promise<void> {
+/** Flushes a folder's entries (a rename into it, a new file) to disk. */
+export async function syncFolder(dir: string): Promise<void> {
   const handle = await open(dir, 'r');
   try {
     await handle.sync();

@@ -1,7 +1,8 @@
 /**
  * Putting uploads back where the depositor can reach them: after a failed ingest, and at start-up
- * for whatever a crash left between landing/ and staging/. Moves are renames within the data
- * directory's filesystem; nothing is ever deleted here.
+ * for whatever a crash left between landing/ and staging/ (an object's assembly included: its
+ * content goes back, storage/assembly.ts). Moves are renames within the data directory's
+ * filesystem; nothing of an upload is ever deleted here.
  */
 import { readdir, rename } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -9,7 +10,9 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { Package } from '../catalog/types.js';
 import { exists } from '../fs/exists.js';
 import type { Logger } from '../logger.js';
-import type { Storage } from '../storage/storage.js';
+import { undoAssembly } from '../storage/assembly.js';
+import { isScratch } from '../storage/layout.js';
+import { ASSEMBLY_SUFFIX, type Storage } from '../storage/storage.js';
 import { isCapability } from './capability.js';
 import type { IngestDeps } from './deps.js';
 import type { LandingZone } from './landing.js';
@@ -27,6 +30,8 @@ export async function returnUpload(
   pkg: Package,
 ): Promise<'returned' | 'kept-both' | 'reopened'> {
   const { storage, landing } = deps;
+  // An object assembled (or renamed into the root) before the failure gives its content back first.
+  if (deps.catalog.packages.get(pkg.bagId)?.stored !== true) await undoAssembly(storage, pkg.bagId);
   const fresh = await rotateUpload(deps.catalog, landing, pkg.bagId, deps.logger).catch((err: unknown) => {
     // A catalog that cannot take the new link (the disk is full) must not keep the upload from its depositor.
     deps.logger.error(
@@ -75,10 +80,13 @@ export async function reconcile(
     if (outcome !== 'reopened')
       logger.warn({ bagId: pkg.bagId, outcome }, 'returned an interrupted upload to its landing folder');
   };
-  for (const name of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
+  for (const entry of await readdir(storage.stagingRoot).catch(() => [] as string[])) {
+    if (isScratch(entry)) continue;
+    // An object being assembled is its upload's: finished by the ingest, or rolled back with it.
+    const name = entry.endsWith(ASSEMBLY_SUFFIX) ? entry.slice(0, -ASSEMBLY_SUFFIX.length) : entry;
     const pkg = catalog.packages.get(name);
     if (pkg === undefined)
-      logger.warn({ folder: join(storage.stagingRoot, name) }, 'a staging folder belongs to no request');
+      logger.warn({ folder: join(storage.stagingRoot, entry) }, 'a staging folder belongs to no request');
     else await giveBack(pkg);
   }
   for (const name of await readdir(landing.layout.closed).catch(() => [] as string[])) {

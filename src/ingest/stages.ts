@@ -11,13 +11,17 @@
  * ingest, DONE or FAILED, drops the bag's checkpoints.
  *
  * The catalog's intent is written before the disk changes and its result after, so start-up can
- * always tell where an item was: a bag is in landing/, in staging/, or in storage/, never in two
- * places and never half-moved (moves are renames within one filesystem).
+ * always tell where an item was: a bag is in landing/, in staging/ (as uploaded, or as the content
+ * of an OCFL object being assembled), or in storage/ as a whole object, never in two places and
+ * never half-moved (moves are renames within one filesystem; storage/assembly.ts).
  */
 import { rename } from 'node:fs/promises';
 import { errorsOf, warningsOf, type Package, type QueueItem, type StoredProblem } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { exists } from '../fs/exists.js';
+import { firstInventory } from '../ocfl/inventory.js';
+import { objectIdOf } from '../ocfl/layout.js';
+import { assembleObject, commitObject } from '../storage/assembly.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
 import { checkUploadIsolated, type CheckedUpload } from './isolated-check.js';
@@ -135,7 +139,7 @@ export class IngestStages {
       }
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
-        await this.store(pkg, storagePath);
+        await this.store(item, pkg);
         failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
         failpoint('ingest:after-result');
@@ -276,16 +280,26 @@ export class IngestStages {
     });
   }
 
-  /** Renames the staged bag into storage; after a crash it may already be there. */
-  private async store(pkg: Package, storagePath: string): Promise<void> {
-    const { storage } = this.deps;
-    const staged = storage.stagingDir(pkg.bagId);
-    if (await exists(staged)) {
-      await storage.moveIntoStorage(staged, storagePath);
-      return;
-    }
-    if (await exists(storage.packageDir(storagePath))) return;
-    throw new Error(`the validated bag ${pkg.bagId} is neither in staging nor in storage`);
+  /**
+   * Makes the staged bag an OCFL object in staging/ and renames it into the root; after a crash
+   * it may be part-assembled (finished here) or already there. Its inventory is made from the
+   * catalog's records, the depositor the version's user.
+   */
+  private async store(item: QueueItem, pkg: Package): Promise<void> {
+    const { storage, catalog } = this.deps;
+    if (await exists(storage.objectDir(pkg.bagId))) return;
+    const files = [...catalog.files.iterate(pkg.bagId)].map((f) => {
+      if (f.digests.sha256 === undefined) throw new Error(`${f.path} of ${pkg.bagId} has no sha256 recorded`);
+      return { path: f.path, digests: { ...f.digests, sha256: f.digests.sha256 } };
+    });
+    const inventory = firstInventory(objectIdOf(pkg.bagId), files, {
+      created: Date.now(),
+      user: item.user,
+      message: 'deposit',
+    });
+    await assembleObject(storage, pkg.bagId, inventory);
+    failpoint('ingest:after-assembly');
+    await commitObject(storage, pkg.bagId);
   }
 
   private recordResult(item: QueueItem, pkg: Package, storagePath: string, started: number): void {

@@ -18,7 +18,7 @@ import pLimit from 'p-limit';
 import type { FileRecord } from '../catalog/types.js';
 import { errorCode } from '../fs/errors.js';
 import { inSlot } from '../service/slots.js';
-import { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage.js';
 import { objectKey, packagePrefix } from './keys.js';
 import type { ReplicationProblem } from './problems.js';
 import { ReplicaDown, SourceChanged, type ReplicaTarget } from './target.js';
@@ -46,7 +46,7 @@ const BIG_AT_ONCE = 4;
 export async function copyPackage(
   target: ReplicaTarget,
   bagId: string,
-  dir: string,
+  storage: Storage,
   files: readonly FileRecord[],
   opts: CopyOptions,
 ): Promise<CopyOutcome> {
@@ -77,7 +77,7 @@ export async function copyPackage(
     let outcome: 'written' | 'exists' | ReplicationProblem;
     try {
       outcome = await writing(() =>
-        writeFile(target, bagId, dir, file, !present.has(objectKey(bagId, file.path)), opts),
+        writeFile(target, bagId, storage, file, !present.has(objectKey(bagId, file.path)), opts),
       );
     } catch (err) {
       down ??= err;
@@ -128,7 +128,7 @@ export async function copyPackage(
 async function writeFile(
   target: ReplicaTarget,
   bagId: string,
-  dir: string,
+  storage: Storage,
   file: FileRecord,
   absent: boolean,
   opts: CopyOptions,
@@ -140,7 +140,7 @@ async function writeFile(
     return { code: 'primary-changed', replica, path, detail: 'the catalog holds no sha256 for it' };
   let source: FileHandle;
   try {
-    source = await open(Storage.resolveInside(dir, path), constants.O_RDONLY | constants.O_NOFOLLOW);
+    source = await open(storage.storedFilePath(bagId, file), constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch (err) {
     return { code: 'primary-unreadable', replica, path, detail: errorCode(err) };
   }

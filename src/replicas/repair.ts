@@ -9,17 +9,16 @@
  * Restoring the primary writes into `storage/` the way a dir replica writes: a temporary name in
  * the package folder, fsync, rename, fsync of the folder. One repair per package at a time.
  */
-import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { dirname } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import type { DataLayout } from '../storage/layout.js';
-import { Storage } from '../storage/storage.js';
+import type { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
 import { objectKey } from './keys.js';
 import { ReplicaDown, type ExpectedFile, type ReplicaTarget } from './target.js';
@@ -90,7 +89,6 @@ export class Repairer implements Service {
     const { catalog, storage, logger } = this.opts;
     const pkg = catalog.packages.get(bagId);
     if (pkg?.storagePath === undefined) throw new Error(`package ${bagId} is not stored`);
-    const dir = storage.packageDir(pkg.storagePath);
     // Replicas whose copy was made (or was, before it was found damaged); a pending copy is the replicator's.
     const copies = catalog.replication.forPackage(bagId);
     const targets = this.opts.targets.filter((t) =>
@@ -109,7 +107,7 @@ export class Repairer implements Service {
       const expected = { size: file.size, sha256 };
       const good = new Set<Copy>();
       const bad = new Set<Copy>();
-      if (await primaryMatches(dir, file, signal)) good.add(PRIMARY);
+      if (await primaryMatches(storage.storedFilePath(bagId, file), file, signal)) good.add(PRIMARY);
       else bad.add(PRIMARY);
       for (const target of targets) {
         if (unavailable.has(target.name)) continue;
@@ -137,8 +135,9 @@ export class Repairer implements Service {
           );
           continue;
         }
-        const source = await this.openSource(from, dir, bagId, file, signal);
-        if (place === PRIMARY) await restorePrimary(storage.layout, dir, file.path, source, expected, signal);
+        const source = await this.openSource(from, bagId, file, signal);
+        if (place === PRIMARY)
+          await restorePrimary(storage.layout, storage.storedFilePath(bagId, file), source, expected, signal);
         else {
           const target = this.opts.targets.find((t) => t.name === place)!;
           await target.write(objectKey(bagId, file.path), source, expected, { replace: true, signal });
@@ -171,14 +170,13 @@ export class Repairer implements Service {
 
   private async openSource(
     from: Copy,
-    dir: string,
     bagId: string,
     file: FileRecord,
     signal: AbortSignal,
   ): Promise<Readable> {
     if (from === PRIMARY) {
       const handle = await open(
-        Storage.resolveInside(dir, file.path),
+        this.opts.storage.storedFilePath(bagId, file),
         constants.O_RDONLY | constants.O_NOFOLLOW,
       );
       return handle.createReadStream({ highWaterMark: 1 << 20 });
@@ -195,10 +193,10 @@ export class Repairer implements Service {
 const describePlace = (place: Copy): string => (place === PRIMARY ? 'the primary copy' : `replica ${place}`);
 
 /** Whether the primary file is there and reads as the catalog records. */
-async function primaryMatches(dir: string, file: FileRecord, signal: AbortSignal): Promise<boolean> {
+async function primaryMatches(path: string, file: FileRecord, signal: AbortSignal): Promise<boolean> {
   let handle;
   try {
-    handle = await open(Storage.resolveInside(dir, file.path), constants.O_RDONLY | constants.O_NOFOLLOW);
+    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
   } catch {
     return false;
   }
@@ -214,19 +212,20 @@ async function primaryMatches(dir: string, file: FileRecord, signal: AbortSignal
   }
 }
 
-/** Writes a primary file from a good copy: temporary name, checked on the way, fsync, rename, folder fsync. */
+/**
+ * Writes a primary file from a good copy: a scratch file in staging/ (nothing but whole files in
+ * the OCFL root), checked on the way, fsync, rename into place, folder fsync.
+ */
 async function restorePrimary(
   layout: DataLayout,
-  dir: string,
-  path: string,
+  target: string,
   source: Readable,
   expected: ExpectedFile,
   signal: AbortSignal,
 ): Promise<void> {
-  const target = Storage.resolveInside(dir, path);
   const folder = dirname(target);
   await layout.ensureStored(folder);
-  const temporary = join(folder, `.${basename(target)}.preservd-${randomBytes(8).toString('hex')}.tmp`);
+  const temporary = layout.scratchFile('repair');
   const handle = await open(temporary, 'wx', 0o640);
   try {
     const checked = source.pipe(new CheckedPassThrough(expected));

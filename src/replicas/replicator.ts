@@ -180,7 +180,7 @@ export class Replicator implements Service {
           { bagId, replica, abandoned },
           `replica ${replica}: aborted ${abandoned} unfinished upload(s) of ${bagId} left by an earlier run`,
         );
-      const outcome = await copyPackage(target, bagId, this.storage.packageDir(pkg.storagePath), files, {
+      const outcome = await copyPackage(target, bagId, this.storage, files, {
         skip,
         replaceable: new Set(copy.ownWrongCopies ?? []),
         lanes: () => (this.ingests > 0 ? 1 : LANES),

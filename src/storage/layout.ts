@@ -9,9 +9,14 @@
  *   rsyncd/            rsync's configuration, hooks, log, and below:       0700
  *     closed/ active/ transfers/   the gate's and recorder's files         0700
  *   staging/           uploads being validated                             0750
- *   storage/           stored bags, ab/cd/ef/<bag_id>/                     0750
- *     ab/cd/ef/        made by `ensureStored` as packages arrive           0750
- *       <bag_id>/      the upload folder, moved in as it was               0700
+ *     <bag_id>/        an upload, moved out of landing/                    0700
+ *     <bag_id>.object/ an OCFL object being assembled (storage/assembly.ts)
+ *     .<purpose>-….tmp a file on its way into storage/ (`scratchFile`)
+ *   storage/           the OCFL 1.1 storage root (storage/ocfl-root.ts)    0750
+ *     0=ocfl_1.1, ocfl_layout.json, extensions/…   written at start-up
+ *     abc/def/012/     made by `ensureStored` as packages arrive           0750
+ *       urn%3auuid%3a<bag_id>/   one object, renamed in whole              0750
+ *         v1/content/  the upload folder, moved in as it was               0700
  *   admin.token        the first admin's token                             0600 (a file)
  *
  * One `DataLayout` is built where the data directory is named (`Daemon.start`, a CLI command) and
@@ -21,7 +26,8 @@
  * What lives in each folder and who may change it is for its owner module to say (`Storage`,
  * `LandingZone`, `RsyncDaemon`, `Catalog`); this module only names and creates them.
  */
-import { chmod, mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { chmod, mkdir, readdir, unlink } from 'node:fs/promises';
 import { join, resolve, sep } from 'node:path';
 
 export class DataLayout {
@@ -76,10 +82,30 @@ export class DataLayout {
     }
   }
 
-  /** Creates a folder below `storage/`: a package's `ab/cd/ef/` parents, or one a repair restores. */
+  /**
+   * A new name for a file on its way into `storage/` (a repair's restored file, a root file):
+   * in staging/, on the same filesystem, so that nothing but whole files ever appears in the root.
+   */
+  scratchFile(purpose: string): string {
+    return join(this.staging, `.${purpose}-${process.pid}-${randomBytes(6).toString('hex')}.tmp`);
+  }
+
+  /** Removes the scratch files a crash left in staging/ (start-up, before anything writes one). */
+  async clearScratch(): Promise<void> {
+    for (const name of await readdir(this.staging)) {
+      if (isScratch(name)) await unlink(join(this.staging, name)).catch(() => undefined);
+    }
+  }
+
+  /** Creates a folder below `storage/`: an object's `abc/def/012/` parents, or one a repair restores. */
   async ensureStored(folder: string): Promise<void> {
     if (!resolve(folder).startsWith(this.storage + sep))
       throw new Error(`${folder} is not below ${this.storage}`);
     await mkdir(folder, { recursive: true, mode: this.storedFolderMode });
   }
+}
+
+/** Whether a name in staging/ is a scratch file (`scratchFile`), not an upload or an assembly. */
+export function isScratch(name: string): boolean {
+  return name.startsWith('.') && name.endsWith('.tmp');
 }

@@ -1,14 +1,16 @@
 /**
- * Where bags live: `<dataDir>/storage/ab/cd/ef/<bag_id>/`, staging beside it, and safe
- * resolution of a stored file. No string from a request is ever joined to a path here: callers
+ * Where packages live: each an OCFL object in the root `<dataDir>/storage/` (ocfl/layout.ts),
+ * staging beside it, and safe resolution of a stored file. No string from a request is ever joined to a path here: callers
  * pass a `FileRecord` path that came from the catalog, and it is checked once more.
  */
 import { statfsSync } from 'node:fs';
-import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { unsafePathReason } from '../bagit/index.js';
-import { contentPathOf, packageObjectPath } from '../ocfl/layout.js';
+import { contentPathOf, packageObjectPath, versionName } from '../ocfl/layout.js';
 import type { DataLayout } from './layout.js';
+
+/** `staging/<bag_id>.object`: an assembly's name. */
+export const ASSEMBLY_SUFFIX = '.object';
 
 /** Free space below which an EIO is taken for a full disk (see `isOutOfSpace`). */
 const NEARLY_FULL_BYTES = 1024 * 1024;
@@ -22,17 +24,9 @@ export class Storage {
     this.stagingRoot = layout.staging;
   }
 
-  /** `ab/cd/ef/<bag_id>`: the first three pairs of the uuid, as chipmunk lays bags out. */
+  /** A package's object folder relative to the root: what the catalog keeps as `storagePath`. */
   static storagePath(bagId: string): string {
-    const id = bagId.toLowerCase();
-    return `${id.slice(0, 2)}/${id.slice(2, 4)}/${id.slice(4, 6)}/${id}`;
-  }
-
-  /** Absolute folder of a stored package, from its catalog `storagePath`. */
-  packageDir(storagePath: string): string {
-    if (!/^[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f]{2}\/[0-9a-f-]{36}$/.test(storagePath))
-      throw new Error(`malformed storage path ${storagePath}`);
-    return join(this.storageRoot, storagePath);
+    return packageObjectPath(bagId);
   }
 
   /** The folder of a package's OCFL object in the primary root (ocfl/layout.ts). */
@@ -48,8 +42,21 @@ export class Storage {
     return Storage.resolveInside(this.objectDir(bagId), file.contentPath ?? contentPathOf(1, file.path));
   }
 
+  /**
+   * The folder holding every file of version 1 as deposited (`v1/content/`): what an audit walks
+   * for files the catalog does not know, while every object has one version.
+   */
+  firstContentDir(bagId: string): string {
+    return join(this.objectDir(bagId), versionName(1), 'content');
+  }
+
   stagingDir(bagId: string): string {
     return join(this.stagingRoot, bagId.toLowerCase());
+  }
+
+  /** Where a package's object is put together before it is renamed into the root (assembly.ts). */
+  assemblyDir(bagId: string): string {
+    return `${this.stagingDir(bagId)}${ASSEMBLY_SUFFIX}`;
   }
 
   /**
@@ -60,17 +67,6 @@ export class Storage {
   static resolveInside(dir: string, relPath: string): string {
     if (unsafePathReason(relPath) !== undefined) throw new Error('unsafe path');
     return join(dir, relPath);
-  }
-
-  /**
-   * Moves a staged bag into storage by rename (same filesystem: atomic). The destination must
-   * not exist; parents are created.
-   */
-  async moveIntoStorage(stagedDir: string, storagePath: string): Promise<string> {
-    const target = this.packageDir(storagePath);
-    await this.layout.ensureStored(join(target, '..'));
-    await rename(stagedDir, target);
-    return target;
   }
 
   /**

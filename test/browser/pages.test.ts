@@ -203,7 +203,7 @@ if (!existsSync(CHROMIUM)) {
       await page.goto(`${d.url}/packages/${stored.request.bag_id}`);
       t.match(
         await page.locator('dl.facts').innerText(),
-        new RegExp(`Storage location\\s+\\S+/storage/\\S+/${stored.request.bag_id}`),
+        new RegExp(`Storage location\\s+\\S+/storage/\\S+/urn%3auuid%3a${stored.request.bag_id}`),
       );
       t.equal(await page.locator('#replicas').textContent(), 'Replicas', 'the replicas section, for admins');
       await page.goto(`${d.url}/`);

@@ -70,7 +70,7 @@ t.test('an audit killed with SIGKILL resumes after restart and counts every pack
 
   // Damage one stored file (same size) so the audit has a failure to count; put back at the end.
   const damaged = (await first.request('GET', `/v1/packages/${bags[2]!.request.bag_id}`)).json;
-  const damagedPath = join(damaged.storage_location, 'data/payload.bin');
+  const damagedPath = join(damaged.storage_location, 'v1/content/data/payload.bin');
   const original = readFileSync(damagedPath);
   const changed = Buffer.from(original);
   changed[0] = changed[0]! ^ 0xff;

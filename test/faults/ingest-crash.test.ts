@@ -1,8 +1,9 @@
 /**
  * kill -9 at every step boundary of an ingest (failpoints), and at random moments of a large
- * one; restart on the same data directory; the item must end, the bag must be stored and
- * verifiable (or given back, for a failing bag), and nothing may be left half-done (checked at
- * the end by the data directory's invariants, helpers/invariants.ts).
+ * one; restart on the same data directory; the item must end, the bag must be stored as a
+ * complete OCFL object and verifiable (or given back, for a failing bag), and nothing may be
+ * left half-done (checked at the end by the data directory's invariants, helpers/invariants.ts,
+ * which also check each object's declaration and inventories).
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
@@ -87,8 +88,8 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   }
   t.equal(item.status, 'DONE', JSON.stringify(item));
   t.equal(pkg.json.stored, true);
-  const stored = pkg.json.storage_location as string;
-  t.same(filesUnder(stored), filesUnder(bagDir), 'storage holds exactly the bag');
+  const stored = join(pkg.json.storage_location as string, 'v1/content');
+  t.same(filesUnder(stored), filesUnder(bagDir), "the object's v1 content is exactly the bag");
   for (const rel of filesUnder(bagDir)) {
     const want = createHash('sha256')
       .update(readFileSync(join(bagDir, rel)))
@@ -115,7 +116,12 @@ const scenarios: Scenario[] = [
   { name: 'after staging', failpoint: 'ingest:after-stage' },
   { name: 'after validation, before the intent is recorded', failpoint: 'ingest:after-validate' },
   { name: 'after a batch of file records, before the intent', failpoint: 'ingest:after-file-batch' },
-  { name: 'after the intent, before the rename into storage', failpoint: 'ingest:after-intent' },
+  { name: 'after the intent, before the object is assembled', failpoint: 'ingest:after-intent' },
+  {
+    name: 'with the upload moved into the assembly, before its inventories',
+    failpoint: 'ingest:in-assembly',
+  },
+  { name: 'between the assembly and the rename into storage', failpoint: 'ingest:after-assembly' },
   { name: 'between the rename and the catalog commit', failpoint: 'ingest:after-store' },
   { name: 'after the catalog commit', failpoint: 'ingest:after-result' },
   { name: 'a failing bag, after it was given back', failpoint: 'ingest:after-return', broken: true },

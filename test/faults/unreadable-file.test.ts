@@ -35,7 +35,7 @@ t.test('an audit records a file made unreadable during its life as file-unreadab
     'sub/secret.bin': Buffer.alloc(50_000, 7),
   });
   const pkg = (await d.request('GET', `/v1/packages/${target.request.bag_id}`)).json;
-  const file = join(pkg.storage_location, 'data/sub/secret.bin');
+  const file = join(pkg.storage_location, 'v1/content/data/sub/secret.bin');
 
   chmodSync(file, 0o000);
   const audit = await finishedAudit(d);

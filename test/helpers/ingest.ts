@@ -23,6 +23,8 @@ export async function ingestBag(
     contentType?: string;
     externalId?: string;
     expect?: 'DONE' | 'FAILED';
+    /** Changes the bag's folder after it is made, before the upload (what makeBag cannot make). */
+    beforeUpload?: (bagDir: string) => void;
   } = {},
 ): Promise<IngestedBag> {
   const bagId = randomUUID();
@@ -41,6 +43,7 @@ export async function ingestBag(
     ...options,
     files,
   });
+  options.beforeUpload?.(bagDir);
   const up = rsyncUpload(bagDir, request.upload_link);
   if (up.code !== 0) throw new Error(`rsync failed: ${up.output}`);
   const complete = await d.request('POST', `/v1/requests/${bagId}/complete`, { token });

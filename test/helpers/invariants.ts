@@ -3,9 +3,12 @@
  * a crash and a restart that settled): what the catalog says is stored is on disk, byte for
  * byte; what is on disk belongs to the catalog; nothing is left half-done.
  *
- * - every stored package's folder exists, holds exactly its recorded files, each with its
- *   recorded size and sha256; it has one DONE queue item and one successful ingestion event;
- * - every entry in storage is a stored package's folder (no orphans); staging is empty;
+ * - every stored package's OCFL object exists where the layout puts it, with its declaration and
+ *   its root and v1 inventories (identical, each sidecar the sha256 of its inventory), and its
+ *   `v1/content/` holds exactly its recorded files, each with its recorded size and sha256; it
+ *   has one DONE queue item and one successful ingestion event;
+ * - storage is an OCFL root (declaration, layout files) whose every other entry is a stored
+ *   package's object (no orphans, no temporary files); staging is empty;
  * - every unstored request has its landing folder, open to uploads (a failed upload is
  *   recoverable); no landing folder belongs to nobody;
  * - no hashing checkpoint outlives its ingest (none for a bag without a PENDING item);
@@ -16,17 +19,26 @@
  * as typed values, all of them, so a failing test shows every broken invariant at once.
  */
 import { createHash } from 'node:crypto';
-import { createReadStream, existsSync } from 'node:fs';
+import { createReadStream, existsSync, readFileSync } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
+import { INVENTORY, INVENTORY_SIDECAR } from '../../src/ocfl/inventory.js';
+import {
+  layoutFiles,
+  OBJECT_DECLARATION,
+  packageObjectPath,
+  ROOT_DECLARATION,
+} from '../../src/ocfl/layout.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 import { filesUnder } from './walk.js';
 
 type ViolationCode =
   | 'stored-folder-missing'
+  | 'object-files'
+  | 'root-files'
   | 'stored-file-missing'
   | 'stored-file-extra'
   | 'stored-file-size'
@@ -61,6 +73,40 @@ async function sha256(path: string): Promise<string> {
 }
 
 const listOrEmpty = (dir: string): Promise<string[]> => readdir(dir).catch(() => [] as string[]);
+
+/** Files a root may hold beside the layout's, written by the preservd record (STORAGE.md). */
+const ROOT_RECORDS = new Set(['preservd-repository.json']);
+
+/**
+ * What is wrong with a stored package's object beside its content: its declaration, its two
+ * inventories (identical, for this object, with their sidecars) and nothing else at its top
+ * (`logs/` aside, the preservd record's).
+ */
+async function objectViolations(storage: Storage, bagId: string): Promise<Violation[]> {
+  const dir = storage.objectDir(bagId);
+  if (!existsSync(dir)) return []; // reported as stored-folder-missing
+  const found: Violation[] = [];
+  const wrong = (detail: string): void => void found.push({ code: 'object-files', bagId, detail });
+  const top = (await readdir(dir)).sort();
+  const expected = [OBJECT_DECLARATION.name, INVENTORY, INVENTORY_SIDECAR, 'v1'];
+  if (top.filter((n) => n !== 'logs').join() !== [...expected].sort().join()) wrong(`top: ${top.join(', ')}`);
+  if (!existsSync(join(dir, OBJECT_DECLARATION.name))) return found;
+  if (readFileSync(join(dir, OBJECT_DECLARATION.name), 'utf8') !== OBJECT_DECLARATION.text)
+    wrong('object declaration');
+  const inventories = [dir, join(dir, 'v1')].map((d) => {
+    const json = existsSync(join(d, INVENTORY)) ? readFileSync(join(d, INVENTORY)) : undefined;
+    const sidecar = existsSync(join(d, INVENTORY_SIDECAR))
+      ? readFileSync(join(d, INVENTORY_SIDECAR), 'utf8')
+      : '';
+    if (json === undefined) wrong(`no ${d}/${INVENTORY}`);
+    else if (sidecar !== `${createHash('sha256').update(json).digest('hex')} ${INVENTORY}\n`)
+      wrong(`sidecar of ${d}/${INVENTORY}`);
+    return json;
+  });
+  if (inventories[0] !== undefined && inventories[1] !== undefined && !inventories[0].equals(inventories[1]))
+    wrong('root and v1 inventories differ');
+  return found;
+}
 
 /** Every broken invariant of the stopped daemon's data directory; [] when all hold. */
 async function findViolations(dataDir: string): Promise<Violation[]> {
@@ -140,7 +186,10 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         continue;
       }
       expectedInStorage.add(pkg.storagePath);
-      const dir = storage.packageDir(pkg.storagePath);
+      if (pkg.storagePath !== packageObjectPath(pkg.bagId))
+        violations.push({ code: 'stored-folder-missing', bagId: pkg.bagId, detail: `at ${pkg.storagePath}` });
+      violations.push(...(await objectViolations(storage, pkg.bagId)));
+      const dir = storage.firstContentDir(pkg.bagId);
       if (!existsSync(dir)) {
         violations.push({
           code: 'stored-folder-missing',
@@ -180,12 +229,20 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         violations.push({ code: 'stored-file-extra', bagId: pkg.bagId, path: extra });
     }
 
-    // storage/ab/cd/ef/<bag_id>: anything that is not a stored package's folder is an orphan.
-    // Empty parent folders are harmless (a crash between mkdir and rename leaves them).
+    // storage/abc/def/012/urn%3auuid%3a<bag_id>: anything that is not a stored package's object
+    // or the root's own files is an orphan. Empty parent folders are harmless (a crash between
+    // mkdir and rename leaves them).
+    const rootFiles = new Set([ROOT_DECLARATION.name, ...layoutFiles().map((f) => f.path)]);
+    for (const path of rootFiles) {
+      const found = existsSync(join(storage.storageRoot, path));
+      if (!found) violations.push({ code: 'root-files', path: `storage/${path}`, detail: 'missing' });
+    }
     const visit = async (rel: string, depth: number): Promise<void> => {
       for (const entry of await readdir(join(storage.storageRoot, rel), { withFileTypes: true })) {
         const path = rel === '' ? entry.name : `${rel}/${entry.name}`;
-        if (depth < 3 && entry.isDirectory() && /^[0-9a-f]{2}$/.test(entry.name))
+        if (depth === 0 && (rootFiles.has(path) || ROOT_RECORDS.has(path))) continue;
+        if (depth === 0 && path === 'extensions') continue; // its files checked above
+        if (depth < 3 && entry.isDirectory() && /^[0-9a-f]{3}$/.test(entry.name))
           await visit(path, depth + 1);
         else if (depth < 3 || !expectedInStorage.has(path))
           violations.push({ code: 'storage-orphan', path: `storage/${path}` });

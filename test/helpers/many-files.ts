@@ -1,6 +1,6 @@
 /**
  * Test fixture for the memory tests of the zip and the audit: a stored package of many tiny
- * files, written straight into storage (1,000 to a folder) and recorded in a catalog of its own,
+ * files, written straight into storage as an object's `v1/content/` (1,000 to a folder) and recorded in a catalog of its own,
  * which is closed again so a child process can open it and measure only its own walk.
  */
 import { createHash, randomUUID } from 'node:crypto';
@@ -16,7 +16,8 @@ import { Storage } from '../../src/storage/storage.js';
 export async function writeManyFilePackage(dataDir: string, count: number): Promise<string> {
   const bagId = randomUUID();
   const storagePath = Storage.storagePath(bagId);
-  const dir = new Storage(new DataLayout(dataDir)).packageDir(storagePath);
+  // The object's content only: the memory tests walk files, not inventories.
+  const dir = new Storage(new DataLayout(dataDir)).firstContentDir(bagId);
   const files: FileRecord[] = [];
   const add = (path: string, content: string): void => {
     if (path.endsWith('/f0.txt') || !path.includes('/'))

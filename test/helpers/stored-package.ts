@@ -1,8 +1,9 @@
 /**
  * Test fixture: a stored package as ingest leaves it, without running ingest. The bag is written
- * by `makeBag` (a valid BagIt 1.0 bag) straight into `<dataDir>/storage/ab/cd/ef/<bag_id>/`, then
- * recorded in the catalog: packages.create, files.put (every file, tag files too: size, CRC-32 and
- * a digest per manifest algorithm plus sha256, computed here from the bytes on disk), markStored.
+ * by `makeBag` (a valid BagIt 1.0 bag) into staging/, recorded in the catalog (packages.create,
+ * files.put: every file, tag files too: size, CRC-32 and a digest per manifest algorithm plus
+ * sha256, computed here from the bytes on disk), made an OCFL object in the storage root by the
+ * ingest's own code (storage/assembly.ts; the root prepared as the daemon does), then markStored.
  * The one way tests make a stored package without ingest (the download fixture builds on it).
  *
  *   const storage = new Storage(dataDir);
@@ -14,6 +15,10 @@ import { crc32 } from 'node:zlib';
 import type { Catalog } from '../../src/catalog/catalog.js';
 import type { FileRecord, Package } from '../../src/catalog/types.js';
 import type { Algorithm } from '../../src/fixity/index.js';
+import { firstInventory } from '../../src/ocfl/inventory.js';
+import { objectIdOf } from '../../src/ocfl/layout.js';
+import { assembleObject, commitObject } from '../../src/storage/assembly.js';
+import { prepareStorageRoot } from '../../src/storage/ocfl-root.js';
 import { Storage } from '../../src/storage/storage.js';
 import { makeBag } from './make-bag.js';
 import { filesUnder } from './walk.js';
@@ -29,7 +34,8 @@ export interface StoredPackageSpec {
   algorithms?: Algorithm[];
   /**
    * Adds files to the written bag that are not to be read here (a sparse giant, a file the
-   * manifests do not list) and returns their records, which are recorded as given.
+   * manifests do not list) and returns their records, which are recorded as given (one without
+   * a sha256 gets a made-up one in the inventory, which then does not vouch for it).
    */
   extra?: (dir: string) => Promise<FileRecord[]>;
 }
@@ -37,7 +43,7 @@ export interface StoredPackageSpec {
 export interface StoredPackage {
   pkg: Package;
   bagId: string;
-  /** Absolute folder of the bag in storage. */
+  /** Absolute folder of the bag in storage: the object's `v1/content/`. */
   dir: string;
   storagePath: string;
   /** As recorded in the catalog, sorted by path. */
@@ -71,15 +77,17 @@ export async function createStoredPackage(
     'hello.txt': `hello from ${bagId}\n`,
     'sub/notes.txt': randomBytes(64).toString('hex'),
   };
+  await storage.layout.ensure();
+  await prepareStorageRoot(storage.layout);
   const storagePath = Storage.storagePath(bagId);
-  const dir = storage.packageDir(storagePath);
-  await makeBag(dir, { files: payload, algorithms });
-  const extra = spec.extra === undefined ? [] : await spec.extra(dir);
+  const staged = storage.stagingDir(bagId);
+  await makeBag(staged, { files: payload, algorithms });
+  const extra = spec.extra === undefined ? [] : await spec.extra(staged);
   const extraPaths = new Set(extra.map((r) => r.path));
 
   const files: FileRecord[] = [...extra];
-  for (const path of filesUnder(dir))
-    if (!extraPaths.has(path)) files.push(await fileRecordOf(dir, path, algorithms));
+  for (const path of filesUnder(staged))
+    if (!extraPaths.has(path)) files.push(await fileRecordOf(staged, path, algorithms));
 
   const created = catalog.packages.create({
     bagId,
@@ -90,11 +98,22 @@ export async function createStoredPackage(
   });
   if ('existing' in created) throw new Error(`package ${bagId} already exists`);
   catalog.files.put(bagId, files);
+  const versionFiles = files.map((f) => ({
+    path: f.path,
+    digests: { ...f.digests, sha256: f.digests.sha256 ?? '0'.repeat(64) },
+  }));
+  const inventory = firstInventory(objectIdOf(bagId), versionFiles, {
+    created: Date.now(),
+    user: spec.user ?? 'alice',
+    message: 'deposit',
+  });
+  await assembleObject(storage, bagId, inventory);
+  await commitObject(storage, bagId);
   const pkg = catalog.packages.markStored(bagId, storagePath);
   return {
     pkg,
     bagId,
-    dir,
+    dir: storage.firstContentDir(bagId),
     storagePath,
     files: catalog.files.list(bagId),
     bytes: files.reduce((n, f) => n + f.size, 0),

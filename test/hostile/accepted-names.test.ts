@@ -11,7 +11,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import t from 'tap';
-import { Storage } from '../../src/storage/storage.js';
+import { packagePrefix } from '../../src/replicas/index.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { filesUnder } from '../helpers/walk.js';
@@ -220,7 +220,7 @@ t.test('names the validator accepts go through zip, audit and a dir replica', as
     'the dir replica verified',
     { states },
   );
-  const prefix = Storage.storagePath(req.bag_id);
+  const prefix = packagePrefix(req.bag_id).slice(0, -1);
   t.same(
     filesUnder(join(mirror, prefix), { regularOnly: true }).sort(),
     bagFiles,

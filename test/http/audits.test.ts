@@ -86,11 +86,11 @@ t.test('audits through the real daemon', async (t) => {
   });
   const packages = Object.keys(bags).length;
   const location = async (bag: IngestedBag): Promise<string> => {
-    // The admin's package view says where it is stored.
+    // The admin's package view says where its object is stored; the bag is its v1/content/.
     const res = await d.request('GET', `/v1/packages/${bag.request.bag_id}`);
     if (typeof res.json?.storage_location !== 'string')
       throw new Error(`no storage_location: ${res.status} ${res.text}`);
-    return res.json.storage_location as string;
+    return join(res.json.storage_location as string, 'v1/content');
   };
   const audits: number[] = [];
 
@@ -215,8 +215,8 @@ t.test('audits through the real daemon', async (t) => {
       const appended = 'Bag-Group-Identifier: edited by hand\n';
       chmodSync(bagInfo, 0o644);
       appendFileSync(bagInfo, appended);
-      // 5. The whole package folder gone.
-      const removedDir = await location(bags.removed);
+      // 5. The whole package (its OCFL object) gone.
+      const removedDir = join(await location(bags.removed), '../..');
       writable(join(removedDir, '..'));
       rmSync(removedDir, { recursive: true, force: true });
 

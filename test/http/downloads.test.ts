@@ -180,7 +180,7 @@ print(json.dumps({i.filename: i.compress_type for i in z.infolist()}))
 
   await t.test('a damaged package aborts the zip instead of sending a complete-looking one', async (t) => {
     const admin = await d.request('GET', `/v1/packages/${bagId}`);
-    unlinkSync(join(admin.json.storage_location, 'data/deep/er/b.bin'));
+    unlinkSync(join(admin.json.storage_location, 'v1/content/data/deep/er/b.bin'));
     let failed = false;
     let received = 0;
     try {

@@ -189,7 +189,7 @@ t.test('each role on a content type and on all, through the API', async (t) => {
 
   await t.test('admin on video: storage_location on video packages; no audits', async (t) => {
     const pkg = (await d.request('GET', `/v1/packages/${v}`, { token: typeAdmin })).json;
-    t.match(pkg.storage_location, new RegExp(`/storage/.*/${v}$`));
+    t.match(pkg.storage_location, new RegExp(`/storage/.*/urn%3auuid%3a${v}$`));
     t.equal(await status(typeAdmin, `/v1/packages/${a}`), 403);
     t.equal(await status(typeAdmin, '/v1/audits'), 403, 'audits are for administrators of everything');
   });

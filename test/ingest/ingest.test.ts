@@ -7,6 +7,7 @@ import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
+import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { repoRoot, rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
 
@@ -74,11 +75,8 @@ t.test('ingest', async (t) => {
     t.notOk('storage_location' in pkg.json);
     const admin = await d.request('GET', `/v1/packages/${req.bag_id}`);
     const id = req.bag_id as string;
-    t.equal(
-      admin.json.storage_location,
-      join(d.dataDir, 'storage', id.slice(0, 2), id.slice(2, 4), id.slice(4, 6), id),
-    );
-    t.ok(existsSync(join(admin.json.storage_location, 'data/sub/dir/b.bin')));
+    t.equal(admin.json.storage_location, join(d.dataDir, 'storage', packageObjectPath(id)));
+    t.ok(existsSync(join(admin.json.storage_location, 'v1/content/data/sub/dir/b.bin')));
     t.notOk(existsSync(join(d.dataDir, 'staging', id)), 'nothing left in staging');
 
     const events = await d.request('GET', `/v1/packages/${req.bag_id}/events`, { token: alice });

@@ -143,7 +143,10 @@ t.test(
     t.equal(item.status, 'DONE', `DONE after ${seconds} s (before: ten minutes)`);
     t.ok(seconds < 15, `well within the quiet deadline: ${seconds} s`);
     const pkg = (await d.request('GET', `/v1/packages/${r.bagId}`)).json;
-    t.ok(existsSync(join(pkg.storage_location, '.notes.AbCdEf')), 'the file was stored like any tag file');
+    t.ok(
+      existsSync(join(pkg.storage_location, 'v1/content/.notes.AbCdEf')),
+      'the file was stored like any tag file',
+    );
   },
 );
 

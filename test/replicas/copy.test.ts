@@ -14,6 +14,8 @@ import t from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { copyPackage } from '../../src/replicas/copy.js';
 import { objectKey, targetsFor, type ReplicaTarget } from '../../src/replicas/index.js';
+import { DataLayout } from '../../src/storage/layout.js';
+import { Storage } from '../../src/storage/storage.js';
 
 const BAG_ID = '0f1e2d3c-4b5a-4968-8776-655443322110';
 
@@ -22,7 +24,9 @@ t.test(
   async (t) => {
     const scratch = await mkdtemp(join(tmpdir(), 'preservd-copy-'));
     t.teardown(() => rm(scratch, { recursive: true, force: true }));
-    const primary = join(scratch, 'primary');
+    // The primary's files where an object's v1 holds them (copyPackage finds them through Storage).
+    const storage = new Storage(new DataLayout(join(scratch, 'data')));
+    const primary = storage.firstContentDir(BAG_ID);
     const mirror = join(scratch, 'mirror');
     await mkdir(mirror);
     const files: FileRecord[] = [];
@@ -49,7 +53,7 @@ t.test(
 
     let ingestBusy = false;
     const verified: string[] = [];
-    const outcome = await copyPackage(slow, BAG_ID, primary, files, {
+    const outcome = await copyPackage(slow, BAG_ID, storage, files, {
       skip: new Set(),
       replaceable: new Set(),
       lanes: () => (ingestBusy ? 1 : 4),

@@ -11,7 +11,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { Storage } from '../../src/storage/storage.js';
+import { packageObjectPath } from '../../src/ocfl/layout.js';
+import { packagePrefix } from '../../src/replicas/index.js';
 import { s3Test, startCeph } from '../helpers/ceph.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
@@ -72,7 +73,7 @@ t.test(
     const { request } = await ingestBag(d, d.adminToken, { 'a.bin': content, 'b.txt': 'bee\n' });
     const bagId = request.bag_id as string;
     await waitForCopies(d, bagId, 'verified');
-    const primary = join(d.dataDir, 'storage', Storage.storagePath(bagId));
+    const primary = join(d.dataDir, 'storage', packageObjectPath(bagId), 'v1/content');
     await unlink(join(primary, 'data/a.bin'));
 
     const served = await fetch(`${d.url}/v1/packages/${bagId}/a.bin`, {
@@ -131,7 +132,7 @@ s3Test(t, 'on Ceph', async (t) => {
         const { request } = await ingestBag(d, d.adminToken, { 'a.txt': 'alpha\n', 'b.txt': 'beta\n' });
         const bagId = request.bag_id as string;
         await waitForCopies(d, bagId, 'verified');
-        const prefix = Storage.storagePath(bagId);
+        const prefix = packagePrefix(bagId).slice(0, -1);
         await s3.send(
           new PutObjectCommand({ Bucket: bucket, Key: `copies/${prefix}/data/a.txt`, Body: 'alphA\n' }),
         );
@@ -171,8 +172,8 @@ s3Test(t, 'on Ceph', async (t) => {
     const { request } = await ingestBag(d, d.adminToken, { 'a.txt': 'original\n' });
     const bagId = request.bag_id as string;
     await waitForCopies(d, bagId, 'verified');
-    const prefix = Storage.storagePath(bagId);
-    const primaryFile = join(d.dataDir, 'storage', prefix, 'data/a.txt');
+    const prefix = packagePrefix(bagId).slice(0, -1);
+    const primaryFile = join(d.dataDir, 'storage', packageObjectPath(bagId), 'v1/content/data/a.txt');
     await writeFile(primaryFile, 'damaged1\n');
     await s3.send(
       new PutObjectCommand({ Bucket: 'nogood', Key: `copies/${prefix}/data/a.txt`, Body: 'damaged2\n' }),
@@ -250,7 +251,7 @@ s3Test(t, 'on Ceph', async (t) => {
           files.map(() => 'success'),
           `${bagId}: one recovery event per file`,
         );
-        const restored = join(d.dataDir, 'storage', Storage.storagePath(bagId));
+        const restored = join(d.dataDir, 'storage', packageObjectPath(bagId), 'v1/content');
         t.same(filesUnder(restored, { regularOnly: true }).sort(), files);
         for (const path of files)
           t.ok(

@@ -20,7 +20,7 @@ import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { Storage } from '../../src/storage/storage.js';
+import { packagePrefix } from '../../src/replicas/index.js';
 import { s3Test, startCeph } from '../helpers/ceph.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
@@ -55,7 +55,7 @@ t.test('a dir replica alone: verified, the same bytes at the documented paths, o
     [['mirror', 'verified']],
   );
   t.match(states[0]!.verified_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-  const prefix = Storage.storagePath(bagId);
+  const prefix = packagePrefix(bagId).slice(0, -1);
   const bagFiles = filesUnder(bagDir, { regularOnly: true }).sort();
   t.same(
     filesUnder(join(mirror, prefix), { regularOnly: true }).sort(),
@@ -187,7 +187,7 @@ s3Test(t, 'on Ceph', async (t) => {
           states.map((s) => s.name),
           ['ceph', 'mirror'],
         );
-        const prefix = Storage.storagePath(bagId);
+        const prefix = packagePrefix(bagId).slice(0, -1);
         const bagFiles = filesUnder(bagDir, { regularOnly: true }).sort();
         const listed = await s3.send(
           new ListObjectsV2Command({ Bucket: bucket, Prefix: `copies/${prefix}/` }),
@@ -235,7 +235,7 @@ s3Test(t, 'on Ceph', async (t) => {
       });
       const bagId = request.bag_id as string;
       await waitForCopies(d, bagId, 'verified');
-      const prefix = `copies/${Storage.storagePath(bagId)}/`;
+      const prefix = `copies/${packagePrefix(bagId).slice(0, -1)}/`;
       const versions =
         (await s3.send(new ListObjectVersionsCommand({ Bucket: 'locked', Prefix: prefix }))).Versions ?? [];
       t.equal(versions.length, filesUnder(bagDir, { regularOnly: true }).length, 'one version per file');
@@ -339,7 +339,7 @@ s3Test(t, 'on Ceph', async (t) => {
         'the upload cut short was aborted',
       );
       const objects = await s3.send(new ListObjectsV2Command({ Bucket: 'crash', Prefix: 'copies/' }));
-      const prefix = Storage.storagePath(bagId);
+      const prefix = packagePrefix(bagId).slice(0, -1);
       for (const [name, bytes] of Object.entries(payload)) {
         const key = `copies/${prefix}/data/${name}`;
         t.equal(objects.Contents?.find((o) => o.Key === key)?.Size, bytes.length, `${name} is there, whole`);

@@ -34,9 +34,12 @@ function expectedMode(layout: DataLayout, path: string): [mode: number, why: str
     return [layout.uploadFolderMode, inLanding.length === 1 ? 'an upload folder' : 'inside an upload'];
   const inStorage = relative(layout.storage, path).split(sep);
   if (inStorage[0]!.startsWith('..')) return undefined;
-  return inStorage.length <= 3
-    ? [layout.storedFolderMode, 'a storage shard']
-    : [layout.uploadFolderMode, 'a stored upload folder'];
+  // The OCFL root: extensions/<name>, abc/def/012 shards, the object and its v1 folder, then the
+  // upload folder as it was moved in, v1/content.
+  if (inStorage[0] === 'extensions') return [layout.storedFolderMode, "the root's extensions"];
+  if (inStorage.length <= 3) return [layout.storedFolderMode, 'a storage shard'];
+  if (inStorage.length <= 5) return [layout.storedFolderMode, 'an object or its version'];
+  return [layout.uploadFolderMode, 'a stored upload folder'];
 }
 
 t.test('after an upload, a complete, a rotation and a stop, every folder has its mode', async (t) => {
@@ -93,9 +96,11 @@ t.test('after an upload, a complete, a rotation and a stop, every folder has its
     [
       'a storage shard',
       'a stored upload folder',
+      'an object or its version',
       'an upload folder',
       'inside an upload',
       'named by the layout',
+      "the root's extensions",
     ],
     'every kind of folder was there to check',
   );
@@ -105,7 +110,9 @@ t.test('after an upload, a complete, a rotation and a stop, every folder has its
     'every folder the layout names exists',
   );
   t.ok(
-    folders.some((f) => f.startsWith(layout.storage) && f.endsWith(sep + stored.request.bag_id)),
+    folders.some(
+      (f) => f.startsWith(layout.storage) && f.endsWith(`${sep}urn%3auuid%3a${stored.request.bag_id}`),
+    ),
     'the stored package is among them',
   );
   t.ok(

@@ -94,9 +94,7 @@ function packageViewFor(
     storageVisible: storage !== undefined,
     uploadLink,
     storageLocation:
-      storage !== undefined && pkg.storagePath !== undefined
-        ? ctx.storage.packageDir(pkg.storagePath)
-        : undefined,
+      storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.objectDir(pkg.bagId) : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,
     files,

@@ -1,7 +1,8 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
 import type { FastifyInstance, FastifySchema } from 'fastify';
 import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
-import { Storage } from '../../storage/storage.js';
+import { relative } from 'node:path';
+import type { FileRecord } from '../../catalog/types.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
 import { sendDownload } from '../send-download.js';
@@ -52,9 +53,11 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored || pkg.storagePath === undefined)
         throw notFound(`package ${pkg.bagId} is not stored yet`);
+      const storage = ctx.storage;
       const zip = {
         bagId: pkg.bagId,
-        dir: ctx.storage.packageDir(pkg.storagePath),
+        dir: storage.objectDir(pkg.bagId),
+        pathOf: (file: FileRecord) => storage.storedFilePath(pkg.bagId, file),
         files: ctx.catalog.files.view(pkg.bagId),
         storedAt: pkg.updatedAt,
       };
@@ -82,10 +85,10 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
       const record = name === '' ? undefined : ctx.catalog.files.get(pkg.bagId, `data/${name}`);
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
-      const dir = ctx.storage.packageDir(pkg.storagePath);
+      const absPath = ctx.storage.storedFilePath(pkg.bagId, record);
       const file = {
-        absPath: Storage.resolveInside(dir, record.path),
-        storageRelativePath: `${pkg.storagePath}/${record.path}`,
+        absPath,
+        storageRelativePath: relative(ctx.storage.storageRoot, absPath),
         record,
       };
       const answer = await answerFile(file, request, { offload: ctx.config.download.offload });
