@@ -4,7 +4,7 @@
  * nothing of the daemon's; problems.ts is a leaf; download knows no web framework; from outside
  * a module with an index.ts, only its index.ts is imported.
  */
-const LIBRARIES = '^src/(bagit|fixity|fs)/';
+const LIBRARIES = '^src/(bagit|fixity|fs|ocfl/validate)/';
 const DAEMON = '^src/(audit|auth|catalog|commands|config|download|http|ingest|process|replicas|service|storage)/|^src/(daemon|cli|logger|metrics|failpoints)\\.ts$';
 
 module.exports = {
