@@ -116,7 +116,7 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
 t.test('dir replica', async (t) => {
   const scratch = await mkdtemp(join(tmpdir(), 'preservd-dir-replica-'));
   t.teardown(() => rm(scratch, { recursive: true, force: true }));
-  const root = join(scratch, 'replica');
+  const root = join(scratch, 'replica'); // its scratch folder, replica.preservd-tmp, is in `scratch` too
   const [missing] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await t.rejects(checkTargets([missing!]), {
     message: `a replica cannot be used:\n  replica mirror: folder ${root} does not exist; create it (and mount the filesystem it is on) first`,
@@ -124,12 +124,27 @@ t.test('dir replica', async (t) => {
   await mkdir(root);
   const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await checkTargets([target!]);
+  t.same(
+    (await readdir(root, { recursive: true })).sort(),
+    [
+      '0=ocfl_1.1',
+      'extensions',
+      'extensions/0003-hash-and-id-n-tuple-storage-layout',
+      'extensions/0003-hash-and-id-n-tuple-storage-layout/config.json',
+      'ocfl_layout.json',
+    ],
+    'the start-up check leaves the OCFL root files and nothing else under the root',
+  );
+  t.same(await readdir(`${root}.preservd-tmp`), [], 'its write check leaves nothing in the scratch folder');
   await exercise(t, target!, scratch);
-  // A temporary file a killed write left behind is not listed, and is removed.
+  // Temporary files a killed write left behind in the scratch folder beside the root (never
+  // under it) are removed; this run's own, in flight, are not.
+  const temporaries = `${root}.preservd-tmp`;
+  await writeFile(join(temporaries, '1-0123456789abcdef.tmp'), 'partial');
+  await writeFile(join(temporaries, `${process.pid}-0123456789abcdef.tmp`), 'in flight');
+  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 1);
+  t.same(await readdir(temporaries), [`${process.pid}-0123456789abcdef.tmp`]);
   const folder = join(root, 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data');
-  await writeFile(join(folder, '.x.bin.preservd-0123456789abcdef.tmp'), 'partial');
-  await writeFile(join(folder, '.nl\nname.txt.preservd-0123456789abcdef.tmp'), 'partial'); // a name may hold a newline
-  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 2);
   t.same((await readdir(folder)).sort(), ['big.bin', 'hello.txt']);
   t.equal(await readFile(join(folder, 'hello.txt'), 'utf8'), 'replaced bytes');
   // A name of NAME_MAX bytes: its temporary name must fit too.
