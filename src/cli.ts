@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `preservd` command (CLI.md): serve, user, token, grant, revoke, grants, validate, audit,
- * status, replicas, backup.
+ * status, replicas, backup, migrate.
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
  * does not pay for the daemon's (fastify, lmdb…).
  */
@@ -28,6 +28,9 @@ const HELP = `usage: preservd <command>
                                      oldest pending; exits 1 when any package lacks a verified copy
   backup DEST                        a consistent copy of the catalog into DEST (new or empty),
                                      safe while the daemon runs
+  migrate                            convert a repository of an earlier release (plain bag
+                                     folders) to OCFL storage roots, primary and replicas; the
+                                     daemon stopped; exit 0 done, 1 packages skipped, 2 could not run
 
 Configuration: PRESERVD_CONFIG (JSON file), PRESERVD_DATA_DIR, PRESERVD_HTTP_HOST,
 PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
@@ -98,6 +101,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./commands/replicas.js')).runReplicas(rest, io, config);
     case 'backup':
       return (await import('./commands/backup.js')).runBackup(rest, io, config);
+    case 'migrate':
+      return (await import('./commands/migrate.js')).runMigrate(rest, io, config);
     default:
       process.stderr.write(`preservd: unknown command "${command}"\n\n${HELP}`);
       return 2;

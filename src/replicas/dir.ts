@@ -5,12 +5,12 @@
  * the root, even after a kill), hashed on the way, fsync'ed, then linked to its name (which fails
  * if something is already there: never an overwrite unless asked) or, when a replacement is asked
  * for, renamed over it; the folder is fsync'ed after. The start-up write check writes there too.
- * Temporary files left by a killed daemon are removed by `abandonUnfinished`; they are the only
- * thing this module ever deletes.
+ * Temporary files left by a killed daemon are removed by `abandonUnfinished`; besides them, only
+ * `preservd migrate` deletes here (`removeOld`: files of the layout before OCFL).
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
+import { access, link, mkdir, open, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { DirReplicaConfig } from '../config/replicas.js';
@@ -228,6 +228,23 @@ export class DirTarget implements ReplicaTarget {
     } catch (err) {
       throw this.down(err);
     }
+  }
+
+  async removeOld(key: string): Promise<{ retainedUntil?: Date }> {
+    const path = this.path(key);
+    try {
+      await unlink(path).catch((err: unknown) => {
+        if (errorCode(err) !== 'ENOENT') throw err;
+      });
+      for (let folder = dirname(path); folder.startsWith(`${this.root}/`); folder = dirname(folder)) {
+        const left = await readdir(folder).catch(() => ['?']);
+        if (left.length > 0) break;
+        await rmdir(folder);
+      }
+    } catch (err) {
+      throw this.down(err);
+    }
+    return {};
   }
 
   /**

@@ -20,6 +20,7 @@ import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
   CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectLockConfigurationCommand,
   HeadBucketCommand,
   HeadObjectCommand,
@@ -252,6 +253,31 @@ export class S3Target implements ReplicaTarget {
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
+    }
+  }
+
+  async removeOld(key: string, signal?: AbortSignal): Promise<{ retainedUntil?: Date }> {
+    const Key = this.key(key);
+    const opts = signal ? { abortSignal: signal } : {};
+    try {
+      const head = await this.client
+        .send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), opts)
+        .catch((err: unknown) => {
+          if (isMissing(err)) return undefined;
+          throw err;
+        });
+      if (head === undefined) return {};
+      const until = head.ObjectLockRetainUntilDate;
+      if (until !== undefined && until.getTime() > Date.now()) return { retainedUntil: until };
+      // Its version by id, so that a versioned bucket (Object Lock) keeps no copy behind a delete marker.
+      const VersionId = head.VersionId;
+      await this.client.send(
+        new DeleteObjectCommand({ Bucket: this.config.bucket, Key, ...(VersionId ? { VersionId } : {}) }),
+        opts,
+      );
+      return {};
+    } catch (err) {
+      throw this.translate(err);
     }
   }
 
