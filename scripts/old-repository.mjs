@@ -37,11 +37,21 @@ try {
   const grant = d.cli(['grant', 'alice', 'content_manager', 'audio']);
   if (grant.code !== 0) throw new Error(grant.stderr);
   const bags = [
-    await ingestBag(d, alice, { 'a.txt': 'alpha\n', 'sub/dir/b.bin': Buffer.alloc(70_000, 7) }, { contentType: 'audio' }),
+    await ingestBag(
+      d,
+      alice,
+      { 'a.txt': 'alpha\n', 'sub/dir/b.bin': Buffer.alloc(70_000, 7) },
+      { contentType: 'audio' },
+    ),
     await ingestBag(d, alice, { 'é café.txt': 'unicode name\n', 'empty.txt': '' }, { contentType: 'audio' }),
     await ingestBag(d, admin, { 'x/y/z.dat': Buffer.from([0, 1, 2, 3, 255]) }, { algorithms: ['sha512'] }),
   ];
-  await ingestBag(d, alice, { 'bad.txt': 'x' }, { contentType: 'audio', corrupt: ['data/bad.txt'], expect: 'FAILED' });
+  await ingestBag(
+    d,
+    alice,
+    { 'bad.txt': 'x' },
+    { contentType: 'audio', corrupt: ['data/bad.txt'], expect: 'FAILED' },
+  );
   for (let i = 0; ; i++) {
     if (d.cli(['replicas']).code === 0) break;
     if (i > 600) throw new Error('the mirror did not verify every package');

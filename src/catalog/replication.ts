@@ -127,9 +127,17 @@ export class ReplicationStore {
    * OCFL object's): the files verified in a copy still pending become `verified`, and the paths
    * of its own wrong copies are renamed by `rename`; one transaction.
    */
-  movePaths(bagId: string, replica: string, verified: readonly string[], rename: (path: string) => string): void {
+  movePaths(
+    bagId: string,
+    replica: string,
+    verified: readonly string[],
+    rename: (path: string) => string,
+  ): void {
     this.catalog.transaction(() => {
-      for (const { key } of this.progress.getRange({ start: [replica, bagId], end: [replica, bagId, '\uffff'] }))
+      for (const { key } of this.progress.getRange({
+        start: [replica, bagId],
+        end: [replica, bagId, '\uffff'],
+      }))
         this.progress.removeSync(key);
       for (const path of verified) this.progress.putSync([replica, bagId, path], null);
       const copy = this.copies.get([bagId, replica]);

@@ -64,7 +64,7 @@ export async function migratePrimary(
   const total = catalog.packages.count();
   const known = new Set<string>();
   let done = 0;
-  for (let after = 0; ; ) {
+  for (let after = 0; ;) {
     const batch = [...catalog.packages.everyRecord(after, BATCH)];
     if (batch.length === 0) break;
     after = batch.at(-1)!.seq;

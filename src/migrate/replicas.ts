@@ -14,12 +14,7 @@ import { Readable } from 'node:stream';
 import type { Catalog } from '../catalog/catalog.js';
 import { failpoint } from '../failpoints.js';
 import { contentPathOf } from '../ocfl/layout.js';
-import {
-  copyPackage,
-  prepareReplicaRoot,
-  rootFiles,
-  type ReplicaTarget,
-} from '../replicas/index.js';
+import { copyPackage, prepareReplicaRoot, rootFiles, type ReplicaTarget } from '../replicas/index.js';
 import type { Storage } from '../storage/storage.js';
 import { oldStoragePath } from './old-layout.js';
 import type { Skipped } from './primary.js';
@@ -126,7 +121,8 @@ async function removeOldKeys(
     if (retainedUntil === undefined) out.removed++;
     else {
       out.retained++;
-      if (out.retainedUntil === undefined || retainedUntil > out.retainedUntil) out.retainedUntil = retainedUntil;
+      if (out.retainedUntil === undefined || retainedUntil > out.retainedUntil)
+        out.retainedUntil = retainedUntil;
     }
   }
 }
