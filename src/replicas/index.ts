@@ -13,7 +13,7 @@ import { S3Target } from './s3.js';
 import type { ReplicaTarget } from './target.js';
 
 export { copyPackage } from './copy.js';
-export { contentKey, contentPathOfFile, objectKey, objectPrefix } from './keys.js';
+export { contentKey, objectKey, objectPrefix } from './keys.js';
 export { prepareReplicaRoot, rootFiles } from './root.js';
 export { REPLICATION_PROBLEM_CODES } from './problems.js';
 export { Repairer } from './repair.js';
