@@ -51,7 +51,7 @@ export async function assembleObject(storage: Storage, bagId: string, inventory:
  * Writes an object's declaration, its head version's inventory and sidecar, and the same as the
  * root inventory; returns what it wrote (files and the head folder) for `flushAll`.
  */
-export async function writeObjectFiles(objectDir: string, inventory: Inventory): Promise<string[]> {
+async function writeObjectFiles(objectDir: string, inventory: Inventory): Promise<string[]> {
   const { json, sidecar } = inventoryBytes(inventory);
   const head = join(objectDir, inventory.head);
   await mkdir(head, { recursive: true, mode: 0o750 });
@@ -70,7 +70,7 @@ export async function writeObjectFiles(objectDir: string, inventory: Inventory):
 const SYNC_AT_ONCE = 16;
 
 /** Flushes files and folders to disk, SYNC_AT_ONCE at a time. */
-export async function flushAll(paths: readonly string[]): Promise<void> {
+async function flushAll(paths: readonly string[]): Promise<void> {
   const limit = pLimit(SYNC_AT_ONCE);
   await Promise.all(paths.map((path) => limit(() => syncPath(path))));
 }
