@@ -24,7 +24,7 @@ import { inSlot } from '../service/slots.js';
 import { Readable } from 'node:stream';
 import type { Storage } from '../storage/storage.js';
 import { contentPathOfFile, objectKey, objectPrefix } from './keys.js';
-import { objectFilesOf } from './object-files.js';
+import { objectFilesOf, type ObjectFile } from './object-files.js';
 import type { ReplicationProblem } from './problems.js';
 import {
   ReplicaDown,
@@ -64,15 +64,9 @@ export async function copyPackage(
   const todo = files.filter((f) => !opts.skip.has(contentPathOfFile(f))).sort((a, b) => b.size - a.size);
   const large = todo.filter((f) => f.size >= LARGE_BYTES);
   const small = todo.filter((f) => f.size < LARGE_BYTES);
-  // Read and checked before any content goes: a primary object that cannot be sent whole is not begun.
-  const objectFiles = await objectFilesOf(storage, bagId, files);
-  if (!Array.isArray(objectFiles))
-    return { kind: 'failed', problem: { ...objectFiles, replica: target.name } };
-  const lastly = objectFiles.filter((f) => !opts.skip.has(f.path));
-  const present = new Set<string>();
-  if (todo.length + lastly.length > 0)
-    for await (const object of target.list(objectPrefix(bagId), opts.signal))
-      present.add(object.key.replace(/^\/+/, ''));
+  const lastly = await objectFilesToSend(target, bagId, storage, files, opts.skip);
+  if (!Array.isArray(lastly)) return { kind: 'failed', problem: lastly };
+  const present = await keysOf(target, bagId, opts.signal);
   let written = 0;
   let verified = 0;
   let problem: ReplicationProblem | undefined;
@@ -106,10 +100,7 @@ export async function copyPackage(
     }
     try {
       const path = contentPathOfFile(file);
-      const expected = {
-        size: file.size,
-        sha256: file.digests.sha256! /* writeContent refused a file without one */,
-      };
+      const expected = { size: file.size, sha256: file.digests.sha256! /* writeContent needs one */ };
       const result = await reading(() => checkFile(target, bagId, path, expected, outcome, opts.signal));
       if (result !== undefined) problem ??= result;
       else {
@@ -141,24 +132,58 @@ export async function copyPackage(
     throw new Error(
       `copy of ${bagId} to ${target.name} ended with ${todo.length - verified} of ${todo.length} files neither verified nor failed`,
     );
-  // Content all verified: the declaration and inventories, one at a time, the root inventory last.
-  for (const file of lastly) {
-    const outcome = await writeObject(
-      target,
-      bagId,
-      file.path,
-      Readable.from([file.bytes]),
-      file,
-      present,
-      opts,
-    );
-    if (typeof outcome !== 'string') return { kind: 'failed', problem: outcome };
+  const last = await sendObjectFiles(target, bagId, lastly, present, opts);
+  if (typeof last !== 'number') return { kind: 'failed', problem: last };
+  const bytes = files.reduce((n, f) => n + f.size, 0);
+  return { kind: 'verified', files: files.length, bytes, written: written + last };
+}
+
+/**
+ * The object's own files to send (read from the primary and checked), those not verified before;
+ * read before any content goes, so a primary object that cannot be sent whole is not begun.
+ */
+async function objectFilesToSend(
+  target: ReplicaTarget,
+  bagId: string,
+  storage: Storage,
+  files: readonly FileRecord[],
+  skip: ReadonlySet<string>,
+): Promise<ObjectFile[] | ReplicationProblem> {
+  const objectFiles = await objectFilesOf(storage, bagId, files);
+  if (!Array.isArray(objectFiles)) return { ...objectFiles, replica: target.name };
+  return objectFiles.filter((f) => !skip.has(f.path));
+}
+
+/**
+ * Once all content is verified, the object's own files written and read back one at a time, in
+ * order (the root inventory last): how many were written, or the first problem.
+ */
+async function sendObjectFiles(
+  target: ReplicaTarget,
+  bagId: string,
+  objectFiles: readonly ObjectFile[],
+  present: ReadonlySet<string>,
+  opts: CopyOptions,
+): Promise<number | ReplicationProblem> {
+  let written = 0;
+  for (const file of objectFiles) {
+    const source = Readable.from([file.bytes]);
+    const outcome = await writeObject(target, bagId, file.path, source, file, present, opts);
+    if (typeof outcome !== 'string') return outcome;
     const result = await checkFile(target, bagId, file.path, file, outcome, opts.signal);
-    if (result !== undefined) return { kind: 'failed', problem: result };
+    if (result !== undefined) return result;
     if (outcome === 'written') written++;
     opts.onVerified(file.path, file.size);
   }
-  return { kind: 'verified', files: files.length, bytes: files.reduce((n, f) => n + f.size, 0), written };
+  return written;
+}
+
+/** The keys of the package's object on the replica, as the target names them. */
+async function keysOf(target: ReplicaTarget, bagId: string, signal: AbortSignal): Promise<Set<string>> {
+  const keys = new Set<string>();
+  for await (const object of target.list(objectPrefix(bagId), signal))
+    keys.add(object.key.replace(/^\/+/, ''));
+  return keys;
 }
 
 /** A bag file's content written from the primary object unless already there. Throws ReplicaDown (and aborts). */

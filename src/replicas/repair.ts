@@ -21,7 +21,7 @@ import type { DataLayout } from '../storage/layout.js';
 import type { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
 import { contentKey, objectKey } from './keys.js';
-import { objectFilesOf } from './object-files.js';
+import { objectFilesOf, type ObjectFile } from './object-files.js';
 import { ReplicaDown, type ExpectedFile, type ReplicaTarget } from './target.js';
 
 export interface RepairOptions {
@@ -162,60 +162,61 @@ export class Repairer implements Service {
         );
       }
     }
-    await this.repairObjectFiles(
-      bagId,
-      targets.filter((t) => whole.has(t.name)),
-      record,
-      report,
-      signal,
-    );
-    for (const name of whole) {
-      const copy = catalog.replication.get(bagId, name);
-      if (copy !== undefined && copy.status !== 'verified') catalog.replication.repaired(bagId, name);
-    }
+    await this.repairObjectFiles(bagId, whole, { record, report, signal });
     return report;
   }
 
   /**
    * After the content, a replica object's declaration and inventories that are missing or differ
    * from the primary's are rewritten from the primary's (read and checked by objectFilesOf), the
-   * root inventory last. A primary object whose own are not right restores nothing.
+   * root inventory last. A primary object whose own are not right restores nothing. Then the
+   * replicas whose copy is whole again are marked repaired.
    */
   private async repairObjectFiles(
     bagId: string,
-    targets: readonly ReplicaTarget[],
-    record: (outcome: 'success' | 'failure', detail: string) => void,
-    report: RepairReport,
-    signal: AbortSignal,
+    replicas: ReadonlySet<string>,
+    run: {
+      record: (outcome: 'success' | 'failure', detail: string) => void;
+      report: RepairReport;
+      signal: AbortSignal;
+    },
   ): Promise<void> {
-    if (targets.length === 0) return;
-    const files = await objectFilesOf(this.opts.storage, bagId, this.opts.catalog.files.list(bagId));
-    if (!Array.isArray(files)) {
+    const { record, report, signal } = run;
+    const whole = new Set(replicas);
+    const targets = this.opts.targets.filter((t) => whole.has(t.name));
+    const files =
+      targets.length === 0
+        ? []
+        : await objectFilesOf(this.opts.storage, bagId, this.opts.catalog.files.list(bagId));
+    if (!Array.isArray(files))
       this.opts.logger.warn(
         { bagId, ...files },
         `repair of ${bagId}: the primary object's ${files.path} cannot be sent (${files.detail})`,
       );
-      return;
-    }
-    for (const target of targets)
-      for (const file of files) {
+    for (const target of Array.isArray(files) ? targets : [])
+      for (const file of files as ObjectFile[]) {
         signal.throwIfAborted();
         const key = objectKey(bagId, file.path);
         if ((await target.readBack(key, file, { signal })).kind === 'match') continue;
         await target.write(key, Readable.from([file.bytes]), file, { replace: true, signal });
-        const back = await target.readBack(key, file, { signal });
         const where = describePlace(target.name);
-        if (back.kind !== 'match') {
+        if ((await target.readBack(key, file, { signal })).kind !== 'match') {
+          whole.delete(target.name);
           report.unrecoverable++;
           record(
             'failure',
             `${file.path}: rewritten on ${where} from the primary copy, but it still does not read back as written`,
           );
-          continue;
+          break;
         }
         report.restored++;
         record('success', `${file.path}: restored on ${where} from the primary copy`);
       }
+    for (const name of whole) {
+      const copy = this.opts.catalog.replication.get(bagId, name);
+      if (copy !== undefined && copy.status !== 'verified')
+        this.opts.catalog.replication.repaired(bagId, name);
+    }
   }
 
   private async openSource(
