@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `preservd` command (CLI.md): serve, user, token, grant, revoke, grants, validate, audit,
- * status, replicas, backup, rebuild.
+ * status, replicas, backup, rebuild, migrate.
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
  * does not pay for the daemon's (fastify, lmdb…).
  */
@@ -31,6 +31,9 @@ const HELP = `usage: preservd <command>
   rebuild --from NAME [--no-verify]  a new catalog from one storage root (primary or a replica);
                                      daemon stopped, catalog empty; exit 0 all rebuilt, 1 objects
                                      skipped, 2 could not run; run again after a kill to go on
+  migrate                            convert a repository of an earlier release (plain bag
+                                     folders) to OCFL storage roots, primary and replicas; the
+                                     daemon stopped; exit 0 done, 1 packages skipped, 2 could not run
 
 Configuration: PRESERVD_CONFIG (JSON file), PRESERVD_DATA_DIR, PRESERVD_HTTP_HOST,
 PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
@@ -105,6 +108,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./commands/backup.js')).runBackup(rest, io, config);
     case 'rebuild':
       return (await import('./commands/rebuild.js')).runRebuild(rest, io, config);
+    case 'migrate':
+      return (await import('./commands/migrate.js')).runMigrate(rest, io, config);
     default:
       process.stderr.write(`preservd: unknown command "${command}"\n\n${HELP}`);
       return 2;

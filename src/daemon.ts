@@ -278,7 +278,7 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): H
               targets,
               (replica) => catalog.replication.get(bagId, replica)?.status === 'verified',
               bagId,
-              record.path,
+              record,
               range,
             ),
         }

@@ -264,17 +264,23 @@ export class Catalog implements Transactor {
   }
 
   /**
-   * The other processes that have this catalog open (the daemon, a command beside it): LMDB's
-   * reader table, after the slots of processes that died (a kill -9) are cleared.
+   * The processes that have the catalog of `layout` open (the daemon, a command beside it),
+   * other than this one: LMDB's reader table, after the slots of processes that died (a kill -9)
+   * are cleared. Opened read-only and without the schema check, so an older daemon is seen too.
    */
-  otherProcesses(): number[] {
-    this.root.readerCheck();
-    const pids = new Set<number>();
-    for (const line of String(this.root.readerList()).split('\n')) {
-      const pid = Number(/^\s*(\d+)\s/.exec(line)?.[1]);
-      if (Number.isSafeInteger(pid) && pid !== process.pid) pids.add(pid);
+  static otherProcesses(layout: Pick<DataLayout, 'catalog'>): number[] {
+    const root = open({ path: layout.catalog, maxDbs: 64, compression: false, readOnly: true });
+    try {
+      root.readerCheck();
+      const pids = new Set<number>();
+      for (const line of String(root.readerList()).split('\n')) {
+        const pid = Number(/^\s*(\d+)\s/.exec(line)?.[1]);
+        if (Number.isSafeInteger(pid) && pid !== process.pid) pids.add(pid);
+      }
+      return [...pids];
+    } finally {
+      void root.close();
     }
-    return [...pids];
   }
 
   /** Size of the LMDB data file, for metrics. */

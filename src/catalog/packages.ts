@@ -249,6 +249,18 @@ export class PackageStore {
     if (current !== undefined) this.packages.putSync(bagId, { ...current, version: nextVersion(current) });
   }
 
+  /**
+   * A stored package's folder moved in storage (`preservd migrate`: to its OCFL object): its
+   * `storagePath` changes, nothing the API shows does (`updatedAt` kept).
+   */
+  moveStored(bagId: string, storagePath: string): void {
+    this.catalog.transaction(() => {
+      const current = this.packages.get(bagId);
+      if (current === undefined || !current.stored) throw new Error(`no stored package ${bagId}`);
+      this.packages.putSync(bagId, { ...current, storagePath, version: nextVersion(current) });
+    });
+  }
+
   /** Marks a package stored (its files recorded before: FileStore). */
   markStored(bagId: string, storagePath: string): Package {
     return this.catalog.transaction(() => {

@@ -123,6 +123,30 @@ export class ReplicationStore {
   }
 
   /**
+   * The copy's bookkeeping moved to new paths (`preservd migrate`: the replica's keys became an
+   * OCFL object's): the files verified in a copy still pending become `verified`, and the paths
+   * of its own wrong copies are renamed by `rename`; one transaction.
+   */
+  movePaths(
+    bagId: string,
+    replica: string,
+    verified: readonly string[],
+    rename: (path: string) => string,
+  ): void {
+    this.catalog.transaction(() => {
+      for (const { key } of this.progress.getRange({
+        start: [replica, bagId],
+        end: [replica, bagId, '\uffff'],
+      }))
+        this.progress.removeSync(key);
+      for (const path of verified) this.progress.putSync([replica, bagId, path], null);
+      const copy = this.copies.get([bagId, replica]);
+      if (copy?.ownWrongCopies !== undefined)
+        this.copies.putSync([bagId, replica], { ...copy, ownWrongCopies: copy.ownWrongCopies.map(rename) });
+    });
+  }
+
+  /**
    * The copy is complete and verified: status, counts and the event in one transaction; the
    * progress kept while copying is dropped. Undefined (nothing written) when it already was.
    */

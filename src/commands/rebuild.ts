@@ -94,6 +94,9 @@ function targetOf(from: string, config: Config, layout: DataLayout): ReplicaTarg
  */
 async function refusalOf(layout: DataLayout, from: string): Promise<string | undefined> {
   if (!existsSync(join(layout.catalog, 'data.mdb'))) return undefined;
+  const others = Catalog.otherProcesses(layout);
+  if (others.length > 0)
+    return `the catalog is open in another process (pid ${others.join(', ')}): stop the daemon first`;
   let catalog: Catalog;
   try {
     catalog = Catalog.open(layout, { readOnly: true });
@@ -101,9 +104,6 @@ async function refusalOf(layout: DataLayout, from: string): Promise<string | und
     return `the catalog in ${layout.catalog} cannot be read as an empty one (${(err as Error).message})`;
   }
   try {
-    const others = catalog.otherProcesses();
-    if (others.length > 0)
-      return `the catalog is open in another process (pid ${others.join(', ')}): stop the daemon first`;
     const marker = catalog.records.rebuild();
     if (marker !== undefined)
       return marker.from === from

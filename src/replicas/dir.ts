@@ -1,15 +1,17 @@
 /**
- * A replica in a folder on another filesystem (a second disk, an NFS mount). Each file is written
- * to a temporary name beside its place, hashed on the way, fsync'ed, then linked to its name
- * (which fails if something is already there: never an overwrite unless asked) or, when a
- * replacement is asked for, renamed over it; the folder is fsync'ed after. A reader never sees a
- * half-written file under a real name. Temporary files left by a killed daemon are removed by
- * `abandonUnfinished`; they are the only thing this module ever deletes.
+ * A replica in a folder on another filesystem (a second disk, an NFS mount), an OCFL storage
+ * root (root.ts). Each file is written to a temporary name in the scratch folder beside the root
+ * (`<path>.preservd-tmp/`, on the same filesystem, so nothing but whole files ever appears under
+ * the root, even after a kill), hashed on the way, fsync'ed, then linked to its name (which fails
+ * if something is already there: never an overwrite unless asked) or, when a replacement is asked
+ * for, renamed over it; the folder is fsync'ed after. The start-up write check writes there too.
+ * Temporary files left by a killed daemon are removed by `abandonUnfinished`; besides them, only
+ * `preservd migrate` deletes here (`removeOld`: files of the layout before OCFL).
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, link, mkdir, open, readdir, rename, stat, unlink } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { access, link, mkdir, open, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { DirReplicaConfig } from '../config/replicas.js';
 import { errorCode } from '../fs/errors.js';
@@ -26,13 +28,10 @@ import {
   type WriteSource,
 } from './target.js';
 
-/** Our temporary files: `.<name>.preservd-<hex>.tmp` (a name may hold a newline: `s`). */
-const TEMPORARY = /^\..*\.preservd-[0-9a-f]{16}\.tmp$/s;
-/**
- * Characters of a file's name kept in its temporary name: at most 4 bytes each, so that with the
- * 31 bytes around them the name stays within NAME_MAX (255 bytes) when the file's own is 255.
- */
-const NAME_IN_TEMPORARY = 48;
+/** Our temporary files in the scratch folder: `<pid>-<hex>.tmp`, the pid of the daemon writing it. */
+const TEMPORARY = /^([0-9]+)-[0-9a-f]{16}\.tmp$/;
+/** The scratch folder's name beside the root: `<root>` + this. */
+const SCRATCH_SUFFIX = '.preservd-tmp';
 
 /** Errors that say the folder as a whole is unavailable (unmounted, full, read-only), not one file. */
 const DOWN_CODES = new Set([
@@ -53,10 +52,14 @@ export class DirTarget implements ReplicaTarget {
   readonly name: string;
   readonly where: string;
   private readonly root: string;
+  /** Where files are written before they are linked into the root. */
+  private readonly scratch: string;
+  private scratchMade = false;
 
   constructor(config: DirReplicaConfig) {
     this.name = config.name;
     this.root = config.path;
+    this.scratch = `${config.path.replace(/\/+$/, '')}${SCRATCH_SUFFIX}`;
     this.where = `folder ${config.path}`;
   }
 
@@ -77,16 +80,33 @@ export class DirTarget implements ReplicaTarget {
       );
     try {
       await access(this.root, constants.W_OK);
-      const probe = join(this.root, `.preservd-write-check.${randomBytes(8).toString('hex')}`);
-      const handle = await open(probe, 'wx', 0o640);
-      await handle.close();
-      await unlink(probe);
     } catch (err) {
       throw new ReplicaUnusable(
         `replica ${this.name}: folder ${this.root} cannot be written (${errorCode(err)})`,
         { cause: err },
       );
     }
+    // The write check in the scratch folder, never under the root.
+    try {
+      await mkdir(this.scratch, { recursive: true, mode: 0o750 });
+      const probe = this.temporaryName();
+      const handle = await open(probe, 'wx', 0o640);
+      await handle.close();
+      await unlink(probe);
+    } catch (err) {
+      throw new ReplicaUnusable(
+        `replica ${this.name}: its scratch folder ${this.scratch}, beside ${this.root}, cannot be made or written (${errorCode(err)}); preservd writes each file there first`,
+        { cause: err },
+      );
+    }
+    if ((await stat(this.scratch)).dev !== info.dev)
+      throw new ReplicaUnusable(
+        `replica ${this.name}: its scratch folder ${this.scratch} is on another filesystem than ${this.root}, so files cannot be renamed from it; make the replica's path a folder inside the mounted filesystem (e.g. ${join(this.root, 'preservd')}; docs/replicas.md)`,
+      );
+  }
+
+  private temporaryName(): string {
+    return join(this.scratch, `${process.pid}-${randomBytes(8).toString('hex')}.tmp`);
   }
 
   async write(
@@ -98,8 +118,7 @@ export class DirTarget implements ReplicaTarget {
     const source = streamOf(from, expected.size + 1);
     const target = this.path(key);
     const folder = dirname(target);
-    const stem = Array.from(basename(target)).slice(0, NAME_IN_TEMPORARY).join('');
-    const temporary = join(folder, `.${stem}.preservd-${randomBytes(8).toString('hex')}.tmp`);
+    const temporary = this.temporaryName();
     try {
       if (
         !opts.replace &&
@@ -113,6 +132,8 @@ export class DirTarget implements ReplicaTarget {
         return 'exists';
       }
       await mkdir(folder, { recursive: true, mode: 0o750 });
+      if (!this.scratchMade) await mkdir(this.scratch, { recursive: true, mode: 0o750 });
+      this.scratchMade = true;
       const handle = await open(temporary, 'wx', 0o640);
       try {
         const checked = source.pipe(new CheckedPassThrough(expected));
@@ -199,8 +220,7 @@ export class DirTarget implements ReplicaTarget {
       for (const entry of entries) {
         const key = `${rel}/${entry.name}`;
         if (entry.isDirectory()) yield* walk(root, key);
-        else if (!TEMPORARY.test(entry.name))
-          yield { key, size: entry.isFile() ? (await stat(join(root, key))).size : -1 };
+        else yield { key, size: entry.isFile() ? (await stat(join(root, key))).size : -1 };
       }
     };
     try {
@@ -210,25 +230,45 @@ export class DirTarget implements ReplicaTarget {
     }
   }
 
-  async abandonUnfinished(prefix: string): Promise<number> {
+  async removeOld(key: string): Promise<{ retainedUntil?: Date }> {
+    const path = this.path(key);
+    try {
+      await unlink(path).catch((err: unknown) => {
+        if (errorCode(err) !== 'ENOENT') throw err;
+      });
+      for (let folder = dirname(path); folder.startsWith(`${this.root}/`); folder = dirname(folder)) {
+        const left = await readdir(folder).catch(() => ['?']);
+        if (left.length > 0) break;
+        await rmdir(folder);
+      }
+    } catch (err) {
+      throw this.down(err);
+    }
+    return {};
+  }
+
+  /**
+   * Removes the temporary files an earlier run (another pid) left in the scratch folder, whatever
+   * package they were for (they are never under the root, so `prefix` does not narrow them down);
+   * this run's own, in flight, stay.
+   */
+  async abandonUnfinished(): Promise<number> {
     let removed = 0;
-    const sweep = async (rel: string): Promise<void> => {
-      let entries;
-      try {
-        entries = await readdir(join(this.root, rel), { withFileTypes: true });
-      } catch (err) {
-        if (errorCode(err) === 'ENOENT' || errorCode(err) === 'ENOTDIR') return;
-        throw this.down(err);
-      }
-      for (const entry of entries) {
-        if (entry.isDirectory()) await sweep(`${rel}/${entry.name}`);
-        else if (TEMPORARY.test(entry.name)) {
-          await unlink(join(this.root, rel, entry.name));
-          removed++;
-        }
-      }
-    };
-    await sweep(prefix.replace(/\/+$/, ''));
+    let names: string[];
+    try {
+      names = await readdir(this.scratch);
+    } catch (err) {
+      if (errorCode(err) === 'ENOENT') return 0;
+      throw this.down(err);
+    }
+    for (const name of names) {
+      const pid = TEMPORARY.exec(name)?.[1];
+      if (pid === undefined || Number(pid) === process.pid) continue;
+      await unlink(join(this.scratch, name)).catch((err: unknown) => {
+        if (errorCode(err) !== 'ENOENT') throw this.down(err);
+      });
+      removed++;
+    }
     return removed;
   }
 

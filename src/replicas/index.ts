@@ -7,11 +7,14 @@
 import type { Readable } from 'node:stream';
 import type { ReplicaConfig } from '../config/replicas.js';
 import { DirTarget } from './dir.js';
-import { objectKey } from './keys.js';
+import { contentKey } from './keys.js';
+import { prepareReplicaRoot } from './root.js';
 import { S3Target } from './s3.js';
 import type { ReplicaTarget } from './target.js';
 
-export { objectKey, packagePrefix } from './keys.js';
+export { copyPackage } from './copy.js';
+export { contentKey, objectKey, objectPrefix } from './keys.js';
+export { prepareReplicaRoot, rootFiles } from './root.js';
 export { REPLICATION_PROBLEM_CODES } from './problems.js';
 export { Repairer } from './repair.js';
 export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';
@@ -25,9 +28,18 @@ export function targetsFor(
   return replicas.map((r) => (r.kind === 's3' ? new S3Target(r, env) : new DirTarget(r)));
 }
 
-/** Every target's start-up check, together; rejects with every problem found, one per line. */
+/**
+ * Every target's start-up check, then its OCFL root files (written when first used, before any
+ * object), all targets together; rejects with every problem found, one per line.
+ */
 export async function checkTargets(targets: readonly ReplicaTarget[]): Promise<void> {
-  const results = await Promise.allSettled(targets.map((t) => t.check(AbortSignal.timeout(30_000))));
+  const results = await Promise.allSettled(
+    targets.map(async (t) => {
+      const signal = AbortSignal.timeout(30_000);
+      await t.check(signal);
+      await prepareReplicaRoot(t, signal);
+    }),
+  );
   const problems = results.flatMap((r) => (r.status === 'rejected' ? [(r.reason as Error).message] : []));
   if (problems.length > 0) throw new Error(`a replica cannot be used:\n  ${problems.join('\n  ')}`);
 }
@@ -40,13 +52,13 @@ export async function openFromReplica(
   targets: readonly ReplicaTarget[],
   verified: (replica: string) => boolean,
   bagId: string,
-  path: string,
+  file: { path: string; contentPath?: string },
   range: { start: number; end: number },
 ): Promise<Readable | undefined> {
   for (const target of targets) {
     if (!verified(target.name)) continue;
     try {
-      const stream = await target.open(objectKey(bagId, path), range);
+      const stream = await target.open(contentKey(bagId, file), range);
       if (stream !== undefined) return stream;
     } catch {
       // this replica cannot serve it now; try the next

@@ -6,7 +6,7 @@
  */
 import { defineProblems } from '../problems.js';
 
-/** What every replication problem names: the replica, the file (relative to the bag root), and what was found. */
+/** What every replication problem names: the replica, the file (its path in the OCFL object), and what was found. */
 interface OnReplica {
   replica: string;
   path: string;

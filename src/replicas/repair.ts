@@ -12,7 +12,7 @@
 import { constants } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import type { Readable } from 'node:stream';
+import { Readable } from 'node:stream';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
@@ -20,7 +20,8 @@ import { ServiceLoop, type Service } from '../service/service.js';
 import type { DataLayout } from '../storage/layout.js';
 import type { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
-import { objectKey } from './keys.js';
+import { contentKey, objectKey } from './keys.js';
+import { objectFilesOf, type ObjectFile } from './object-files.js';
 import { ReplicaDown, type ExpectedFile, type ReplicaTarget } from './target.js';
 
 export interface RepairOptions {
@@ -112,7 +113,7 @@ export class Repairer implements Service {
       for (const target of targets) {
         if (unavailable.has(target.name)) continue;
         try {
-          const back = await target.readBack(objectKey(bagId, file.path), expected, { signal });
+          const back = await target.readBack(contentKey(bagId, file), expected, { signal });
           (back.kind === 'match' ? good : bad).add(target.name);
         } catch (err) {
           if (!(err instanceof ReplicaDown)) throw err;
@@ -140,8 +141,8 @@ export class Repairer implements Service {
           await restorePrimary(storage.layout, storage.storedFilePath(bagId, file), source, expected, signal);
         else {
           const target = this.opts.targets.find((t) => t.name === place)!;
-          await target.write(objectKey(bagId, file.path), source, expected, { replace: true, signal });
-          const back = await target.readBack(objectKey(bagId, file.path), expected, { signal });
+          await target.write(contentKey(bagId, file), source, expected, { replace: true, signal });
+          const back = await target.readBack(contentKey(bagId, file), expected, { signal });
           if (back.kind !== 'match') {
             whole.delete(place);
             report.unrecoverable++;
@@ -161,11 +162,61 @@ export class Repairer implements Service {
         );
       }
     }
-    for (const name of whole) {
-      const copy = catalog.replication.get(bagId, name);
-      if (copy !== undefined && copy.status !== 'verified') catalog.replication.repaired(bagId, name);
-    }
+    await this.repairObjectFiles(bagId, whole, { record, report, signal });
     return report;
+  }
+
+  /**
+   * After the content, a replica object's declaration and inventories that are missing or differ
+   * from the primary's are rewritten from the primary's (read and checked by objectFilesOf), the
+   * root inventory last. A primary object whose own are not right restores nothing. Then the
+   * replicas whose copy is whole again are marked repaired.
+   */
+  private async repairObjectFiles(
+    bagId: string,
+    replicas: ReadonlySet<string>,
+    run: {
+      record: (outcome: 'success' | 'failure', detail: string) => void;
+      report: RepairReport;
+      signal: AbortSignal;
+    },
+  ): Promise<void> {
+    const { record, report, signal } = run;
+    const whole = new Set(replicas);
+    const targets = this.opts.targets.filter((t) => whole.has(t.name));
+    const files =
+      targets.length === 0
+        ? []
+        : await objectFilesOf(this.opts.storage, bagId, this.opts.catalog.files.list(bagId));
+    if (!Array.isArray(files))
+      this.opts.logger.warn(
+        { bagId, ...files },
+        `repair of ${bagId}: the primary object's ${files.path} cannot be sent (${files.detail})`,
+      );
+    for (const target of Array.isArray(files) ? targets : [])
+      for (const file of files as ObjectFile[]) {
+        signal.throwIfAborted();
+        const key = objectKey(bagId, file.path);
+        if ((await target.readBack(key, file, { signal })).kind === 'match') continue;
+        await target.write(key, Readable.from([file.bytes]), file, { replace: true, signal });
+        const where = describePlace(target.name);
+        if ((await target.readBack(key, file, { signal })).kind !== 'match') {
+          whole.delete(target.name);
+          report.unrecoverable++;
+          record(
+            'failure',
+            `${file.path}: rewritten on ${where} from the primary copy, but it still does not read back as written`,
+          );
+          break;
+        }
+        report.restored++;
+        record('success', `${file.path}: restored on ${where} from the primary copy`);
+      }
+    for (const name of whole) {
+      const copy = this.opts.catalog.replication.get(bagId, name);
+      if (copy !== undefined && copy.status !== 'verified')
+        this.opts.catalog.replication.repaired(bagId, name);
+    }
   }
 
   private async openSource(
@@ -183,7 +234,7 @@ export class Repairer implements Service {
     }
     const stream = await this.opts.targets
       .find((t) => t.name === from)!
-      .open(objectKey(bagId, file.path), undefined, signal);
+      .open(contentKey(bagId, file), undefined, signal);
     if (stream === undefined)
       throw new Error(`${file.path} vanished from replica ${from} while it was being repaired`);
     return stream;

@@ -17,7 +17,7 @@ import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
 import { copyPackage, type CopyOutcome } from './copy.js';
-import { packagePrefix } from './keys.js';
+import { objectPrefix } from './keys.js';
 import { describeReplicationProblem } from './problems.js';
 import { ReplicaDown, type ReplicaTarget } from './target.js';
 
@@ -174,7 +174,7 @@ export class Replicator implements Service {
       recordedAt = Date.now();
     };
     try {
-      const abandoned = await target.abandonUnfinished(packagePrefix(bagId), signal);
+      const abandoned = await target.abandonUnfinished(objectPrefix(bagId), signal);
       if (abandoned > 0)
         this.logger.info(
           { bagId, replica, abandoned },

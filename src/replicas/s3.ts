@@ -19,14 +19,16 @@ import { Agent } from 'node:https';
 import type { Readable } from 'node:stream';
 import {
   AbortMultipartUploadCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
   GetObjectLockConfigurationCommand,
   HeadBucketCommand,
   HeadObjectCommand,
   ListMultipartUploadsCommand,
   ListObjectsV2Command,
-  PutObjectCommand,
   PutObjectRetentionCommand,
   S3Client,
+  UploadPartCommand,
   type PutObjectCommandInput,
 } from '@aws-sdk/client-s3';
 import type { S3ReplicaConfig } from '../config/replicas.js';
@@ -44,8 +46,11 @@ import {
   type WriteSource,
 } from './target.js';
 
-/** Where the start-up check writes (and keeps: nothing is deleted) a small object. */
-const WRITE_CHECK_KEY = '.preservd/write-check';
+/**
+ * The start-up write check's key, under the prefix: a multipart upload begun, one part sent and
+ * aborted, so that no object ever appears in the OCFL root (and none is kept under retention).
+ */
+const WRITE_CHECK_KEY = '.preservd-write-check';
 
 interface S3Failure {
   name?: string;
@@ -150,15 +155,25 @@ export class S3Target implements ReplicaTarget {
         );
     }
     try {
-      await this.client.send(
-        new PutObjectCommand({
-          Bucket: bucket,
-          Key: this.key(WRITE_CHECK_KEY),
-          Body: `${new Date().toISOString()}\n`,
-          ...this.lockParams(),
-        }),
+      const Key = this.key(WRITE_CHECK_KEY);
+      const { UploadId } = await this.client.send(
+        new CreateMultipartUploadCommand({ Bucket: bucket, Key }),
         opts,
       );
+      try {
+        await this.client.send(
+          new UploadPartCommand({
+            Bucket: bucket,
+            Key,
+            UploadId,
+            PartNumber: 1,
+            Body: `${new Date().toISOString()}\n`,
+          }),
+          opts,
+        );
+      } finally {
+        await this.client.send(new AbortMultipartUploadCommand({ Bucket: bucket, Key, UploadId }), opts);
+      }
     } catch (err) {
       throw new ReplicaUnusable(`replica ${this.name}: ${this.where} refuses writes: ${reasonOf(err)}`, {
         cause: err,
@@ -238,6 +253,31 @@ export class S3Target implements ReplicaTarget {
     } catch (err) {
       if (isMissing(err)) return undefined;
       throw err;
+    }
+  }
+
+  async removeOld(key: string, signal?: AbortSignal): Promise<{ retainedUntil?: Date }> {
+    const Key = this.key(key);
+    const opts = signal ? { abortSignal: signal } : {};
+    try {
+      const head = await this.client
+        .send(new HeadObjectCommand({ Bucket: this.config.bucket, Key }), opts)
+        .catch((err: unknown) => {
+          if (isMissing(err)) return undefined;
+          throw err;
+        });
+      if (head === undefined) return {};
+      const until = head.ObjectLockRetainUntilDate;
+      if (until !== undefined && until.getTime() > Date.now()) return { retainedUntil: until };
+      // Its version by id, so that a versioned bucket (Object Lock) keeps no copy behind a delete marker.
+      const VersionId = head.VersionId;
+      await this.client.send(
+        new DeleteObjectCommand({ Bucket: this.config.bucket, Key, ...(VersionId ? { VersionId } : {}) }),
+        opts,
+      );
+      return {};
+    } catch (err) {
+      throw this.translate(err);
     }
   }
 

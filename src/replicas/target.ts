@@ -100,6 +100,12 @@ export interface ReplicaTarget {
   ): Promise<Readable | undefined>;
   /** Every object whose key starts with `prefix`, with its size, keys relative like `prefix`'s. */
   list(prefix: string, signal?: AbortSignal): AsyncIterable<{ key: string; size: number }>;
+  /**
+   * Deletes one object of the layout before OCFL, and the folders it leaves empty (`preservd
+   * migrate` only, once the package's OCFL object on this replica verified): `retainedUntil`
+   * when S3 Object Lock retention keeps it (it stays).
+   */
+  removeOld(key: string, signal?: AbortSignal): Promise<{ retainedUntil?: Date }>;
   /** Drops writes left unfinished under `prefix` by an earlier run (S3 multipart uploads); their number. */
   abandonUnfinished(prefix: string, signal?: AbortSignal): Promise<number>;
   close(): void;

@@ -41,11 +41,20 @@ export async function prepareStorageRoot(layout: DataLayout): Promise<void> {
       `${root} ${what}; stop here and run \`preservd migrate\` to convert it to OCFL 1.1, then start again (docs/operators.md, Upgrades)`,
     );
   }
+  await writeRootFiles(layout);
+}
+
+/**
+ * Writes the root's declaration and layout files that are missing, whatever else the folder
+ * holds (`preservd migrate` does so first, beside the bags it is about to convert).
+ */
+export async function writeRootFiles(layout: DataLayout): Promise<void> {
   // The declaration first: from then on the folder is a root, and a start after a crash here
   // finds it and writes the layout files that are missing.
-  if (!declared) await placeFile(layout, ROOT_DECLARATION.name, ROOT_DECLARATION.text);
+  if (!(await exists(join(layout.storage, ROOT_DECLARATION.name))))
+    await placeFile(layout, ROOT_DECLARATION.name, ROOT_DECLARATION.text);
   for (const { path, text } of layoutFiles()) {
-    if (!(await exists(join(root, path)))) await placeFile(layout, path, text);
+    if (!(await exists(join(layout.storage, path)))) await placeFile(layout, path, text);
   }
 }
 

@@ -210,14 +210,14 @@ t.test(
     const { cp, mkdtemp, rm, writeFile } = await import('node:fs/promises');
     const { tmpdir } = await import('node:os');
     const { join } = await import('node:path');
-    const { targetsFor, objectKey } = await import('../../src/replicas/index.js');
+    const { targetsFor, contentKey, objectPrefix } = await import('../../src/replicas/index.js');
     const w = await makeWorld(t, { packages: 2, audit: { everyDays: 1, repair: 'auto' } });
     const mirror = await mkdtemp(join(tmpdir(), 'preservd-mirror-'));
     t.teardown(() => rm(mirror, { recursive: true, force: true }));
-    // Each package's copy on the dir replica, byte for byte, recorded verified.
+    t.teardown(() => rm(`${mirror}.preservd-tmp`, { recursive: true, force: true }));
+    // Each package's object on the dir replica, byte for byte (content and inventories), recorded verified.
     for (const p of w.packages) {
-      for (const f of p.files)
-        await cp(join(p.dir, f.path), join(mirror, objectKey(p.bagId, f.path)), { recursive: true });
+      await cp(join(p.dir, '..', '..'), join(mirror, objectPrefix(p.bagId)), { recursive: true });
       w.catalog.replication.enqueue(p.bagId, ['mirror'], p.bytes);
       w.catalog.replication.verified(p.bagId, 'mirror', () =>
         w.catalog.events.add({
@@ -230,7 +230,10 @@ t.test(
       );
     }
     const bad = w.packages[1]!;
-    await writeFile(join(mirror, objectKey(bad.bagId, 'data/hello.txt')), 'tampered on the replica\n');
+    await writeFile(
+      join(mirror, contentKey(bad.bagId, { path: 'data/hello.txt' })),
+      'tampered on the replica\n',
+    );
 
     const repairs: string[] = [];
     const replicas = {

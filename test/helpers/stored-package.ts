@@ -1,7 +1,7 @@
 /**
  * Test fixture: a stored package as ingest leaves it, without running ingest. The bag is written
  * by `makeBag` (a valid BagIt 1.0 bag) into staging/, recorded in the catalog (packages.create,
- * putFiles: every file, tag files too: size, CRC-32 and a digest per manifest algorithm plus
+ * files.put: every file, tag files too: size, CRC-32 and a digest per manifest algorithm plus
  * sha256, computed here from the bytes on disk), made an OCFL object in the storage root by the
  * ingest's own code (storage/assembly.ts; the root prepared as the daemon does), then markStored.
  * The one way tests make a stored package without ingest (the download fixture builds on it).

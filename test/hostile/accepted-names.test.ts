@@ -11,11 +11,10 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import t from 'tap';
-import { packagePrefix } from '../../src/replicas/index.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { filesUnder } from '../helpers/walk.js';
-import { dirBytes, replicaFolder, replicaStates } from '../replicas/fixtures/replica-world.js';
+import { contentFolder, dirBytes, replicaFolder, replicaStates } from '../replicas/fixtures/replica-world.js';
 import { newRequest, resealTagManifests } from './fixtures/attack.js';
 
 const NFC = 'caf\u00e9';
@@ -220,7 +219,7 @@ t.test('names the validator accepts go through zip, audit and a dir replica', as
     'the dir replica verified',
     { states },
   );
-  const prefix = packagePrefix(req.bag_id).slice(0, -1);
+  const prefix = contentFolder(req.bag_id);
   t.same(
     filesUnder(join(mirror, prefix), { regularOnly: true }).sort(),
     bagFiles,

@@ -12,8 +12,10 @@ import { dirname, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
+import { firstInventory, inventoryBytes } from '../../src/ocfl/inventory.js';
+import { objectIdOf } from '../../src/ocfl/layout.js';
 import { copyPackage } from '../../src/replicas/copy.js';
-import { objectKey, targetsFor, type ReplicaTarget } from '../../src/replicas/index.js';
+import { contentKey, targetsFor, type ReplicaTarget } from '../../src/replicas/index.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
 
@@ -42,7 +44,21 @@ t.test(
         digests: { sha256: createHash('sha256').update(bytes).digest('hex') },
       });
     }
+    // The object's declaration and inventories beside its content, as ingest leaves them.
+    const inventory = firstInventory(
+      objectIdOf(BAG_ID),
+      files.map((f) => ({ path: f.path, digests: { sha256: f.digests.sha256! } })),
+      { created: Date.now(), user: 'alice', message: 'deposit' },
+    );
+    const { json, sidecar } = inventoryBytes(inventory);
+    const object = storage.objectDir(BAG_ID);
+    await writeFile(join(object, '0=ocfl_object_1.1'), 'ocfl_object_1.1\n');
+    for (const folder of ['', 'v1/']) {
+      await writeFile(join(object, `${folder}inventory.json`), json);
+      await writeFile(join(object, `${folder}inventory.json.sha256`), sidecar);
+    }
     const [dir] = targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]);
+    t.teardown(() => rm(`${mirror}.preservd-tmp`, { recursive: true, force: true }));
     // The real folder target, its read-backs slowed so that lanes decide while others still read.
     const slow: ReplicaTarget = Object.assign(Object.create(dir!) as ReplicaTarget, {
       readBack: async (...args: Parameters<ReplicaTarget['readBack']>) => {
@@ -68,16 +84,27 @@ t.test(
       kind: 'verified',
       files: files.length,
       bytes: files.reduce((n, f) => n + f.size, 0),
-      written: files.length,
+      written: files.length + 5,
     });
     t.same(
-      verified.sort(),
-      files.map((f) => f.path),
-      'each file reported verified once',
+      verified.slice(-5),
+      [
+        '0=ocfl_object_1.1',
+        'v1/inventory.json',
+        'v1/inventory.json.sha256',
+        'inventory.json',
+        'inventory.json.sha256',
+      ],
+      'the declaration and inventories once the content is verified, the root inventory last',
+    );
+    t.same(
+      verified.slice(0, -5).sort(),
+      files.map((f) => `v1/content/${f.path}`),
+      'each file reported verified once, by its path in the object',
     );
     for (const file of files) {
       t.equal(
-        (await readFile(join(mirror, objectKey(BAG_ID, file.path)))).length,
+        (await readFile(join(mirror, contentKey(BAG_ID, file)))).length,
         file.size,
         `${file.path} is on the replica`,
       );

@@ -12,12 +12,12 @@ import { readFile, rm, unlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
-import { packagePrefix } from '../../src/replicas/index.js';
 import { s3Test, startCeph } from '../helpers/ceph.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { filesUnder } from '../helpers/walk.js';
 import {
+  contentFolder,
   createBucket,
   eventsOf,
   overTls,
@@ -132,7 +132,7 @@ s3Test(t, 'on Ceph', async (t) => {
         const { request } = await ingestBag(d, d.adminToken, { 'a.txt': 'alpha\n', 'b.txt': 'beta\n' });
         const bagId = request.bag_id as string;
         await waitForCopies(d, bagId, 'verified');
-        const prefix = packagePrefix(bagId).slice(0, -1);
+        const prefix = contentFolder(bagId);
         await s3.send(
           new PutObjectCommand({ Bucket: bucket, Key: `copies/${prefix}/data/a.txt`, Body: 'alphA\n' }),
         );
@@ -172,7 +172,7 @@ s3Test(t, 'on Ceph', async (t) => {
     const { request } = await ingestBag(d, d.adminToken, { 'a.txt': 'original\n' });
     const bagId = request.bag_id as string;
     await waitForCopies(d, bagId, 'verified');
-    const prefix = packagePrefix(bagId).slice(0, -1);
+    const prefix = contentFolder(bagId);
     const primaryFile = join(d.dataDir, 'storage', packageObjectPath(bagId), 'v1/content/data/a.txt');
     await writeFile(primaryFile, 'damaged1\n');
     await s3.send(

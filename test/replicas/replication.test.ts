@@ -20,13 +20,15 @@ import { statSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import t from 'tap';
-import { packagePrefix } from '../../src/replicas/index.js';
+import { packageObjectPath } from '../../src/ocfl/layout.js';
+import { rootFiles } from '../../src/replicas/root.js';
 import { s3Test, startCeph } from '../helpers/ceph.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { getPage, Jar, logIn } from '../helpers/session.js';
 import { filesUnder } from '../helpers/walk.js';
 import {
+  contentFolder,
   createBucket,
   dirBytes,
   eventsOf,
@@ -35,6 +37,7 @@ import {
   replicaStates,
   s3Bytes,
   s3Client,
+  OBJECT_FILES,
   s3Replica,
   waitForCopies,
 } from './fixtures/replica-world.js';
@@ -55,12 +58,12 @@ t.test('a dir replica alone: verified, the same bytes at the documented paths, o
     [['mirror', 'verified']],
   );
   t.match(states[0]!.verified_at, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
-  const prefix = packagePrefix(bagId).slice(0, -1);
+  const prefix = contentFolder(bagId);
   const bagFiles = filesUnder(bagDir, { regularOnly: true }).sort();
   t.same(
-    filesUnder(join(mirror, prefix), { regularOnly: true }).sort(),
-    bagFiles,
-    'every file of the bag, tag files too, and nothing else',
+    filesUnder(join(mirror, packageObjectPath(bagId)), { regularOnly: true }).sort(),
+    [...OBJECT_FILES, ...bagFiles.map((p) => `v1/content/${p}`)].sort(),
+    'every file of the bag, tag files too, in the object with its inventories, and nothing else',
   );
   for (const path of bagFiles)
     t.ok(
@@ -108,7 +111,12 @@ t.test('a dir replica alone: verified, the same bytes at the documented paths, o
       'preservd_replica_oldest_unverified_seconds{replica="mirror"} 0',
     ],
   );
-  t.match(metrics, `preservd_replica_bytes_copied_total{replica="mirror"} ${bytes}`);
+  // Copied bytes count the object's declaration and inventories too.
+  const objectBytes = OBJECT_FILES.reduce(
+    (n, p) => n + statSync(join(mirror, packageObjectPath(bagId), p)).size,
+    0,
+  );
+  t.match(metrics, `preservd_replica_bytes_copied_total{replica="mirror"} ${bytes + objectBytes}`);
 
   // The pages show the same to an admin: the copy on the package page, the counts on the overview.
   const jar = new Jar();
@@ -187,15 +195,17 @@ s3Test(t, 'on Ceph', async (t) => {
           states.map((s) => s.name),
           ['ceph', 'mirror'],
         );
-        const prefix = packagePrefix(bagId).slice(0, -1);
+        const prefix = contentFolder(bagId);
         const bagFiles = filesUnder(bagDir, { regularOnly: true }).sort();
         const listed = await s3.send(
-          new ListObjectsV2Command({ Bucket: bucket, Prefix: `copies/${prefix}/` }),
+          new ListObjectsV2Command({ Bucket: bucket, Prefix: `copies/${packageObjectPath(bagId)}/` }),
         );
         t.same(
           (listed.Contents ?? []).map((o) => o.Key).sort(),
-          bagFiles.map((p) => `copies/${prefix}/${p}`).sort(),
-          'one object per file at copies/ab/cd/ef/<bag_id>/<path>',
+          [...OBJECT_FILES, ...bagFiles.map((p) => `v1/content/${p}`)]
+            .map((p) => `copies/${packageObjectPath(bagId)}/${p}`)
+            .sort(),
+          'one object per file at copies/<object folder>/v1/content/<path>, beside the inventories',
         );
         for (const path of bagFiles) {
           const original = await readFile(join(bagDir, path));
@@ -235,10 +245,14 @@ s3Test(t, 'on Ceph', async (t) => {
       });
       const bagId = request.bag_id as string;
       await waitForCopies(d, bagId, 'verified');
-      const prefix = `copies/${packagePrefix(bagId).slice(0, -1)}/`;
       const versions =
-        (await s3.send(new ListObjectVersionsCommand({ Bucket: 'locked', Prefix: prefix }))).Versions ?? [];
-      t.equal(versions.length, filesUnder(bagDir, { regularOnly: true }).length, 'one version per file');
+        (await s3.send(new ListObjectVersionsCommand({ Bucket: 'locked', Prefix: 'copies/' }))).Versions ??
+        [];
+      t.equal(
+        versions.length,
+        filesUnder(bagDir, { regularOnly: true }).length + OBJECT_FILES.length + rootFiles().length,
+        'one version per file, inventories and root files included',
+      );
       const soonest = Date.now() + 47 * 3600_000;
       for (const v of versions) {
         const retention = await s3.send(
@@ -339,7 +353,7 @@ s3Test(t, 'on Ceph', async (t) => {
         'the upload cut short was aborted',
       );
       const objects = await s3.send(new ListObjectsV2Command({ Bucket: 'crash', Prefix: 'copies/' }));
-      const prefix = packagePrefix(bagId).slice(0, -1);
+      const prefix = contentFolder(bagId);
       for (const [name, bytes] of Object.entries(payload)) {
         const key = `copies/${prefix}/data/${name}`;
         t.equal(objects.Contents?.find((o) => o.Key === key)?.Size, bytes.length, `${name} is there, whole`);

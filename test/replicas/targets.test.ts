@@ -116,7 +116,7 @@ async function exercise(t: Test, target: ReplicaTarget, scratch: string): Promis
 t.test('dir replica', async (t) => {
   const scratch = await mkdtemp(join(tmpdir(), 'preservd-dir-replica-'));
   t.teardown(() => rm(scratch, { recursive: true, force: true }));
-  const root = join(scratch, 'replica');
+  const root = join(scratch, 'replica'); // its scratch folder, replica.preservd-tmp, is in `scratch` too
   const [missing] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await t.rejects(checkTargets([missing!]), {
     message: `a replica cannot be used:\n  replica mirror: folder ${root} does not exist; create it (and mount the filesystem it is on) first`,
@@ -124,12 +124,27 @@ t.test('dir replica', async (t) => {
   await mkdir(root);
   const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await checkTargets([target!]);
+  t.same(
+    (await readdir(root, { recursive: true })).sort(),
+    [
+      '0=ocfl_1.1',
+      'extensions',
+      'extensions/0003-hash-and-id-n-tuple-storage-layout',
+      'extensions/0003-hash-and-id-n-tuple-storage-layout/config.json',
+      'ocfl_layout.json',
+    ],
+    'the start-up check leaves the OCFL root files and nothing else under the root',
+  );
+  t.same(await readdir(`${root}.preservd-tmp`), [], 'its write check leaves nothing in the scratch folder');
   await exercise(t, target!, scratch);
-  // A temporary file a killed write left behind is not listed, and is removed.
+  // Temporary files a killed write left behind in the scratch folder beside the root (never
+  // under it) are removed; this run's own, in flight, are not.
+  const temporaries = `${root}.preservd-tmp`;
+  await writeFile(join(temporaries, '1-0123456789abcdef.tmp'), 'partial');
+  await writeFile(join(temporaries, `${process.pid}-0123456789abcdef.tmp`), 'in flight');
+  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 1);
+  t.same(await readdir(temporaries), [`${process.pid}-0123456789abcdef.tmp`]);
   const folder = join(root, 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data');
-  await writeFile(join(folder, '.x.bin.preservd-0123456789abcdef.tmp'), 'partial');
-  await writeFile(join(folder, '.nl\nname.txt.preservd-0123456789abcdef.tmp'), 'partial'); // a name may hold a newline
-  t.equal(await target!.abandonUnfinished('ab/cd/ef/abcdef00-0000-4000-8000-000000000000/'), 2);
   t.same((await readdir(folder)).sort(), ['big.bin', 'hello.txt']);
   t.equal(await readFile(join(folder, 'hello.txt'), 'utf8'), 'replaced bytes');
   // A name of NAME_MAX bytes: its temporary name must fit too.
@@ -151,6 +166,47 @@ t.test('dir replica', async (t) => {
     });
   }
 });
+
+t.test(
+  'a dir replica whose root is not an OCFL root of ours is refused, and nothing is written',
+  async (t) => {
+    const scratch = await mkdtemp(join(tmpdir(), 'preservd-dir-root-'));
+    t.teardown(() => rm(scratch, { recursive: true, force: true }));
+    const refused = async (name: string, setUp: (root: string) => Promise<void>, message: RegExp) => {
+      const root = join(scratch, name);
+      await mkdir(root);
+      await setUp(root);
+      const before = (await readdir(root, { recursive: true })).sort();
+      const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+      await t.rejects(checkTargets([target!]), { message }, name);
+      t.same((await readdir(root, { recursive: true })).sort(), before, `${name}: nothing written`);
+    };
+    await refused(
+      'other-layout',
+      async (root) => {
+        await writeFile(join(root, '0=ocfl_1.1'), 'ocfl_1.1\n');
+        await writeFile(
+          join(root, 'ocfl_layout.json'),
+          '{"extension": "0004-hashed-n-tuple-storage-layout"}\n',
+        );
+      },
+      /^a replica cannot be used:\n {2}replica mirror: folder \S+ holds a ocfl_layout\.json that is not preservd's \(\d+ bytes, sha256 [0-9a-f]{64}\); it is not an OCFL root laid out as preservd lays out its roots/,
+    );
+    await refused(
+      'before-ocfl',
+      async (root) => {
+        await mkdir(join(root, 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/data'), { recursive: true });
+        await writeFile(join(root, 'ab/cd/ef/abcdef00-0000-4000-8000-000000000000/bagit.txt'), 'x');
+      },
+      /replica mirror: folder \S+ holds packages in the layout before OCFL \(ab, \.\.\.: ab\/cd\/ef\/<bag_id>\); stop here and run `preservd migrate`/,
+    );
+    await refused(
+      'someone-elses',
+      (root) => writeFile(join(root, 'notes.txt'), 'mine'),
+      /replica mirror: folder \S+ is not empty \(notes\.txt\) and is not an OCFL storage root \(no 0=ocfl_1\.1\)/,
+    );
+  },
+);
 
 s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
   const ceph = await startCeph(t);
@@ -274,6 +330,27 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
   const [target] = targetsFor([config]);
   t.teardown(() => target!.close());
   await checkTargets([target!]);
+  const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
+  t.same(
+    (listed.Contents ?? []).map((o) => o.Key).sort(),
+    [
+      'pre/0=ocfl_1.1',
+      'pre/extensions/0003-hash-and-id-n-tuple-storage-layout/config.json',
+      'pre/ocfl_layout.json',
+    ],
+    `${scheme}: the start-up check leaves the OCFL root files under the prefix and nothing else`,
+  );
+  t.same(
+    (await s3.send(new ListMultipartUploadsCommand({ Bucket: bucket }))).Uploads ?? [],
+    [],
+    `${scheme}: its write check's upload was aborted`,
+  );
+  await checkTargets([target!]);
+  t.equal(
+    (await s3.send(new ListObjectVersionsCommand({ Bucket: bucket }))).Versions?.length ?? 0,
+    3,
+    `${scheme}: a second start rewrites nothing`,
+  );
   await exercise(t, target!, scratch);
 
   // Reads go over plain HTTP from presigned URLs: keys as bags name files (spaces, non-ASCII, '+',
