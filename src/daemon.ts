@@ -73,7 +73,6 @@ export class Daemon {
       `preservd starting: API ${where.api}, rsync ${where.rsync ?? 'off'}, admin token in ${where.adminToken}`,
     );
     await layout.ensure();
-    await layout.clearScratch();
     // A storage in the layout before OCFL is refused here, before anything reads or writes it.
     await prepareStorageRoot(layout);
     // A replica that is missing or refuses writes stops the start, before anything runs.

@@ -322,11 +322,7 @@ const BAG_PROBLEMS = defineProblems<BagProblemInit>({
     describe: (p) =>
       `${showPath(p.path)} is an operating-system file (Finder, Explorer or thumbnail cache), probably not meant to be preserved.`,
   },
-  'empty-folder': {
-    severity: 'warning',
-    describe: (p) =>
-      `${showPath(p.path)} is an empty folder; no manifest can list it, and it is not stored (an OCFL object holds files only).`,
-  },
+  'empty-folder': { severity: 'warning', describe: (p) => `${showPath(p.path)}: empty folder, not stored.` },
   'case-collision': {
     severity: 'warning',
     describe: (p) =>

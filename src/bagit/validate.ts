@@ -76,9 +76,9 @@ export async function validateBag(bagDir: string, opts: ValidateOptions): Promis
 function withoutNamedEmptyFolders(problems: BagProblem[]): BagProblem[] {
   const empty = problems.filter((p) => p.code === 'empty-folder');
   if (empty.length === 0) return problems;
-  const named = problems.filter((p) => p.code !== 'empty-folder' && p.path !== undefined).map((p) => p.path!);
+  const named = problems.flatMap((p) => (p.code === 'empty-folder' || p.path === undefined ? [] : [p.path]));
   const namedInside = (folder: string) => named.some((n) => n === folder || n.startsWith(`${folder}/`));
-  return problems.filter((p) => p.code !== 'empty-folder' || !namedInside(p.path!));
+  return problems.filter((p) => p.code !== 'empty-folder' || !namedInside(p.path));
 }
 
 /** Severity order for the report: errors first, then warnings, each in the order found. */

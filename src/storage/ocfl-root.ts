@@ -14,7 +14,7 @@ import { layoutFiles, ROOT_DECLARATION } from '../ocfl/layout.js';
 import type { DataLayout } from './layout.js';
 
 /** Why the daemon will not use `storage/`: it is not (yet) an OCFL root. */
-export class StorageNotOcfl extends Error {
+class StorageNotOcfl extends Error {
   override name = 'StorageNotOcfl';
 }
 
@@ -23,9 +23,11 @@ const OLD_SHARD = /^[0-9a-f]{2}$/;
 
 /**
  * Makes `layout.storage` an OCFL root if it is empty, completes the layout files of one that is,
- * and throws StorageNotOcfl (naming `preservd migrate`) for one in the older layout.
+ * and throws StorageNotOcfl (naming `preservd migrate`) for one in the older layout. Scratch
+ * files a crash left in staging/ are removed first.
  */
 export async function prepareStorageRoot(layout: DataLayout): Promise<void> {
+  await layout.clearScratch(); // what a crash left on its way into the root
   const root = layout.storage;
   const entries = await readdir(root, { withFileTypes: true });
   const declared = entries.some((e) => e.name === ROOT_DECLARATION.name && e.isFile());

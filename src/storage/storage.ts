@@ -29,6 +29,14 @@ export class Storage {
     return packageObjectPath(bagId);
   }
 
+  /**
+   * The absolute folder a catalog `storagePath` names: what `storage_location` shows admins (the
+   * record as it is; files are found through `objectDir` and `storedFilePath`).
+   */
+  locationOf(storagePath: string): string {
+    return join(this.storageRoot, storagePath);
+  }
+
   /** The folder of a package's OCFL object in the primary root (ocfl/layout.ts). */
   objectDir(bagId: string): string {
     return join(this.storageRoot, packageObjectPath(bagId));

@@ -138,7 +138,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
         pkg,
         storageVisible,
         storageLocation:
-          storageVisible && pkg.storagePath !== undefined ? ctx.storage.objectDir(pkg.bagId) : null,
+          storageVisible && pkg.storagePath !== undefined ? ctx.storage.locationOf(pkg.storagePath) : null,
         // Each configured replica and the package's copy there (none yet: pending, as the API says).
         replicas: storageVisible
           ? ctx.config.replicas.map(({ name }) => ({

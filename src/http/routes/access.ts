@@ -94,7 +94,9 @@ function packageViewFor(
     storageVisible: storage !== undefined,
     uploadLink,
     storageLocation:
-      storage !== undefined && pkg.storagePath !== undefined ? ctx.storage.objectDir(pkg.bagId) : undefined,
+      storage !== undefined && pkg.storagePath !== undefined
+        ? ctx.storage.locationOf(pkg.storagePath)
+        : undefined,
     replicas: storage?.replicas,
     fixity: storage?.fixity,
     files,

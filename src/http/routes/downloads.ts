@@ -1,8 +1,8 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
-import type { FastifyInstance, FastifySchema } from 'fastify';
-import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
 import { relative } from 'node:path';
+import type { FastifyInstance, FastifySchema } from 'fastify';
 import type { FileRecord } from '../../catalog/types.js';
+import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
 import type { HttpContext } from '../context.js';
 import { notFound } from '../errors.js';
 import { sendDownload } from '../send-download.js';
@@ -53,11 +53,10 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored || pkg.storagePath === undefined)
         throw notFound(`package ${pkg.bagId} is not stored yet`);
-      const storage = ctx.storage;
       const zip = {
         bagId: pkg.bagId,
-        dir: storage.objectDir(pkg.bagId),
-        pathOf: (file: FileRecord) => storage.storedFilePath(pkg.bagId, file),
+        dir: ctx.storage.objectDir(pkg.bagId),
+        pathOf: (file: FileRecord) => ctx.storage.storedFilePath(pkg.bagId, file),
         files: ctx.catalog.files.view(pkg.bagId),
         storedAt: pkg.updatedAt,
       };
