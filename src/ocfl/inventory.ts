@@ -9,9 +9,9 @@ import type { Algorithm } from '../fixity/index.js';
 import { contentPathOf, INVENTORY_TYPE, versionName } from './layout.js';
 
 /** digest → paths (content paths in `manifest` and `fixity`, logical paths in a version's `state`). */
-export type DigestMap = Record<string, string[]>;
+type DigestMap = Record<string, string[]>;
 
-export interface InventoryVersion {
+interface InventoryVersion {
   /** RFC 3339 in UTC, to the second or finer. */
   created: string;
   state: DigestMap;
@@ -55,7 +55,7 @@ function isFixityAlgorithm(algorithm: Algorithm): algorithm is FixityAlgorithm {
 }
 
 /** The URI naming a repository user in an inventory's `user.address`. */
-export function userAddress(name: string): string {
+function userAddress(name: string): string {
   return `urn:preservd:user:${encodeURIComponent(name)}`;
 }
 
