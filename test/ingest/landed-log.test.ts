@@ -16,7 +16,7 @@ t.test('rsyncd.conf logs every received file to a log per connection', async (t)
     timeoutSeconds: 600,
   });
   for (const line of [
-    'log file = /srv/preservd/rsyncd/landed/%PRESERVD_LANDED_LOG%',
+    'log file = /srv/preservd/rsyncd/landed/%LANDED_LOG%',
     'transfer logging = yes',
     'log format = landed|%i|%l|%f',
   ])

@@ -9,9 +9,11 @@ import { join } from 'node:path';
 import { writeAtomically } from '../../fs/atomic.js';
 import type { LandingLayout } from '../landing.js';
 
-/** The folder under `rsyncd/` of the per-connection logs of files received (landed-log.ts). */
-/** The environment variable that names a connection's log in `rsyncd/landed/` (DataLayout.landed). */
-export const LANDED_ENV = 'PRESERVD_LANDED_LOG';
+/**
+ * The environment variable that names a connection's log in `rsyncd/landed/` (DataLayout.landed);
+ * not `PRESERVD_*`, which children never see (process/spawn.ts childEnv).
+ */
+export const LANDED_ENV = 'LANDED_LOG';
 /** A received file's line: a marker, rsync's itemized changes, its length, its path from the module root. */
 const LANDED_FORMAT = 'landed|%i|%l|%f';
 
