@@ -35,6 +35,8 @@ import { Catalog } from '../src/catalog/catalog.js';
 import type { FileRecord } from '../src/catalog/types.js';
 import { defaults } from '../src/config/config.js';
 import { FixityPool } from '../src/fixity/index.js';
+import { firstInventory, INVENTORY, INVENTORY_SIDECAR, inventoryBytes } from '../src/ocfl/inventory.js';
+import { OBJECT_DECLARATION, objectIdOf } from '../src/ocfl/layout.js';
 import { DataLayout } from '../src/storage/layout.js';
 import { Storage } from '../src/storage/storage.js';
 import { median, range } from './stats.js';
@@ -98,6 +100,22 @@ function record(path: string, bytes: Uint8Array): FileRecord {
   };
 }
 
+/** The object's declaration, its inventory (root and v1) and their sidecars, as assembly writes them. */
+function writeObjectFiles(objectDir: string, bagId: string, files: FileRecord[]): void {
+  const versionFiles = files.map((f) => ({ path: f.path, digests: { sha256: f.digests.sha256! } }));
+  const inventory = firstInventory(objectIdOf(bagId), versionFiles, {
+    created: Date.now(),
+    user: 'bench',
+    message: 'deposit',
+  });
+  const { json, sidecar } = inventoryBytes(inventory);
+  writeFileSync(join(objectDir, OBJECT_DECLARATION.name), OBJECT_DECLARATION.text);
+  for (const folder of ['', 'v1']) {
+    writeFileSync(join(objectDir, folder, INVENTORY), json);
+    writeFileSync(join(objectDir, folder, INVENTORY_SIDECAR), sidecar);
+  }
+}
+
 /** Writes the bags and records them as stored packages, as ingest would leave them. */
 function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPackage[] {
   const storage = new Storage(new DataLayout(dataDir));
@@ -114,7 +132,7 @@ function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPa
   for (let p = 0; p < o.packages; p++) {
     const bagId = randomUUID();
     const storagePath = Storage.storagePath(bagId);
-    // The object's content only: the audit reads files, not inventories.
+    // The object as ingest leaves it: the audit reads its content and validates its inventories.
     const dir = storage.firstContentDir(bagId);
     const files: FileRecord[] = [];
     const put = (path: string, bytes: Uint8Array) => {
@@ -144,6 +162,7 @@ function buildRepository(dataDir: string, catalog: Catalog, o: Options): BenchPa
     const tags = files.filter((f) => !f.path.startsWith('data/'));
     put('tagmanifest-sha256.txt', Buffer.from(tags.map((f) => `${f.digests.sha256}  ${f.path}\n`).join('')));
     files.sort((a, b) => (a.path < b.path ? -1 : 1));
+    writeObjectFiles(storage.objectDir(bagId), bagId, files);
     catalog.packages.create({
       bagId,
       externalId: `bench-${p}`,

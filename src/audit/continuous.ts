@@ -21,7 +21,8 @@ import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
 import { findingsDetail, type Finding } from './findings.js';
-import { verifyPackage, type PackageHasher } from './verify.js';
+import { verifyPrimary } from './object.js';
+import type { PackageHasher } from './verify.js';
 
 const DAY_MS = 86_400_000;
 /** Packages read from the schedule per round: memory stays bounded however many are due. */
@@ -160,7 +161,7 @@ export class ContinuousAudit implements Service {
     else {
       try {
         const files = this.catalog.files.list(bagId);
-        findings = await verifyPackage(dir, files, this.hasher, {
+        findings = await verifyPrimary(this.storage.objectDir(bagId), dir, files, this.hasher, {
           algorithms: this.config.audit.algorithms,
           signal,
         });

@@ -28,7 +28,11 @@ type FindingOnCopy =
   /** The catalog holds no digest for the file, so only its size was checked. */
   | { code: 'digest-not-recorded'; path: string }
   /** A replica could not be read at all (down, refusing). */
-  | { code: 'replica-unreachable'; reason: string };
+  | { code: 'replica-unreachable'; reason: string }
+  /** The package's OCFL object is not valid OCFL: each error's code (E0xx) and path in the object. */
+  | { code: 'object-invalid'; problems: Array<{ code: string; path: string }> }
+  /** The object's inventory and the catalog disagree about a file (its digest, or whether it is there). */
+  | { code: 'inventory-differs'; path: string; reason: string };
 
 /**
  * `copy`: the replica whose copy the finding is about; absent for the primary copy in storage/.
@@ -46,6 +50,9 @@ const KIND_NOUN: Record<EntryKind, string> = {
   'character device': 'character device',
   unknown: 'entry of unknown type',
 };
+
+/** OCFL errors an `object-invalid` sentence names; the rest are counted. */
+const OCFL_ERRORS_NAMED = 10;
 
 /** Each code's sentence; never a server path. All are errors. */
 const FINDINGS = defineProblems<FindingOnCopy>({
@@ -71,6 +78,16 @@ const FINDINGS = defineProblems<FindingOnCopy>({
     describe: (f) => `${f.path}: no digest recorded in the catalog; only its size was checked`,
   },
   'replica-unreachable': { describe: (f) => `could not be read (${f.reason})` },
+  'object-invalid': {
+    describe: (f) =>
+      `the object is not valid OCFL: ${f.problems
+        .slice(0, OCFL_ERRORS_NAMED)
+        .map((p) => `${p.code} ${p.path === '' ? 'the object root' : p.path}`)
+        .join(
+          ', ',
+        )}${f.problems.length > OCFL_ERRORS_NAMED ? ` and ${f.problems.length - OCFL_ERRORS_NAMED} more` : ''}`,
+  },
+  'inventory-differs': { describe: (f) => `${f.path}: the inventory differs from the catalog: ${f.reason}` },
 });
 
 /** Every finding an audit can report, with its severity (for documentation and tests). */

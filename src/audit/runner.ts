@@ -27,7 +27,8 @@ import { auditCopies, type AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
 import type { Finding } from './findings.js';
-import { verifyPackage, type PackageHasher } from './verify.js';
+import { verifyPrimary } from './object.js';
+import type { PackageHasher } from './verify.js';
 import {
   deliverWebhook,
   messageOf,
@@ -257,7 +258,7 @@ export class AuditRunner implements Service {
     try {
       // Walked from the catalog, not held: a package may have hundreds of thousands of files.
       const files = this.catalog.files.view(bagId);
-      findings = await verifyPackage(dir, files, this.hasher, {
+      findings = await verifyPrimary(this.storage.objectDir(bagId), dir, files, this.hasher, {
         algorithms: this.config.audit.algorithms,
         signal,
         onSubmitted,
