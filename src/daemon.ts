@@ -97,6 +97,7 @@ export class Daemon {
         catalog,
         storage,
         contentTypes: Object.keys(config.contentTypes),
+        targets,
         delayMs: config.storage.recordDelayMs,
         logger,
       }),
