@@ -31,6 +31,7 @@ import {
   Repairer,
   Replicator,
   REPLICATION_EXECUTOR,
+  restoreLostObjects,
   targetsFor,
   type ReplicaTarget,
 } from './replicas/index.js';
@@ -97,6 +98,7 @@ export class Daemon {
         catalog,
         storage,
         contentTypes: Object.keys(config.contentTypes),
+        targets,
         delayMs: config.storage.recordDelayMs,
         logger,
       }),
@@ -121,6 +123,8 @@ export class Daemon {
     });
 
     await reconcile(catalog, storage, landing, logger);
+    // A lost primary (after `preservd rebuild --from` a replica) comes back before anything reads it.
+    await restoreLostObjects({ catalog, storage, targets, logger });
     // Rotations `preservd revoke` recorded but could not finish itself.
     const rotations = new RotationSweeper(catalog, landing, logger);
     rotations.start();

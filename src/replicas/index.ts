@@ -15,6 +15,8 @@ import type { ReplicaTarget } from './target.js';
 export { copyPackage } from './copy.js';
 export { contentKey, objectKey, objectPrefix } from './keys.js';
 export { prepareReplicaRoot, rootFiles } from './root.js';
+export { writeRecordToReplicas, type RecordFile } from './record-copies.js';
+export { restoreLostObjects } from './restore-primary.js';
 export { REPLICATION_PROBLEM_CODES } from './problems.js';
 export { Repairer } from './repair.js';
 export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';

@@ -55,8 +55,19 @@ export async function objectFilesOf(
   files: readonly FileRecord[],
 ): Promise<ObjectFile[] | ObjectFilesRefused> {
   const dir = storage.objectDir(bagId);
+  return objectFilesFrom((path) => readFile(join(dir, path)), files);
+}
+
+/**
+ * The same, read through `readBytes` (a path in the object to its bytes; throws when it cannot):
+ * restoring a primary object from a replica reads them from the replica and checks them alike.
+ */
+export async function objectFilesFrom(
+  readBytes: (path: string) => Promise<Buffer>,
+  files: readonly FileRecord[],
+): Promise<ObjectFile[] | ObjectFilesRefused> {
   const read = async (path: string): Promise<Buffer | ObjectFilesRefused> =>
-    readFile(join(dir, path)).catch((err: unknown) => ({
+    readBytes(path).catch((err: unknown) => ({
       path,
       code: 'primary-unreadable' as const,
       detail: errorCode(err),

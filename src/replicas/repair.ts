@@ -244,7 +244,7 @@ export class Repairer implements Service {
 const describePlace = (place: Copy): string => (place === PRIMARY ? 'the primary copy' : `replica ${place}`);
 
 /** Whether the primary file is there and reads as the catalog records. */
-async function primaryMatches(path: string, file: FileRecord, signal: AbortSignal): Promise<boolean> {
+export async function primaryMatches(path: string, file: FileRecord, signal: AbortSignal): Promise<boolean> {
   let handle;
   try {
     handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
@@ -267,7 +267,7 @@ async function primaryMatches(path: string, file: FileRecord, signal: AbortSigna
  * Writes a primary file from a good copy: a scratch file in staging/ (nothing but whole files in
  * the OCFL root), checked on the way, fsync, rename into place, folder fsync.
  */
-async function restorePrimary(
+export async function restorePrimary(
   layout: DataLayout,
   target: string,
   source: Readable,

@@ -3,7 +3,9 @@
  * packages whose record is behind (marked in the catalog in the transaction of each change,
  * catalog/storage-records.ts) have their `logs/` rewritten within `storage.recordDelayMs`, and all
  * of them at a graceful stop. Everything written is read from the committed catalog, so storage
- * never holds an event the catalog lacks.
+ * never holds an event the catalog lacks. The same bytes go to every replica too
+ * (replicas/record-copies.ts): the repository's record to each, a package's logs to each whose
+ * copy is verified; a replica that cannot take them leaves the record marked, tried again.
  *
  * Each file is written outside the root (in `staging/`), flushed, then renamed into place: under
  * the root there is only ever a whole old file or a whole new one.
@@ -26,6 +28,7 @@ import {
   REPOSITORY_RECORD,
   repositoryRecordOf,
 } from '../ocfl/record.js';
+import { writeRecordToReplicas, type RecordFile, type ReplicaTarget } from '../replicas/index.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from './storage.js';
 
@@ -38,6 +41,8 @@ export interface RecordWriterOptions {
   catalog: Catalog;
   storage: Storage;
   contentTypes: readonly string[];
+  /** The replicas, which carry the record too. */
+  targets?: readonly ReplicaTarget[];
   /** Longest a change waits before its record is written. */
   delayMs: number;
   logger: Logger;
@@ -110,8 +115,9 @@ export class RecordWriter implements Service {
         catalog.grants.list(),
         this.o.contentTypes,
       );
-      await this.place(join(storage.storageRoot, REPOSITORY_RECORD), recordBytes(record));
-      return true;
+      const bytes = recordBytes(record);
+      await this.place(join(storage.storageRoot, REPOSITORY_RECORD), bytes);
+      return this.toReplicas(this.o.targets ?? [], undefined, [{ path: REPOSITORY_RECORD, bytes }]);
     }
     const { bagId } = key;
     // An open request has no object; storing it marks it again.
@@ -128,13 +134,35 @@ export class RecordWriter implements Service {
     const done = catalog.queue.forPackage(bagId).filter((i) => i.status === 'DONE');
     const packageRecord = recordBytes(packageRecordOf(pkg, done));
     const events = recordBytes(eventsRecordOf(bagId, catalog.events.forPackage(bagId)));
+    const verified = (this.o.targets ?? []).filter(
+      (t) => catalog.replication.get(bagId, t.name)?.status === 'verified',
+    );
     const logs = join(object, LOGS);
     await mkdir(logs, { mode: storage.layout.storedFolderMode }).catch((err: NodeJS.ErrnoException) => {
       if (err.code !== 'EEXIST') throw err;
     });
     await this.place(join(logs, PACKAGE_RECORD), packageRecord);
     await this.place(join(logs, EVENTS_RECORD), events);
-    return true;
+    return this.toReplicas(verified, bagId, [
+      { path: `${LOGS}/${PACKAGE_RECORD}`, bytes: packageRecord },
+      { path: `${LOGS}/${EVENTS_RECORD}`, bytes: events },
+    ]);
+  }
+
+  /** The record's files to the replicas; false (the record stays marked) when one could not take them. */
+  private async toReplicas(
+    targets: readonly ReplicaTarget[],
+    bagId: string | undefined,
+    files: RecordFile[],
+  ): Promise<boolean> {
+    if (targets.length === 0) return true;
+    const behind = await writeRecordToReplicas(targets, bagId, files);
+    if (behind.length > 0)
+      this.o.logger.warn(
+        { bagId, behind },
+        `the preservd record could not be written to every replica (${behind.join('; ')}); trying again`,
+      );
+    return behind.length === 0;
   }
 
   /** The file written in `staging/`, flushed, renamed to `target`, its folder flushed. */
