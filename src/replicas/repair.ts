@@ -6,23 +6,25 @@
  * Every restored file is one `recovery` event; a file with no good copy anywhere is one `recovery`
  * failure and nothing is overwritten. Files the catalog does not know are left alone.
  *
- * Restoring the primary writes into `storage/` the way a dir replica writes: a temporary name in
- * the package folder, fsync, rename, fsync of the folder. One repair per package at a time.
+ * A primary file is restored through a scratch file (primary-files.ts); a primary object that lost
+ * its own files comes back whole from a replica (restore-primary.ts). One repair per package at a time.
  */
 import { constants } from 'node:fs';
-import { open, rename, unlink } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { open } from 'node:fs/promises';
+import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileRecord } from '../catalog/types.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
-import type { DataLayout } from '../storage/layout.js';
 import type { Storage } from '../storage/storage.js';
-import { CheckedPassThrough, digestOf } from './hashing.js';
+import { exists } from '../fs/exists.js';
+import { INVENTORY_SIDECAR } from '../ocfl/inventory.js';
 import { contentKey, objectKey } from './keys.js';
 import { objectFilesOf, type ObjectFile } from './object-files.js';
-import { ReplicaDown, type ExpectedFile, type ReplicaTarget } from './target.js';
+import { primaryMatches, restorePrimary } from './primary-files.js';
+import { restoreObject } from './restore-primary.js';
+import { ReplicaDown, type ReplicaTarget } from './target.js';
 
 export interface RepairOptions {
   catalog: Catalog;
@@ -100,6 +102,7 @@ export class Repairer implements Service {
     const report: RepairReport = { restored: 0, unrecoverable: 0 };
     const record = (outcome: 'success' | 'failure', detail: string) =>
       catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
+    report.restored += await this.restoreIfLost(bagId, targets, executor, signal);
 
     for (const file of catalog.files.list(bagId)) {
       signal.throwIfAborted();
@@ -164,6 +167,22 @@ export class Repairer implements Service {
     }
     await this.repairObjectFiles(bagId, whole, { record, report, signal });
     return report;
+  }
+
+  /**
+   * A primary object that lost its own files (its sidecar, written last, is gone: a volume lost)
+   * comes back whole, declaration and inventories too, from a replica whose copy matches; the
+   * number of files restored.
+   */
+  private async restoreIfLost(
+    bagId: string,
+    targets: readonly ReplicaTarget[],
+    executor: string,
+    signal: AbortSignal,
+  ): Promise<number> {
+    const { catalog, storage, logger } = this.opts;
+    if (targets.length === 0 || (await exists(join(storage.objectDir(bagId), INVENTORY_SIDECAR)))) return 0;
+    return (await restoreObject({ catalog, storage, targets, logger, signal }, bagId, executor)).restored;
   }
 
   /**
@@ -242,59 +261,3 @@ export class Repairer implements Service {
 }
 
 const describePlace = (place: Copy): string => (place === PRIMARY ? 'the primary copy' : `replica ${place}`);
-
-/** Whether the primary file is there and reads as the catalog records. */
-export async function primaryMatches(path: string, file: FileRecord, signal: AbortSignal): Promise<boolean> {
-  let handle;
-  try {
-    handle = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW);
-  } catch {
-    return false;
-  }
-  const stream = handle.createReadStream({ highWaterMark: 1 << 20 });
-  try {
-    const found = await digestOf(stream, { signal });
-    return found.size === file.size && found.sha256 === file.digests.sha256?.toLowerCase();
-  } catch {
-    signal.throwIfAborted();
-    return false;
-  } finally {
-    stream.destroy();
-  }
-}
-
-/**
- * Writes a primary file from a good copy: a scratch file in staging/ (nothing but whole files in
- * the OCFL root), checked on the way, fsync, rename into place, folder fsync.
- */
-export async function restorePrimary(
-  layout: DataLayout,
-  target: string,
-  source: Readable,
-  expected: ExpectedFile,
-  signal: AbortSignal,
-): Promise<void> {
-  const folder = dirname(target);
-  await layout.ensureStored(folder);
-  const temporary = layout.scratchFile('repair');
-  const handle = await open(temporary, 'wx', 0o640);
-  try {
-    const checked = source.pipe(new CheckedPassThrough(expected));
-    source.once('error', (err) => checked.destroy(err));
-    for await (const chunk of checked) {
-      signal.throwIfAborted();
-      await handle.write(chunk as Buffer);
-    }
-    await handle.sync();
-    await handle.close();
-    await rename(temporary, target);
-  } catch (err) {
-    await handle.close().catch(() => undefined);
-    await unlink(temporary).catch(() => undefined);
-    throw err;
-  } finally {
-    source.destroy();
-  }
-  const folderHandle = await open(folder, constants.O_RDONLY | constants.O_DIRECTORY);
-  await folderHandle.sync().finally(() => folderHandle.close());
-}

@@ -21,7 +21,7 @@ import { INVENTORY_SIDECAR } from '../ocfl/inventory.js';
 import type { Storage } from '../storage/storage.js';
 import { contentKey, objectKey } from './keys.js';
 import { objectFilesFrom } from './object-files.js';
-import { primaryMatches, restorePrimary } from './repair.js';
+import { primaryMatches, restorePrimary } from './primary-files.js';
 import type { ReplicaTarget } from './target.js';
 
 /** The executor named in the recovery events. */
@@ -64,14 +64,16 @@ export async function restoreLostObjects(
   return report;
 }
 
-async function restoreObject(
+/** Restores one primary object from the replicas: content, then its declaration and inventories. */
+export async function restoreObject(
   o: PrimaryRestoreOptions,
   bagId: string,
+  executor = EXECUTOR,
 ): Promise<{ restored: number; whole: boolean }> {
   const { catalog, storage } = o;
   const signal = o.signal ?? new AbortController().signal;
   const record = (outcome: 'success' | 'failure', detail: string) =>
-    catalog.events.add({ bagId, type: 'recovery', executor: EXECUTOR, outcome, detail });
+    catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
   const files = catalog.files.list(bagId);
   let restored = 0;
   /** Replicas that gave every content file: the object files come from the first of them. */

@@ -245,11 +245,13 @@ s3Test(t, 'on Ceph', async (t) => {
       for (const bag of bags) {
         const bagId = bag.request.bag_id as string;
         const files = filesUnder(bag.bagDir, { regularOnly: true }).sort();
-        const recovered = await waitForEvents(d, bagId, 'recovery', files.length);
+        // The bag's files, then the object's declaration and its four inventory files.
+        const restoredFiles = files.length + OBJECT_FILES;
+        const recovered = await waitForEvents(d, bagId, 'recovery', restoredFiles);
         t.same(
           recovered.map((e) => (e.outcome === 'success' ? 'success' : `${e.outcome}: ${e.detail}`)),
-          files.map(() => 'success'),
-          `${bagId}: one recovery event per file`,
+          Array.from({ length: restoredFiles }, () => 'success'),
+          `${bagId}: one recovery event per file, the object's own files included`,
         );
         const restored = join(d.dataDir, 'storage', packageObjectPath(bagId), 'v1/content');
         t.same(filesUnder(restored, { regularOnly: true }).sort(), files);
@@ -263,6 +265,9 @@ s3Test(t, 'on Ceph', async (t) => {
     },
   );
 });
+
+/** `0=ocfl_object_1.1`, `inventory.json` and `v1/inventory.json` with their sidecars. */
+const OBJECT_FILES = 5;
 
 async function sha256Of(d: TestDaemon, bagId: string, path: string): Promise<string> {
   const head = await fetch(`${d.url}/v1/packages/${bagId}/${path.slice('data/'.length)}`, {
