@@ -123,8 +123,6 @@ export class Daemon {
     });
 
     await reconcile(catalog, storage, landing, logger);
-    // A lost primary (after `preservd rebuild --from` a replica) comes back before anything reads it.
-    await restoreLostObjects({ catalog, storage, targets, logger });
     // Rotations `preservd revoke` recorded but could not finish itself.
     const rotations = new RotationSweeper(catalog, landing, logger);
     rotations.start();
@@ -200,6 +198,8 @@ interface Services {
 /** Starts the background services, each after those it calls, so the reverse walk stops it before them. */
 async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise<Services> {
   const { config, logger, catalog, storage, pool, landing, watcher, landed, targets, metrics } = parts;
+  // A lost primary (after `preservd rebuild --from` a replica) comes back before anything reads or copies it.
+  await restoreLostObjects({ catalog, storage, targets, logger });
   const replicator = await lifecycle.start(
     'replicator',
     new Replicator({

@@ -156,7 +156,7 @@ t.test(
     // Old temporary names sat beside their file, in the object's folders: none may be anywhere under the root.
     const objectPath = packageObjectPath(bagId);
     const whole = (p: string): boolean => {
-      if (rootFiles().some((f) => f.path === p)) return true;
+      if (rootFiles().some((f) => f.path === p) || !notRecord(p)) return true;
       if (!p.startsWith(`${objectPath}/`)) return false;
       const inside = p.slice(objectPath.length + 1);
       return (
