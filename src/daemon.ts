@@ -85,11 +85,7 @@ export class Daemon {
     const storage = new Storage(layout);
     const catalog = Catalog.open(layout);
     lifecycle.onStop('catalog', () => catalog.close());
-    const rebuild = catalog.records.rebuild();
-    if (rebuild !== undefined)
-      throw new Error(
-        `the catalog is half rebuilt (from ${rebuild.from}); run "preservd rebuild --from ${rebuild.from}" again to finish it`,
-      );
+    refuseHalfRebuilt(catalog);
     await ensureFirstAdmin(catalog, layout.adminToken, logger);
     // Started before every service that changes the catalog, so it stops after them and writes their last changes.
     await lifecycle.start(
@@ -321,6 +317,15 @@ async function ensureFirstAdmin(catalog: Catalog, path: string, logger: Logger):
   const { secret } = catalog.users.issueToken('admin');
   await writeAtomically(path, `${secret}\n`, { mode: 0o600, fsync: true });
   logger.info({ path }, 'created the first admin user "admin"; its token is in this file');
+}
+
+/** A catalog a rebuild left half done is finished by the rebuild, never served. */
+function refuseHalfRebuilt(catalog: Catalog): void {
+  const rebuild = catalog.records.rebuild();
+  if (rebuild !== undefined)
+    throw new Error(
+      `the catalog is half rebuilt (from ${rebuild.from}); run "preservd rebuild --from ${rebuild.from}" again to finish it`,
+    );
 }
 
 /** The warning an operator must see when session cookies would travel in clear beyond this host. */
