@@ -9,12 +9,12 @@
  * rsync writes a file's line when its data is in, just before it renames the temporary file into
  * place: the listener must not expect the file to be there at once.
  */
-import { watch, type FSWatcher } from 'node:fs';
 import { open, readdir, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCapability } from '../capability.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
+import { FolderFollower } from './folder-follower.js';
 
 /** A file an rsync received into an upload. */
 export interface LandedFile {
@@ -45,12 +45,8 @@ export class LandedLog {
   /** Logs whose rsync still runs (started by this process). */
   private readonly writing = new Set<string>();
   private listener: LandedListener | undefined;
-  private watcher: FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  private sweepAgain = false;
-  private started = false;
   private serial = 0;
+  private readonly follower: FolderFollower;
 
   constructor(
     private readonly dir: string,
@@ -58,12 +54,19 @@ export class LandedLog {
   ) {
     this.pollMs = Math.min(options.pollMs ?? 500, 500);
     this.logger = options.logger ?? silentLogger;
+    this.follower = new FolderFollower({
+      dir,
+      pollMs: this.pollMs,
+      logger: this.logger,
+      what: 'landed-file logs',
+      pass: () => this.readAll(),
+    });
   }
 
   /** The one listener (the landed hasher); without one, logs are kept unread. */
   onLanded(listener: LandedListener): void {
     this.listener = listener;
-    if (this.started) void this.sweep();
+    if (this.follower.running) void this.sweep();
   }
 
   /** A name for the log of a connection about to start; call `ended` when its rsync exits. */
@@ -79,52 +82,22 @@ export class LandedLog {
   }
 
   start(): void {
-    if (this.started) return;
-    this.started = true;
-    try {
-      this.watcher = watch(this.dir, () => void this.sweep());
-      this.watcher.on('error', (err) => this.logger.warn({ err }, 'landed-file logs: fs.watch failed'));
-    } catch (err) {
-      this.logger.warn({ err }, 'landed-file logs: fs.watch unavailable; polling only');
-    }
-    this.timer = setInterval(() => void this.sweep(), this.pollMs);
-    this.timer.unref();
-    void this.sweep();
+    this.follower.start();
   }
 
-  async stop(): Promise<void> {
-    this.started = false;
-    this.watcher?.close();
-    this.watcher = undefined;
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+  /** Stops following and waits for a pass in progress. */
+  stop(): Promise<void> {
+    return this.follower.stop();
   }
 
-  /** Reads what every log gained; concurrent calls share one pass (plus one more). */
+  /** Reads the folder now; concurrent calls share one pass (plus one more). */
   sweep(): Promise<void> {
-    if (this.sweeping) {
-      this.sweepAgain = true;
-      return this.sweeping;
-    }
-    this.sweeping = (async () => {
-      try {
-        do {
-          this.sweepAgain = false;
-          await this.readAll();
-        } while (this.sweepAgain && this.started);
-      } catch (err) {
-        this.logger.error({ err }, 'landed-file logs could not be read');
-      } finally {
-        this.sweeping = undefined;
-      }
-    })();
-    return this.sweeping;
+    return this.follower.sweep();
   }
 
   private async readAll(): Promise<void> {
     const listener = this.listener;
-    if (listener === undefined || !this.started) return;
+    if (listener === undefined || !this.follower.running) return;
     let names: string[];
     try {
       names = await readdir(this.dir);

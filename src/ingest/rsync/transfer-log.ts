@@ -3,12 +3,12 @@
  * `<dataDir>/rsyncd/transfers/`: `TransferLog` delivers each record to the listeners and removes
  * it only once they have all taken it.
  */
-import { watch, type FSWatcher } from 'node:fs';
 import { readdir, readFile, unlink } from 'node:fs/promises';
 import { join } from 'node:path';
 import { isCapability } from '../capability.js';
 import { isErrno } from '../../fs/errors.js';
 import { silentLogger, type Logger } from '../../logger.js';
+import { FolderFollower } from './folder-follower.js';
 
 /** One ended rsync transfer into a landing folder, as the post-xfer hook recorded it. */
 export interface Transfer {
@@ -35,11 +35,7 @@ export class TransferLog {
   private readonly logger: Logger;
   private readonly listeners = new Set<TransferListener>();
   private readonly failedAt = new Map<string, number>();
-  private watcher: FSWatcher | undefined;
-  private timer: NodeJS.Timeout | undefined;
-  private sweeping: Promise<void> | undefined;
-  private sweepAgain = false;
-  private started = false;
+  private readonly follower: FolderFollower;
 
   constructor(
     dir: string,
@@ -49,59 +45,34 @@ export class TransferLog {
     this.pollMs = options.pollMs ?? 2_000;
     this.retryMs = options.retryMs ?? 30_000;
     this.logger = options.logger ?? silentLogger;
+    this.follower = new FolderFollower({
+      dir,
+      pollMs: this.pollMs,
+      logger: this.logger,
+      what: 'transfer records',
+      pass: () => this.deliverPending(),
+      wanted: () => this.listeners.size > 0,
+    });
   }
 
   onTransfer(listener: TransferListener): () => void {
     this.listeners.add(listener);
-    if (this.started) void this.sweep();
+    if (this.follower.running) void this.sweep();
     return () => this.listeners.delete(listener);
   }
 
   start(): void {
-    if (this.started) return;
-    this.started = true;
-    try {
-      this.watcher = watch(this.dir, () => void this.sweep());
-      this.watcher.on('error', (err) =>
-        this.logger.warn({ err }, 'transfer records: fs.watch failed; polling only'),
-      );
-    } catch (err) {
-      this.logger.warn({ err }, 'transfer records: fs.watch unavailable; polling only');
-    }
-    this.timer = setInterval(() => void this.sweep(), this.pollMs);
-    this.timer.unref();
-    void this.sweep();
+    this.follower.start();
   }
 
-  /** Stops looking for records and waits for a delivery in progress. */
-  async stop(): Promise<void> {
-    this.started = false;
-    this.watcher?.close();
-    this.watcher = undefined;
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.sweeping;
+  /** Stops following and waits for a pass in progress. */
+  stop(): Promise<void> {
+    return this.follower.stop();
   }
 
-  /** Delivers every pending record now; concurrent calls share one pass (plus one more). */
+  /** Reads the folder now; concurrent calls share one pass (plus one more). */
   sweep(): Promise<void> {
-    if (this.sweeping) {
-      this.sweepAgain = true;
-      return this.sweeping;
-    }
-    this.sweeping = (async () => {
-      try {
-        do {
-          this.sweepAgain = false;
-          await this.deliverPending();
-        } while (this.sweepAgain && this.listeners.size > 0);
-      } catch (err) {
-        this.logger.error({ err }, 'transfer records could not be read');
-      } finally {
-        this.sweeping = undefined;
-      }
-    })();
-    return this.sweeping;
+    return this.follower.sweep();
   }
 
   private async deliverPending(): Promise<void> {
