@@ -123,9 +123,19 @@ export interface QueueItem {
   updatedAt: number;
 }
 
-type EventType =
-  'transfer' | 'validation' | 'ingestion' | 'fixity check' | 'replication' | 'recovery' | 'deletion';
-type Outcome = 'success' | 'failure';
+/** Every event type, as the API and the preservd record in storage name them. */
+export const EVENT_TYPES = [
+  'transfer',
+  'validation',
+  'ingestion',
+  'fixity check',
+  'replication',
+  'recovery',
+  'deletion',
+] as const;
+type EventType = (typeof EVENT_TYPES)[number];
+export const OUTCOMES = ['success', 'failure'] as const;
+type Outcome = (typeof OUTCOMES)[number];
 
 export interface PreservationEvent {
   id: number;

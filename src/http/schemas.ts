@@ -4,6 +4,7 @@
  * `Static`), so they are the one description of the API.
  */
 import { Type, type Static, type TSchema } from '@sinclair/typebox';
+import { EVENT_TYPES, OUTCOMES } from '../catalog/types.js';
 import { Nullable, StringEnum } from '../json-schema.js';
 
 const date = Type.String({ format: 'date-time' });
@@ -142,17 +143,9 @@ const queueStatusSchema = {
 export const eventSchema = Type.Object(
   {
     id: Type.Integer(),
-    type: StringEnum([
-      'transfer',
-      'validation',
-      'ingestion',
-      'fixity check',
-      'replication',
-      'recovery',
-      'deletion',
-    ]),
+    type: StringEnum(EVENT_TYPES),
     executor: Type.String(),
-    outcome: StringEnum(['success', 'failure']),
+    outcome: StringEnum(OUTCOMES),
     detail: Nullable(Type.String()),
     date,
   },

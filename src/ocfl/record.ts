@@ -9,7 +9,15 @@
  */
 import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
-import type { Grant, Package, PreservationEvent, QueueItem, User } from '../catalog/types.js';
+import {
+  EVENT_TYPES,
+  OUTCOMES,
+  type Grant,
+  type Package,
+  type PreservationEvent,
+  type QueueItem,
+  type User,
+} from '../catalog/types.js';
 
 /** The object's folder OCFL leaves to us, and the files in it. */
 export const LOGS = 'logs';
@@ -46,16 +54,8 @@ const PackageRecordSchema = Type.Object({
 
 const EventSchema = Type.Object({
   id: Id,
-  type: OneOf([
-    'transfer',
-    'validation',
-    'ingestion',
-    'fixity check',
-    'replication',
-    'recovery',
-    'deletion',
-  ] as const),
-  outcome: OneOf(['success', 'failure'] as const),
+  type: OneOf(EVENT_TYPES),
+  outcome: OneOf(OUTCOMES),
   executor: Type.String(),
   detail: Type.Union([Type.String(), Type.Null()]),
   date: Date3339,
