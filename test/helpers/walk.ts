@@ -2,7 +2,7 @@
  * Every entry below a folder that is not a folder, as '/'-separated paths relative to it,
  * sorted; links are listed, never followed. `regularOnly` keeps regular files alone.
  */
-import { readdirSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 
 export function filesUnder(dir: string, options: { regularOnly?: boolean } = {}): string[] {
@@ -10,4 +10,9 @@ export function filesUnder(dir: string, options: { regularOnly?: boolean } = {})
     .filter((e) => (options.regularOnly === true ? e.isFile() : !e.isDirectory()))
     .map((e) => relative(dir, join(e.parentPath, e.name)).split(sep).join('/'))
     .sort();
+}
+
+/** Every file below a folder with its bytes, by '/'-separated path relative to it. */
+export function bytesUnder(dir: string): Map<string, Buffer> {
+  return new Map(filesUnder(dir).map((path) => [path, readFileSync(join(dir, path))]));
 }

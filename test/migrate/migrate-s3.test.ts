@@ -7,9 +7,9 @@
  * summary says so, with its date.
  */
 import { spawnSync } from 'node:child_process';
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join, relative } from 'node:path';
+import { join } from 'node:path';
 import {
   CreateBucketCommand,
   GetObjectCommand,
@@ -22,26 +22,13 @@ import t from 'tap';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { s3Test, startCeph } from '../helpers/ceph.js';
 import { cliPath, repoRoot } from '../helpers/daemon.js';
+import { bytesUnder } from '../helpers/walk.js';
 import { s3Client } from '../replicas/fixtures/replica-world.js';
 
 const fixture = join(repoRoot, 'test/fixtures/old-repository');
 const { answers } = JSON.parse(readFileSync(join(fixture, 'answers.json'), 'utf8')) as {
   answers: Array<{ bagId: string }>;
 };
-
-/** Every file under `dir`, relative path → bytes. */
-function tree(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else out.set(relative(dir, p), readFileSync(p));
-    }
-  };
-  walk(dir);
-  return out;
-}
 
 async function keysOf(s3: S3Client, bucket: string): Promise<string[]> {
   const page = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
@@ -55,7 +42,7 @@ s3Test(
     const ceph = await startCeph(t);
     const s3 = s3Client(ceph);
     t.teardown(() => s3.destroy());
-    const old = tree(join(fixture, 'mirror'));
+    const old = bytesUnder(join(fixture, 'mirror'));
     const retainedUntil = new Date(Date.now() + 24 * 3600 * 1000);
     const retainedKey = [...old.keys()].find((k) => k.endsWith('bagit.txt'))!;
 

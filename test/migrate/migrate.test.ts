@@ -18,6 +18,7 @@ import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { fsReader, validateRoot } from '../../src/ocfl/validate/index.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { cliPath, repoRoot, TestDaemon } from '../helpers/daemon.js';
+import { bytesUnder } from '../helpers/walk.js';
 
 const fixture = join(repoRoot, 'test/fixtures/old-repository');
 const answers = JSON.parse(readFileSync(join(fixture, 'answers.json'), 'utf8')) as {
@@ -57,20 +58,6 @@ function migrate(repo: Repo, failpoint?: string) {
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 
-/** Every file under `dir`, relative path → bytes. */
-function tree(dir: string): Map<string, Buffer> {
-  const out = new Map<string, Buffer>();
-  const walk = (d: string) => {
-    for (const e of readdirSync(d, { withFileTypes: true })) {
-      const p = join(d, e.name);
-      if (e.isDirectory()) walk(p);
-      else out.set(relative(dir, p), readFileSync(p));
-    }
-  };
-  walk(dir);
-  return out;
-}
-
 /** The state a finished migration must leave: both roots valid, every bag's bytes in its object, nothing of the old layout. */
 async function checkMigrated(t: Test, repo: Repo): Promise<void> {
   const storage = join(repo.dataDir, 'storage');
@@ -88,7 +75,11 @@ async function checkMigrated(t: Test, repo: Repo): Promise<void> {
     );
     for (const { bagId } of answers.answers) {
       const content = join(root, packageObjectPath(bagId), 'v1', 'content');
-      t.same(tree(content), tree(bagDir(bagId)), `${name}: ${bagId}'s bag, byte for byte, in v1/content`);
+      t.same(
+        bytesUnder(content),
+        bytesUnder(bagDir(bagId)),
+        `${name}: ${bagId}'s bag, byte for byte, in v1/content`,
+      );
     }
   }
   const catalog = Catalog.open(new DataLayout(repo.dataDir), { readOnly: true });
@@ -197,7 +188,7 @@ t.test(
     const bytes = readFileSync(file);
     bytes[0] = bytes[0]! ^ 1;
     writeFileSync(file, bytes);
-    const before = tree(oldBag);
+    const before = bytesUnder(oldBag);
     const r = migrate(repo);
     t.equal(r.code, 1, 'exit 1');
     t.match(
@@ -205,7 +196,7 @@ t.test(
       new RegExp(`skipped ${bad!.bagId}: its bytes do not match the catalog \\(.*data/a.txt`),
     );
     t.match(r.stdout, /migrated 2 packages to OCFL .*, 1 skipped; replica mirror: 2 objects written/);
-    t.same(tree(oldBag), before, 'the damaged bag is where it was, untouched');
+    t.same(bytesUnder(oldBag), before, 'the damaged bag is where it was, untouched');
     const catalog = Catalog.open(new DataLayout(repo.dataDir), { readOnly: true });
     t.equal(catalog.packages.get(bad!.bagId)?.storagePath, relative(oldStorage, bagDir(bad!.bagId)));
     for (const { bagId } of good) t.equal(catalog.packages.get(bagId)?.storagePath, packageObjectPath(bagId));
