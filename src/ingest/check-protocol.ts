@@ -9,7 +9,7 @@ import type { StoredProblem } from '../catalog/types.js';
 import type { Algorithm, FileDigests, SerializedError } from '../fixity/index.js';
 import type { ContentTypeRules, ExpectedRequest } from './chipmunk/index.js';
 
-/** What the worker is started with (`workerData`). */
+/** What one check is given (the `check` message). */
 export interface CheckWorkerData {
   dir: string;
   request?: ExpectedRequest | undefined;
@@ -45,4 +45,5 @@ export type ToCheckWorker =
   | { kind: 'hashed'; id: number; digests: FileDigests }
   | { kind: 'hashedAll'; id: number; results: CrossingDigests[] }
   | { kind: 'hashFailed'; id: number; error: SerializedError }
-  | { kind: 'files'; count: number };
+  | { kind: 'files'; count: number }
+  | { kind: 'check'; data: CheckWorkerData };

@@ -9,9 +9,15 @@
  * A record is only written for bytes known to be the file's: its identity is taken before the
  * read and must be the same after it, and the read starts only once the file's ctime is behind
  * the clock's coarse tick, so that any later write gives it a different ctime.
+ *
+ * A hashed file is also flushed to disk (fdatasync) before it is recorded: the store at complete
+ * must have every byte on disk before it says DONE, and a 1 GiB upload's writeback otherwise all
+ * lands on that moment (docs/performance.md, issue 27); it skips the files still as recorded.
  */
-import { lstat, readdir } from 'node:fs/promises';
+import { lstatSync, type BigIntStats } from 'node:fs';
+import { lstat, open, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
 import { ALGORITHMS, type Algorithm, type FileDigests, type HashOptions } from '../fixity/index.js';
@@ -43,6 +49,8 @@ const IN_POOL = 2;
  */
 const SETTLE_MS = 50;
 const SETTLE_COARSE_MS = 2_100;
+/** Flushes at once: few, as each holds one of libuv's four threads, which downloads read with. */
+const FLUSHING = 2;
 /** rsync logs a file just before renaming it into place: looks again this often, then gives up. */
 const RETRY_MS = [100, 400, 1_000, 3_000];
 
@@ -78,6 +86,7 @@ export class LandedHasher {
   private stopped = false;
   private readonly signal = new AbortController();
   private readonly algorithms = new Map<string, { at: number; algorithms: Algorithm[] }>();
+  private readonly flushing = pLimit(FLUSHING);
 
   constructor(
     private readonly o: {
@@ -261,9 +270,22 @@ export class LandedHasher {
       });
       finished.push(r);
     }
+    // Flushed before recorded: a record says the file's bytes are on disk too (`onDisk`).
+    await Promise.all(finished.map((r) => this.flushing(() => flush(r.abs))));
     if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
     this.stats.hashed += records.length;
     for (const r of finished) this.finish(r.key, r.job);
+  }
+
+  /**
+   * Whether the file at `abs` (`path` in the bag) is the one hashed and flushed as it landed:
+   * then the store at complete need not flush it again.
+   */
+  onDisk(bagId: string, path: string, abs: string): boolean {
+    const record = this.o.catalog.landedHashes.get(bagId, path);
+    if (record === undefined) return false;
+    const now = identityOfSync(abs);
+    return now !== undefined && sameIdentity(now, record);
   }
 
   /**
@@ -294,6 +316,21 @@ export class LandedHasher {
   }
 }
 
+/** fdatasync of a file; one that went meanwhile is the next read's concern, not this one's. */
+async function flush(abs: string): Promise<void> {
+  let handle;
+  try {
+    handle = await open(abs, 'r');
+  } catch {
+    return;
+  }
+  try {
+    await handle.datasync();
+  } finally {
+    await handle.close();
+  }
+}
+
 function keyOf(bagId: string, path: string): string {
   return `${bagId}\0${path}`;
 }
@@ -301,18 +338,27 @@ function keyOf(bagId: string, path: string): string {
 /** The file's identity, or undefined when it is not a regular file there. */
 export async function identityOf(abs: string): Promise<FileIdentity | undefined> {
   try {
-    const s = await lstat(abs, { bigint: true });
-    if (!s.isFile()) return undefined;
-    return {
-      size: Number(s.size),
-      mtimeNs: String(s.mtimeNs),
-      ctimeNs: String(s.ctimeNs),
-      ino: String(s.ino),
-      dev: String(s.dev),
-    };
+    return identityFrom(await lstat(abs, { bigint: true }));
   } catch {
     return undefined;
   }
+}
+
+/** `identityOf` on the calling thread: a few microseconds for an inode in the cache. */
+function identityOfSync(abs: string): FileIdentity | undefined {
+  const s = lstatSync(abs, { bigint: true, throwIfNoEntry: false });
+  return s === undefined ? undefined : identityFrom(s);
+}
+
+function identityFrom(s: BigIntStats): FileIdentity | undefined {
+  if (!s.isFile()) return undefined;
+  return {
+    size: Number(s.size),
+    mtimeNs: String(s.mtimeNs),
+    ctimeNs: String(s.ctimeNs),
+    ino: String(s.ino),
+    dev: String(s.dev),
+  };
 }
 
 export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {

@@ -301,7 +301,10 @@ export class IngestStages {
       user: item.user,
       message: 'deposit',
     });
-    await assembleObject(storage, pkg.bagId, inventory);
+    const { landed } = this.deps;
+    await assembleObject(storage, pkg.bagId, inventory, (path, abs) =>
+      landed === undefined ? false : landed.onDisk(pkg.bagId, path, abs),
+    );
     failpoint('ingest:after-assembly');
     await commitObject(storage, pkg.bagId);
   }

@@ -253,7 +253,18 @@ t.test('an assembly, and an object the catalog never called stored, roll back to
   t.same(readdirSync(layout.staging), [bagId], 'the assembly is gone, the upload back');
   t.same(filesUnder(staged), ['bagit.txt', 'data/a.txt'], 'whole (its empty folder was dropped)');
 
-  await assembleObject(storage, bagId, inventory);
+  // The files hashed and flushed as they landed are not flushed again: asked by their path in the bag.
+  const asked: Array<[string, string]> = [];
+  await assembleObject(storage, bagId, inventory, (path, abs) => {
+    asked.push([path, abs]);
+    return path === 'data/a.txt';
+  });
+  const content = join(storage.assemblyDir(bagId), 'v1/content');
+  t.same(
+    asked.sort(),
+    ['bagit.txt', 'data/a.txt'].map((path) => [path, join(content, path)]),
+    'each content file asked once, by its path in the bag and where it is now',
+  );
   await commitObject(storage, bagId);
   t.ok(existsSync(join(storage.objectDir(bagId), 'inventory.json')), 'renamed into the root');
   await undoAssembly(storage, bagId);
