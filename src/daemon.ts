@@ -79,7 +79,7 @@ export class Daemon {
     // A storage in the layout before OCFL is refused here, before anything reads or writes it.
     await prepareStorageRoot(layout);
     // A replica that is missing or refuses writes stops the start, before anything runs.
-    const targets = targetsFor(config.replicas);
+    const targets = await targetsFor(config.replicas);
     lifecycle.onStop('replica targets', () => targets.forEach((t) => t.close()));
     await checkTargets(targets);
     const storage = new Storage(layout);

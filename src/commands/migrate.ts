@@ -42,7 +42,7 @@ export async function runMigrate(argv: string[], io: CommandIO, config: Config):
   const hasher = createHasher();
   const storage = new Storage(layout);
   const progress = progressLine(io.stderr);
-  const targets = targetsFor(config.replicas);
+  const targets = await targetsFor(config.replicas);
   try {
     const primary = await migratePrimary(storage, catalog, hasher, (p) =>
       progress(`primary: ${p.done}/${p.total} packages, ${p.bytes} bytes checked`),

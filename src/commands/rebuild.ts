@@ -26,7 +26,7 @@ export async function runRebuild(argv: string[], io: CommandIO, config: Config):
     return 2;
   }
   const layout = new DataLayout(config.dataDir);
-  const target = targetOf(args.from, config, layout);
+  const target = await targetOf(args.from, config, layout);
   if (typeof target === 'string') {
     io.stderr.write(`preservd: ${target}\n`);
     return 2;
@@ -80,12 +80,13 @@ function parse(argv: string[]): { from: string; verify: boolean } | undefined {
 }
 
 /** The target to read: the primary's folder, or the configured replica of that name. */
-function targetOf(from: string, config: Config, layout: DataLayout): ReplicaTarget | string {
-  if (from === 'primary') return targetsFor([{ name: 'primary', kind: 'dir', path: layout.storage }])[0]!;
+async function targetOf(from: string, config: Config, layout: DataLayout): Promise<ReplicaTarget | string> {
+  if (from === 'primary')
+    return (await targetsFor([{ name: 'primary', kind: 'dir', path: layout.storage }]))[0]!;
   const replica = config.replicas.find((r) => r.name === from);
   if (replica === undefined)
     return `no storage root named "${from}": primary, or a replica of the configuration (${config.replicas.map((r) => r.name).join(', ') || 'none configured'})`;
-  return targetsFor([replica])[0]!;
+  return (await targetsFor([replica]))[0]!;
 }
 
 /**

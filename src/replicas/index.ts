@@ -9,7 +9,6 @@ import type { ReplicaConfig } from '../config/replicas.js';
 import { DirTarget } from './dir.js';
 import { contentKey } from './keys.js';
 import { prepareReplicaRoot } from './root.js';
-import { S3Target } from './s3.js';
 import type { ReplicaTarget } from './target.js';
 
 export { copyPackage } from './copy.js';
@@ -23,11 +22,13 @@ export { Replicator, REPLICATION_EXECUTOR } from './replicator.js';
 export { summarizeReplicas } from './summary.js';
 export { ReplicaDown, type ReplicaTarget } from './target.js';
 
-export function targetsFor(
+export async function targetsFor(
   replicas: readonly ReplicaConfig[],
   env: NodeJS.ProcessEnv = process.env,
-): ReplicaTarget[] {
-  return replicas.map((r) => (r.kind === 's3' ? new S3Target(r, env) : new DirTarget(r)));
+): Promise<ReplicaTarget[]> {
+  // The S3 client is loaded only where a bucket is configured: ~26 MB of the daemon's RSS.
+  const s3 = replicas.some((r) => r.kind === 's3') ? await import('./s3.js') : undefined;
+  return replicas.map((r) => (r.kind === 's3' ? new s3!.S3Target(r, env) : new DirTarget(r)));
 }
 
 /**

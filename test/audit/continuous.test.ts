@@ -237,7 +237,7 @@ t.test(
 
     const repairs: string[] = [];
     const replicas = {
-      targets: targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]),
+      targets: await targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]),
       bytesPerSec: () => 0,
       repair: (bagId: string) => repairs.push(bagId),
     };

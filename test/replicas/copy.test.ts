@@ -57,7 +57,7 @@ t.test(
       await writeFile(join(object, `${folder}inventory.json`), json);
       await writeFile(join(object, `${folder}inventory.json.sha256`), sidecar);
     }
-    const [dir] = targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]);
+    const [dir] = await targetsFor([{ name: 'mirror', kind: 'dir', path: mirror }]);
     t.teardown(() => rm(`${mirror}.preservd-tmp`, { recursive: true, force: true }));
     // The real folder target, its read-backs slowed so that lanes decide while others still read.
     const slow: ReplicaTarget = Object.assign(Object.create(dir!) as ReplicaTarget, {

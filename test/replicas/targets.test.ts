@@ -117,12 +117,12 @@ t.test('dir replica', async (t) => {
   const scratch = await mkdtemp(join(tmpdir(), 'preservd-dir-replica-'));
   t.teardown(() => rm(scratch, { recursive: true, force: true }));
   const root = join(scratch, 'replica'); // its scratch folder, replica.preservd-tmp, is in `scratch` too
-  const [missing] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+  const [missing] = await targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await t.rejects(checkTargets([missing!]), {
     message: `a replica cannot be used:\n  replica mirror: folder ${root} does not exist; create it (and mount the filesystem it is on) first`,
   });
   await mkdir(root);
-  const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+  const [target] = await targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
   await checkTargets([target!]);
   t.same(
     (await readdir(root, { recursive: true })).sort(),
@@ -177,7 +177,7 @@ t.test(
       await mkdir(root);
       await setUp(root);
       const before = (await readdir(root, { recursive: true })).sort();
-      const [target] = targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+      const [target] = await targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
       await t.rejects(checkTargets([target!]), { message }, name);
       t.same((await readdir(root, { recursive: true })).sort(), before, `${name}: nothing written`);
     };
@@ -217,7 +217,7 @@ s3Test(t, 's3 replica on a real Ceph RADOS Gateway', async (t) => {
 
   // An https: endpoint whose CA is not trusted: refused at start-up, naming why.
   const bucket = 'replica-https';
-  const [untrusted] = targetsFor([
+  const [untrusted] = await targetsFor([
     {
       name: 'ceph',
       kind: 's3',
@@ -321,13 +321,13 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
     secretAccessKey: ceph.secretAccessKey,
     ...(scheme === 'https' ? { caFile: ceph.caFile } : {}),
   };
-  const [absent] = targetsFor([config]);
+  const [absent] = await targetsFor([config]);
   await t.rejects(checkTargets([absent!]), {
     message: `a replica cannot be used:\n  replica ceph: bucket ${bucket} does not exist at ${endpoint}; create it first`,
   });
   absent!.close();
   await s3.send(new CreateBucketCommand({ Bucket: bucket }));
-  const [target] = targetsFor([config]);
+  const [target] = await targetsFor([config]);
   t.teardown(() => target!.close());
   await checkTargets([target!]);
   const listed = await s3.send(new ListObjectsV2Command({ Bucket: bucket }));
@@ -385,7 +385,7 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
   setTimeout(() => stop.abort(new Error('stop reading')), 200);
   await t.rejects(aborted, { message: 'stop reading' });
   // A gateway that refuses the read (keys it does not know): the copy is unreadable, named so.
-  const [forged] = targetsFor([{ ...config, secretAccessKey: 'not-the-secret-key' }]);
+  const [forged] = await targetsFor([{ ...config, secretAccessKey: 'not-the-secret-key' }]);
   t.same(await forged!.readBack(pacedKey, pacedExpected, {}), {
     kind: 'unreadable',
     reason: 'SignatureDoesNotMatch, HTTP 403',
@@ -403,7 +403,7 @@ async function s3Replica(t: Test, ceph: Ceph, s3: S3Client, scheme: 'http' | 'ht
   forged!.close();
 
   // Retention asked of a bucket without Object Lock: refused at start-up.
-  const [locked] = targetsFor([{ ...config, retention: { mode: 'GOVERNANCE', days: 1 } }]);
+  const [locked] = await targetsFor([{ ...config, retention: { mode: 'GOVERNANCE', days: 1 } }]);
   await t.rejects(checkTargets([locked!]), {
     message: `a replica cannot be used:\n  replica ceph: retention is configured but bucket ${bucket} has no Object Lock; Object Lock can only be enabled when a bucket is created (see docs/replicas.md)`,
   });
