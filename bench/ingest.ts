@@ -32,7 +32,7 @@
  * just written). Rounds alternate coreutils, validate, ingest; ratios are taken per round and the
  * median reported (the machine is shared and noisy). Everything temporary is deleted at the end.
  */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash, randomFillSync, randomUUID } from 'node:crypto';
 import {
   chmodSync,
@@ -60,7 +60,8 @@ const MB = 1e6;
 const NOBODY = 65534;
 const MiB = 1024 * 1024;
 const FULL = { smallFiles: 2000, bigFiles: 40, bigBytes: 25 * MiB };
-const TARGETS = { validateToCoreutils: 0.25, ingestToValidate: 0.25, peakRssMB: 200 };
+/** underUpload: "no ingest or download slower", within the run-to-run noise of a shared machine. */
+const TARGETS = { validateToCoreutils: 0.25, ingestToValidate: 0.25, peakRssMB: 200, underUpload: 1.1 };
 /** The daemon's default: uploads through our rsync must not wait for it. */
 const QUIET_MS = 2_000;
 const ALGORITHMS: Algorithm[] = ['md5', 'sha256'];
@@ -333,17 +334,10 @@ async function ingestOnce(
   bag: BenchBag,
   mbit: number,
   reupload?: { round: number },
-): Promise<{ seconds: number; rssMB: number; files: LandedCounts }> {
-  const bagId = randomUUID();
-  const externalId = `bench-${bagId.slice(0, 8)}`;
-  writeTagFiles(bag, bagId, externalId);
-  const req = await daemon.createRequest(token, {
-    bag_id: bagId,
-    external_id: externalId,
-    content_type: 'digital',
-  });
+): Promise<{ bagId: string; seconds: number; rssMB: number; files: LandedCounts }> {
+  const { bagId, externalId, link } = await declare(daemon, token, bag);
   const before = await landedCounts(daemon);
-  rsyncInto(bag, req.upload_link, mbit);
+  rsyncInto(bag, link, mbit);
   if (reupload !== undefined) {
     // The depositor fixes one file after the whole bag went up, and runs rsync again.
     changeOneFile(bag, reupload.round);
@@ -356,9 +350,93 @@ async function ingestOnce(
       ...tagFilesFor(bagId, externalId, bag.tagDigests).keys(),
     ])
       utimesSync(join(bag.dir, path), later, later);
-    rsyncInto(bag, req.upload_link, mbit);
+    rsyncInto(bag, link, mbit);
   }
-  const start = process.hrtime.bigint(); // the client's rsync has just exited
+  const { seconds, rssMB } = await completeToDone(daemon, token, bagId);
+  const after = await landedCounts(daemon);
+  const files = {
+    onArrival: after.onArrival - before.onArrival,
+    known: after.known - before.known,
+    rehashed: after.rehashed - before.rehashed,
+    unreported: after.unreported - before.unreported,
+  };
+  return { bagId, seconds, rssMB, files };
+}
+
+/**
+ * What hashing uploads as they land costs other work: while a depositor's upload runs into one
+ * request at the network rate, an ingest (complete → DONE of a bag put into its landing folder
+ * without our rsync, as an ssh-style link does, so it is read whole at complete either way) and
+ * a zip download of a stored package run at once. Seconds of each, to compare with the same on a
+ * daemon that hashes uploads at complete only (`upload.rsync.hashOnArrival: false`).
+ */
+async function underUpload(
+  daemon: TestDaemon,
+  token: string,
+  bag: BenchBag,
+  stored: string,
+  mbit: number,
+): Promise<{ ingest: number; download: number }> {
+  const placed = await declare(daemon, token, bag);
+  const landing = join(daemon.dataDir, 'landing', placed.link.replace(/\/$/, '').split('/').pop()!);
+  run('cp', ['-r', `${bag.dir}/.`, landing]);
+  if (process.getuid?.() === 0) run('chown', ['-R', `${NOBODY}:${NOBODY}`, landing]);
+  const background = await declare(daemon, token, bag);
+  const upload = new Promise<void>((resolve, reject) => {
+    const args = ['-rt', '--no-group', '--no-perms', '--chmod=ugo=rwX', ...bwlimit(mbit), `${bag.dir}/`];
+    spawn('rsync', [...args, background.link], { stdio: 'ignore' }).once('exit', (code) =>
+      code === 0 ? resolve() : reject(new Error(`the background rsync exited with ${code}`)),
+    );
+  });
+  await sleep(1_000); // the upload is landing, and on the one daemon being hashed
+  const [ingest, download] = await Promise.all([
+    completeToDone(daemon, token, placed.bagId),
+    zipSeconds(daemon, token, stored),
+  ]);
+  await upload;
+  return { ingest: ingest.seconds, download };
+}
+
+/** Seconds of a stored package's zip download, every byte read and dropped. */
+async function zipSeconds(daemon: TestDaemon, token: string, bagId: string): Promise<number> {
+  const start = process.hrtime.bigint();
+  const res = await fetch(`http://127.0.0.1:${daemon.httpPort}/v1/packages/${bagId}/download`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  if (res.status !== 200 || res.body === null) throw new Error(`zip download: ${res.status}`);
+  for await (const chunk of res.body) void chunk;
+  return Number(process.hrtime.bigint() - start) / 1e9;
+}
+
+function run(command: string, args: string[]): void {
+  const r = spawnSync(command, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`${command} ${args.join(' ')}: ${r.stderr}`);
+}
+
+/** A new request for the bag, its tag files written for it. */
+async function declare(
+  daemon: TestDaemon,
+  token: string,
+  bag: BenchBag,
+): Promise<{ bagId: string; externalId: string; link: string }> {
+  const bagId = randomUUID();
+  const externalId = `bench-${bagId.slice(0, 8)}`;
+  writeTagFiles(bag, bagId, externalId);
+  const req = await daemon.createRequest(token, {
+    bag_id: bagId,
+    external_id: externalId,
+    content_type: 'digital',
+  });
+  return { bagId, externalId, link: req.upload_link as string };
+}
+
+/** From now (the client's rsync has just exited): POST complete, wait for DONE; seconds and the VmRSS peak seen. */
+async function completeToDone(
+  daemon: TestDaemon,
+  token: string,
+  bagId: string,
+): Promise<{ seconds: number; rssMB: number }> {
+  const start = process.hrtime.bigint();
   const pid = daemon.proc.pid!;
   let rssMB = procStatusMB(pid, 'VmRSS');
   const complete = await daemon.request('POST', `/v1/requests/${bagId}/complete`, { token });
@@ -373,15 +451,7 @@ async function ingestOnce(
       );
     await sleep(10);
   }
-  const seconds = Number(process.hrtime.bigint() - start) / 1e9;
-  const after = await landedCounts(daemon);
-  const files = {
-    onArrival: after.onArrival - before.onArrival,
-    known: after.known - before.known,
-    rehashed: after.rehashed - before.rehashed,
-    unreported: after.unreported - before.unreported,
-  };
-  return { seconds, rssMB, files };
+  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, rssMB };
 }
 
 async function main(): Promise<void> {
@@ -394,18 +464,24 @@ async function main(): Promise<void> {
     const bag = buildBag(join(scratch, 'bag'), o.scale);
     const tinyBag = buildTinyBag(join(scratch, 'tiny-bag'));
     const setupSeconds = (Date.now() - began) / 1000;
-    const dataDir = mkdtempSync(join(scratch, 'data-'));
-    // As root, the daemon runs as nobody (see above), who must reach its data directory.
+    // As root, the daemons run as nobody (see above), who must reach their data directories.
     const user = process.getuid?.() === 0 ? { uid: NOBODY, gid: NOBODY } : {};
-    if (user.uid !== undefined) {
-      chmodSync(scratch, 0o711);
-      chownSync(dataDir, user.uid, user.gid);
-    }
-    daemon = await TestDaemon.start(
-      { teardown: (fn) => teardowns.push(fn) },
-      { dataDir, config: { upload: { quietMs: QUIET_MS }, logLevel: 'warn' }, ...user },
-    );
+    if (user.uid !== undefined) chmodSync(scratch, 0o711);
+    const start = (hashOnArrival: boolean): Promise<TestDaemon> => {
+      const dataDir = mkdtempSync(join(scratch, 'data-'));
+      if (user.uid !== undefined) chownSync(dataDir, user.uid, user.gid);
+      const upload = { quietMs: QUIET_MS, rsync: { hashOnArrival } };
+      return TestDaemon.start(
+        { teardown: (fn) => teardowns.push(fn) },
+        { dataDir, config: { upload, logLevel: 'warn' }, ...user },
+      );
+    };
+    daemon = await start(true);
     const token = daemon.addUser('bench');
+    // The same without hashing as files land: the yardstick for what that costs other work.
+    const plain = await start(false);
+    const plainToken = plain.addUser('bench');
+    const plainStored = (await ingestOnce(plain, plainToken, bag, 0)).bagId;
 
     // Warm-up: page cache, JIT, worker threads, catalog pages.
     warm(bag.dir);
@@ -423,6 +499,7 @@ async function main(): Promise<void> {
     const reuploadFiles: LandedCounts[] = [];
     const unthrottled: number[] = [];
     const unthrottledFiles: LandedCounts[] = [];
+    const busy: Record<'on' | 'off', Array<{ ingest: number; download: number }>> = { on: [], off: [] };
     for (let round = 0; round < o.rounds; round++) {
       sums.push(coreutils(bag));
       validates.push(validate(bag.dir));
@@ -431,6 +508,10 @@ async function main(): Promise<void> {
       ingests.push(ingest.seconds);
       rss.push(ingest.rssMB);
       onceFiles.push(ingest.files);
+      for (const on of round % 2 === 0 ? [true, false] : [false, true]) {
+        if (on) busy.on.push(await underUpload(daemon, token, bag, ingest.bagId, o.networkMbit));
+        else busy.off.push(await underUpload(plain, plainToken, bag, plainStored, o.networkMbit));
+      }
       const fast = await ingestOnce(daemon, token, bag, 0);
       unthrottled.push(fast.seconds);
       rss.push(fast.rssMB);
@@ -442,6 +523,11 @@ async function main(): Promise<void> {
     }
     const peakRssMB = procStatusMB(daemon.proc.pid!, 'VmHWM');
     await daemon.stop();
+    await plain.stop();
+    const busyRatios = {
+      ingest: busy.on.map((b, i) => b.ingest / busy.off[i]!.ingest),
+      download: busy.on.map((b, i) => b.download / busy.off[i]!.download),
+    };
 
     const validateRatios = validates.map((v, i) => v / sums[i]!);
     const ingestRatios = ingests.map((s, i) => s / validates[i]!);
@@ -482,11 +568,20 @@ async function main(): Promise<void> {
         files: unthrottledFiles,
       },
       reupload: { seconds: reuploads, ratioToValidate: median(reuploadRatios), files: reuploadFiles },
+      underUpload: {
+        hashedOnArrival: busy.on,
+        hashedAtComplete: busy.off,
+        ingestRatio: median(busyRatios.ingest),
+        downloadRatio: median(busyRatios.download),
+      },
       targets: TARGETS,
       pass: {
         validateToCoreutils: median(validateRatios) <= TARGETS.validateToCoreutils,
         ingestToValidate: median(ingestRatios) <= TARGETS.ingestToValidate,
         peakRssMB: peakRssMB < TARGETS.peakRssMB,
+        underUpload:
+          median(busyRatios.ingest) <= TARGETS.underUpload &&
+          median(busyRatios.download) <= TARGETS.underUpload,
       },
       totalSeconds: 0,
     };
@@ -508,6 +603,19 @@ async function main(): Promise<void> {
         `  files per round: ${unthrottledFiles.map(counts).join('; ')}`,
         `re-upload ${network} after a change to one file (second rsync run), complete → DONE: ${range(reuploads, 3)} s; / validate: ${range(reuploadRatios, 3)}`,
         `  files per round: ${reuploadFiles.map(counts).join('; ')}`,
+        `while an upload ${network} is hashed as it lands, against a daemon that hashes at complete (hashOnArrival false), at once: an ingest (read whole at complete) ${range(
+          busy.on.map((b) => b.ingest),
+          3,
+        )} s vs ${range(
+          busy.off.map((b) => b.ingest),
+          3,
+        )} s, ratio ${range(busyRatios.ingest, 3)}; a zip download ${range(
+          busy.on.map((b) => b.download),
+          3,
+        )} s vs ${range(
+          busy.off.map((b) => b.download),
+          3,
+        )} s, ratio ${range(busyRatios.download, 3)}   target ≤ ${TARGETS.underUpload}   ${verdict(result.pass.underUpload)}`,
         `  daemon peak RSS (VmHWM): ${peakRssMB.toFixed(0)} MB (VmRSS polled during ingests: ${range(rss, 0)} MB)   target < ${TARGETS.peakRssMB}   ${verdict(result.pass.peakRssMB)}`,
         `(${o.rounds} rounds after a warm-up round, medians [min–max]; total ${result.totalSeconds.toFixed(1)} s)`,
       ];

@@ -41,6 +41,7 @@ import { RecordWriter } from './storage/record-writer.js';
 import { prepareStorageRoot } from './storage/ocfl-root.js';
 import { Storage } from './storage/storage.js';
 import { startUploads } from './uploads.js';
+import { DownloadsInFlight } from './download/index.js';
 
 export interface DaemonOptions {
   logger?: Logger;
@@ -109,6 +110,7 @@ export class Daemon {
     });
     lifecycle.onStop('fixity pool', () => pool.close());
     metrics.watchPool(pool);
+    const downloads = new DownloadsInFlight();
     const { landing, watcher, landed } = await startUploads(config, {
       layout,
       catalog,
@@ -116,6 +118,7 @@ export class Daemon {
       logger,
       lifecycle,
       metrics,
+      downloads,
     });
 
     await reconcile(catalog, storage, landing, logger);
@@ -135,9 +138,10 @@ export class Daemon {
       ...(landed === undefined ? {} : { landed }),
       targets,
       metrics,
+      downloads,
     });
     const app = await buildServer(
-      httpContext({ config, catalog, storage, landing, watcher, targets, metrics, ...services }),
+      httpContext({ config, catalog, storage, landing, watcher, targets, metrics, downloads, ...services }),
       logger,
     );
     lifecycle.onStop('HTTP server', () => closeGracefully(app, config.http.shutdownGraceSeconds * 1000));
@@ -182,6 +186,7 @@ interface ServiceParts {
   landed?: LandedHasher;
   targets: readonly ReplicaTarget[];
   metrics: Metrics;
+  downloads: DownloadsInFlight;
 }
 
 /** The services the routes call. */
@@ -260,7 +265,19 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
 
 /** What the routes may call. */
 function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): HttpContext {
-  const { config, catalog, storage, landing, watcher, targets, metrics, ingest, repairer, audits } = parts;
+  const {
+    config,
+    catalog,
+    storage,
+    landing,
+    watcher,
+    targets,
+    metrics,
+    downloads,
+    ingest,
+    repairer,
+    audits,
+  } = parts;
   return {
     config,
     catalog,
@@ -284,6 +301,7 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): H
         }
       : {}),
     metrics: () => metrics.render(),
+    downloads,
     observeResponse: (route, method, status, seconds) =>
       metrics.observeResponse(route, method, status, seconds),
   };

@@ -15,6 +15,7 @@ import { LandingWatcher } from './ingest/watcher.js';
 import type { Metrics } from './metrics.js';
 import type { Lifecycle } from './service/lifecycle.js';
 import type { DataLayout } from './storage/layout.js';
+import type { DownloadsInFlight } from './download/index.js';
 
 /**
  * The landing zone, the rsync daemon (when enabled) and the landing watcher, each registered to
@@ -30,6 +31,7 @@ export async function startUploads(
     logger,
     lifecycle,
     metrics,
+    downloads,
   }: {
     layout: DataLayout;
     catalog: Catalog;
@@ -37,6 +39,8 @@ export async function startUploads(
     logger: Logger;
     lifecycle: Lifecycle;
     metrics: Metrics;
+    /** Downloads being answered: the landed hasher starts nothing while there is one. */
+    downloads?: DownloadsInFlight;
   },
 ): Promise<{ landing: LandingZone; watcher: LandingWatcher; landed: LandedHasher | undefined }> {
   const landing = new LandingZone(layout);
@@ -56,7 +60,13 @@ export async function startUploads(
     });
     rsync.onTransfer((t) => recordTransfer(catalog, t));
     if (r.hashOnArrival) {
-      const hasher = (landed = new LandedHasher({ catalog, landing, pool, logger }));
+      const hasher = (landed = new LandedHasher({
+        catalog,
+        landing,
+        pool,
+        logger,
+        ...(downloads === undefined ? {} : { holdWhile: () => downloads.any }),
+      }));
       lifecycle.onStop('landed hasher', () => hasher.stop());
       rsync.landed.onLanded(hasher.accept);
       metrics.watchLanded(hasher.stats);

@@ -10,5 +10,6 @@ export { READ_CHUNK, StoredFileError, writeBody, type BodyOutcome, type BodySour
 export { answerFile, contentTypeFor, contentDisposition, digestField, parseRange } from './file.js';
 export type { FileRequest, Offload, RangeRequest, StoredFile } from './file.js';
 export { answerZip, type ZipSource } from './zip.js';
+export { DownloadsInFlight } from './in-flight.js';
 export { answerFromCopy, type OpenRange } from './from-copy.js';
 export { planZip, type ZipEntryPlan, type ZipPlan } from './zip-records.js';

@@ -8,6 +8,7 @@ import type { Audit, FileRecord, Package } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
 import type { Storage } from '../storage/storage.js';
 import type { UploadProgress } from '../ingest/watcher.js';
+import type { DownloadsInFlight } from '../download/index.js';
 
 export interface HttpContext {
   config: Config;
@@ -36,6 +37,8 @@ export interface HttpContext {
   ) => Promise<Readable | undefined>;
   /** Prometheus text for /metrics, if metrics are on. */
   metrics?: () => Promise<{ contentType: string; body: string }>;
+  /** Downloads being answered, counted for the landed hasher, which waits while there are any. */
+  downloads?: DownloadsInFlight;
   /** Records an HTTP response for metrics. */
   observeResponse?: (route: string, method: string, status: number, seconds: number) => void;
 }

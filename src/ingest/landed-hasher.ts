@@ -13,6 +13,8 @@
  * A hashed file is also flushed to disk (fdatasync) before it is recorded: the store at complete
  * must have every byte on disk before it says DONE, and a 1 GiB upload's writeback otherwise all
  * lands on that moment (docs/performance.md, issue 27); it skips the files still as recorded.
+ * No read starts while a download is being answered (`holdWhile`): on a machine of few cores
+ * the background hashing would otherwise slow it, and what is not hashed by complete is read then.
  */
 import { lstatSync, type BigIntStats } from 'node:fs';
 import { lstat, open, readdir } from 'node:fs/promises';
@@ -49,6 +51,8 @@ const IN_POOL = 2;
  */
 const SETTLE_MS = 50;
 const SETTLE_COARSE_MS = 2_100;
+/** While held (a download is under way), looks again this often. */
+const HOLD_MS = 100;
 /** Flushes at once: few, as each holds one of libuv's four threads, which downloads read with. */
 const FLUSHING = 2;
 /** rsync logs a file just before renaming it into place: looks again this often, then gives up. */
@@ -94,6 +98,8 @@ export class LandedHasher {
       landing: LandingZone;
       pool: LandedPool;
       logger: Logger;
+      /** While this says yes (a download is being answered), no new read starts. */
+      holdWhile?: () => boolean;
     },
   ) {}
 
@@ -172,6 +178,10 @@ export class LandedHasher {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.o.holdWhile?.() === true) {
+      if (this.jobs.size > 0) this.timer = setTimeout(() => this.kick(), HOLD_MS);
+      return;
+    }
     const now = Date.now();
     let next = Infinity;
     const due: Array<[string, Job]> = [];

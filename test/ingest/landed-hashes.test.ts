@@ -8,6 +8,7 @@
 import { spawn } from 'node:child_process';
 import { randomFillSync } from 'node:crypto';
 import { mkdtempSync, readdirSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { get, type IncomingMessage } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -182,6 +183,36 @@ t.test('hashing as files land', async (t) => {
     t.ok(delta.rehashed >= 1, 'the partial big.bin is read again', delta);
     t.equal(delta.known + delta.rehashed + delta.unreported, FILES, 'every file checked once at complete');
   });
+});
+
+t.test('nothing is hashed in the background while a download is being answered', async (t) => {
+  const d = await TestDaemon.start(t);
+  const alice = d.addUser('alice');
+  // A file larger than loopback's socket buffers: its download stays open while the client reads nothing.
+  const stored = await prepare(d, alice, 'stored', { 'big.bin': random(48 * MiB) });
+  t.equal(rsyncUpload(stored.dir, stored.req.upload_link).code, 0);
+  t.equal((await complete(d, alice, stored.req)).status, 'DONE');
+
+  const download = await new Promise<IncomingMessage>((resolve, reject) =>
+    get(
+      `http://127.0.0.1:${d.httpPort}/v1/packages/${stored.req.bag_id}/big.bin`,
+      { headers: { authorization: `Bearer ${alice}` } },
+      resolve,
+    ).once('error', reject),
+  );
+  t.equal(download.statusCode, 200);
+  download.pause();
+  const { req, dir } = await prepare(d, alice, 'held', { 'a.txt': 'a\n', 'b.bin': random(MiB) });
+  const before = await counts(d);
+  t.equal(rsyncUpload(dir, req.upload_link).code, 0);
+  await sleep(1_500);
+  t.equal((await counts(d)).hashed - before.hashed, 0, 'held while the download is open');
+
+  download.destroy();
+  await hashedOnArrival(d, before, FILES - 1);
+  const item = await complete(d, alice, req);
+  t.equal(item.status, 'DONE', JSON.stringify(item.errors));
+  t.same(less(await counts(d), before), { hashed: FILES - 1, known: FILES - 1, rehashed: 0, unreported: 0 });
 });
 
 t.test('SIGKILL during background hashing loses nothing', async (t) => {

@@ -46,6 +46,12 @@ const fileSchema: FastifySchema = {
 };
 
 export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Promise<void> {
+  const { downloads } = ctx;
+  // Counted until the response is finished or its connection gone (this scope's routes only).
+  if (downloads !== undefined)
+    app.addHook('onRequest', async (_request, reply) => {
+      reply.raw.once('close', downloads.begin());
+    });
   app.get<{ Params: { bag_id: string } }>(
     '/v1/packages/:bag_id/download',
     { schema: zipSchema },
