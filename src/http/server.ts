@@ -1,6 +1,6 @@
 /**
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
- * one plugin of routes per resource, and the web pages (pages/).
+ * one plugin of routes per resource in the API's scope, and the web pages (pages/) in theirs.
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -17,7 +17,7 @@ import swagger from '@fastify/swagger';
 import { authenticate, authenticatePage, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
 import type { HttpContext } from './context.js';
 import { bodyFields, HttpError, unprocessable } from './errors.js';
-import { registerFailureLimit, TooManyFailures } from './failed-auth.js';
+import { type FailureCounter, registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
 import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
@@ -162,37 +162,47 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   app.setErrorHandler(errorHandler(ctx));
 
-  // The API (and /metrics): bearer tokens, none of the pages' hooks (cookies, views, helmet), which
-  // would cost every request (docs/decisions.md, "The pages' plugins in the pages' scope").
-  await app.register(async (api) => {
-    api.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
-    metaRoutes(api, ctx);
-    await api.register(async (scope) => requestRoutes(scope, ctx));
-    await api.register(async (scope) => queueRoutes(scope, ctx));
-    await api.register(async (scope) => eventRoutes(scope, ctx));
-    await api.register(async (scope) => auditRoutes(scope, ctx));
-    await api.register(async (scope) => repairRoutes(scope, ctx));
-    await api.register(async (scope) => downloadRoutes(scope, ctx));
-  });
-  // The pages, their assets and the 404 of every unknown URL: cookies, CSRF and views, then the
-  // session's authentication (it reads the parsed cookie), and helmet's headers for the pages.
-  await app.register(async (site) => {
-    await registerSite(site, ctx);
-    site.addHook('onRequest', authenticatePage(ctx.catalog, ctx.config));
-    await site.register(async (pages) => {
-      await registerPageHeaders(pages);
-      await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
-      await pages.register(async (scope) => pageRoutes(scope, ctx));
-      pages.setNotFoundHandler((request, reply) => {
-        if (wantsPage(request))
-          return renderErrorPage(request, reply, 404, 'There is no page at this address.');
-        return reply
-          .code(404)
-          .send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
-      });
+  await app.register(async (api) => apiScope(api, ctx, countFailure));
+  await app.register(async (site) => siteScope(site, ctx, countFailure));
+  return app;
+}
+
+/**
+ * The API (and /metrics): bearer tokens, and none of the pages' hooks (cookies, views, helmet),
+ * which would cost every request (docs/decisions.md, "The pages' plugins in the pages' scope").
+ */
+async function apiScope(api: FastifyInstance, ctx: HttpContext, countFailure: FailureCounter): Promise<void> {
+  api.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
+  metaRoutes(api, ctx);
+  await api.register(async (scope) => requestRoutes(scope, ctx));
+  await api.register(async (scope) => queueRoutes(scope, ctx));
+  await api.register(async (scope) => eventRoutes(scope, ctx));
+  await api.register(async (scope) => auditRoutes(scope, ctx));
+  await api.register(async (scope) => repairRoutes(scope, ctx));
+  await api.register(async (scope) => downloadRoutes(scope, ctx));
+}
+
+/**
+ * The pages, their assets and the 404 of every unknown URL: cookies, CSRF and views, then the
+ * session's authentication (it reads the parsed cookie), and helmet's headers for the pages.
+ */
+async function siteScope(
+  site: FastifyInstance,
+  ctx: HttpContext,
+  countFailure: FailureCounter,
+): Promise<void> {
+  await registerSite(site, ctx);
+  site.addHook('onRequest', authenticatePage(ctx.catalog, ctx.config));
+  await site.register(async (pages) => {
+    await registerPageHeaders(pages);
+    await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
+    await pages.register(async (scope) => pageRoutes(scope, ctx));
+    pages.setNotFoundHandler((request, reply) => {
+      if (wantsPage(request))
+        return renderErrorPage(request, reply, 404, 'There is no page at this address.');
+      return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
     });
   });
-  return app;
 }
 
 /**
