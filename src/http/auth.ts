@@ -8,6 +8,7 @@
  * anything through the API (the pages' own forms carry a CSRF token besides).
  */
 import type {} from '@fastify/cookie'; // its request.cookies
+import { parseCookie } from 'cookie';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { LRUCache } from 'lru-cache';
 import { Access } from '../auth/access.js';
@@ -80,8 +81,8 @@ interface KnownCaller {
 }
 
 /**
- * onRequest hook: sets request.user and request.access for every non-public route, or answers
- * 401 (the API) or 303 to /login (a page).
+ * onRequest hook of the API's scope (`/v1` and /metrics): sets request.user and request.access
+ * for every non-public route, or answers 401. The pages have their own (authenticatePage).
  *
  * A bearer token's caller (user and grants, resolved into an `Access`) is kept by the token's
  * digest while the catalog's auth generation stays the same: any write to a user, token or grant,
@@ -109,38 +110,33 @@ export function authenticate(catalog: Catalog, config: Config, countFailure: Fai
     known.set(digest, caller);
     return caller;
   };
-  /** Sets the caller, or throws 401; false when it answered itself (a redirect to /login). */
-  const identify = (request: FastifyRequest, reply: FastifyReply): boolean => {
+  /** Sets the caller, or throws 401. */
+  const identify = (request: FastifyRequest): void => {
     const route = request.routeOptions;
-    if (route.config?.public === true || route.url === undefined) return true;
-    if (route.config?.page === true) {
-      const user = sessionUser(request, catalog);
-      if (user === undefined) {
-        void reply.redirect('/login', 303);
-        return false;
-      }
-      signIn(request, user, accessOf(catalog, config, user));
-      return true;
-    }
+    if (route.config?.public === true || route.url === undefined) return;
     const token = tokenFromHeader(request.headers.authorization);
     if (token === undefined) {
       const reading =
         (request.method === 'GET' || request.method === 'HEAD') && request.url.startsWith('/v1/');
-      const user = reading ? sessionUser(request, catalog) : undefined;
+      const user = reading ? userOfSession(catalog, sessionCookie(request)) : undefined;
       if (user === undefined)
         throw new Unauthorized('authentication required: send "Authorization: Bearer <token>"');
       signIn(request, user, accessOf(catalog, config, user));
-      return true;
+      return;
     }
     const caller = byToken(token);
     if (caller === undefined) throw new Unauthorized('the token is unknown or revoked', true);
     signIn(request, caller.user, caller.access);
-    return true;
   };
   // Callback style: an async hook costs every request a promise and a microtask.
-  return (request: FastifyRequest, reply: FastifyReply, done: (err?: Error) => void): void => {
+  return function authenticate(
+    request: FastifyRequest,
+    _reply: FastifyReply,
+    done: (err?: Error) => void,
+  ): void {
     try {
-      if (identify(request, reply)) done();
+      identify(request);
+      done();
     } catch (err) {
       if (err instanceof Unauthorized && err.wrongCredential) {
         countFailure(request).then(
@@ -152,9 +148,41 @@ export function authenticate(catalog: Catalog, config: Config, countFailure: Fai
   };
 }
 
-/** The user of the live session the request's cookie names, if any. */
+/**
+ * onRequest hook of the pages' scope (after @fastify/cookie's parse): sets the caller of a page
+ * from the session cookie, or answers 303 to /login; public pages and unknown URLs pass.
+ */
+export function authenticatePage(catalog: Catalog, config: Config) {
+  return function authenticatePage(request: FastifyRequest, reply: FastifyReply, done: () => void): void {
+    const route = request.routeOptions;
+    if (route.config?.public === true || route.url === undefined) return done();
+    const user = sessionUser(request, catalog);
+    if (user === undefined) {
+      void reply.redirect('/login', 303);
+      return;
+    }
+    signIn(request, user, accessOf(catalog, config, user));
+    done();
+  };
+}
+
+/**
+ * The session cookie on an API request. The API's scope has no @fastify/cookie (its hooks would
+ * cost every request, docs/decisions.md), so the header is parsed here, and only for a GET or
+ * HEAD without a token.
+ */
+function sessionCookie(request: FastifyRequest): string | undefined {
+  const header = request.headers.cookie;
+  return header === undefined ? undefined : parseCookie(header)[SESSION_COOKIE];
+}
+
+/** The user of the live session the request's cookie names, if any (the pages' scope: cookies parsed). */
 export function sessionUser(request: FastifyRequest, catalog: Catalog): User | undefined {
-  const secret = request.cookies[SESSION_COOKIE];
+  return userOfSession(catalog, request.cookies[SESSION_COOKIE]);
+}
+
+/** The user of the live session this cookie secret names, if any. */
+function userOfSession(catalog: Catalog, secret: string | undefined): User | undefined {
   if (secret === undefined || secret === '') return undefined;
   const session = catalog.sessions.find(secret);
   return session === undefined ? undefined : catalog.users.get(session.userName);

@@ -1,6 +1,6 @@
 /**
  * The fastify application: body parsing, authentication, error mapping, the OpenAPI document,
- * one plugin of routes per resource, and the web pages (pages/).
+ * one plugin of routes per resource in the API's scope, and the web pages (pages/) in theirs.
  */
 import Fastify, {
   type FastifyBaseLogger,
@@ -14,10 +14,10 @@ import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import formbody from '@fastify/formbody';
 import swagger from '@fastify/swagger';
-import { authenticate, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
+import { authenticate, authenticatePage, Unauthorized, WWW_AUTHENTICATE } from './auth.js';
 import type { HttpContext } from './context.js';
 import { bodyFields, HttpError, unprocessable } from './errors.js';
-import { registerFailureLimit, TooManyFailures } from './failed-auth.js';
+import { type FailureCounter, registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
 import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
@@ -137,21 +137,19 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   for (const schema of sharedSchemas) app.addSchema(schema);
   await app.register(swagger, OPENAPI);
 
-  // Cookies (and CSRF, views) before authentication: the session cookie is one of its inputs.
-  await registerSite(app, ctx);
   // The API's answers are for the caller alone (downloads say `private` themselves, send-download.ts),
-  // and never sniffed. The pages get theirs from helmet, in their own scope below.
-  app.addHook('onRequest', (request, reply, done) => {
+  // and never sniffed; on the root, so the 404s of /v1 (the pages' scope answers them) get them too.
+  // The pages get theirs from helmet, in their own scope below.
+  app.addHook('onRequest', function apiHeaders(request, reply, done) {
     if (request.url.startsWith('/v1/'))
       reply.header('x-content-type-options', 'nosniff').header('cache-control', 'no-store');
     done();
   });
   const countFailure = await registerFailureLimit(app, ctx.config);
-  app.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
   if (ctx.observeResponse !== undefined) {
     const observe = ctx.observeResponse;
     // Callback style: an async hook costs every request a promise and a microtask for nothing.
-    app.addHook('onResponse', (request, reply, done) => {
+    app.addHook('onResponse', function countResponse(request, reply, done) {
       observe(
         request.routeOptions.url ?? 'unmatched',
         request.method,
@@ -164,15 +162,38 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 
   app.setErrorHandler(errorHandler(ctx));
 
-  metaRoutes(app, ctx);
-  await app.register(async (scope) => requestRoutes(scope, ctx));
-  await app.register(async (scope) => queueRoutes(scope, ctx));
-  await app.register(async (scope) => eventRoutes(scope, ctx));
-  await app.register(async (scope) => auditRoutes(scope, ctx));
-  await app.register(async (scope) => repairRoutes(scope, ctx));
-  await app.register(async (scope) => downloadRoutes(scope, ctx));
-  // The pages, and the 404 of every unknown URL, in one scope with helmet's headers (site.ts).
-  await app.register(async (pages) => {
+  await app.register(async (api) => apiScope(api, ctx, countFailure));
+  await app.register(async (site) => siteScope(site, ctx, countFailure));
+  return app;
+}
+
+/**
+ * The API (and /metrics): bearer tokens, and none of the pages' hooks (cookies, views, helmet),
+ * which would cost every request (docs/decisions.md, "The pages' plugins in the pages' scope").
+ */
+async function apiScope(api: FastifyInstance, ctx: HttpContext, countFailure: FailureCounter): Promise<void> {
+  api.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
+  metaRoutes(api, ctx);
+  await api.register(async (scope) => requestRoutes(scope, ctx));
+  await api.register(async (scope) => queueRoutes(scope, ctx));
+  await api.register(async (scope) => eventRoutes(scope, ctx));
+  await api.register(async (scope) => auditRoutes(scope, ctx));
+  await api.register(async (scope) => repairRoutes(scope, ctx));
+  await api.register(async (scope) => downloadRoutes(scope, ctx));
+}
+
+/**
+ * The pages, their assets and the 404 of every unknown URL: cookies, CSRF and views, then the
+ * session's authentication (it reads the parsed cookie), and helmet's headers for the pages.
+ */
+async function siteScope(
+  site: FastifyInstance,
+  ctx: HttpContext,
+  countFailure: FailureCounter,
+): Promise<void> {
+  await registerSite(site, ctx);
+  site.addHook('onRequest', authenticatePage(ctx.catalog, ctx.config));
+  await site.register(async (pages) => {
     await registerPageHeaders(pages);
     await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
     await pages.register(async (scope) => pageRoutes(scope, ctx));
@@ -182,7 +203,6 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
       return reply.code(404).send({ error: `no such route: ${request.method} ${request.url.split('?')[0]}` });
     });
   });
-  return app;
 }
 
 /**

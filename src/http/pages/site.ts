@@ -74,7 +74,7 @@ export async function registerPageHeaders(app: FastifyInstance): Promise<void> {
   });
 }
 
-/** Registers cookies, CSRF, the views and the assets on the root instance (before authentication). */
+/** Registers cookies, CSRF, the views and the assets in the pages' scope (server.ts), before their authentication. */
 export async function registerSite(app: FastifyInstance, ctx: HttpContext): Promise<void> {
   await app.register(cookie);
   await app.register(csrf, {
