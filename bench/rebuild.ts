@@ -17,12 +17,16 @@
  *   then stops the daemon and drops its catalog (not timed);
  * - per root and round: `runRebuild` (the command `preservd rebuild --from NAME`, in this process,
  *   into an empty catalog, deleted after) with `--no-verify` and with the default verify, each
- *   checked to have rebuilt all N; and the floors, plain reads one after another as the rebuild
- *   does them (node:fs for the primary, the AWS SDK's GetObject for Ceph; one listing of the
- *   root first): `inventories` reads every object's `inventory.json` and its sidecar and the two
+ *   checked to have rebuilt all N; and the floors, plain reads of 8 objects at once as the
+ *   rebuild reads them (node:fs for the primary, the AWS SDK's GetObject for Ceph; one listing of
+ *   the root first): `inventories` reads every object's `inventory.json` and its sidecar and the two
  *   `logs/` records, checks the sidecar's sha256 and parses the three JSON files; `bytes` adds
  *   every content file read once (what `--no-verify` reads too, for the CRC-32 the zip download
- *   needs); `hashed` adds every content file's sha256 and md5 (the digests the inventory lists).
+ *   needs); `hashed` adds every content file's sha256 and md5 (the digests the inventory lists);
+ *   `commits` is N LMDB transactions of 4 KB each, synced on commit (a rebuild writes each
+ *   package in one, so that a kill loses nothing done). For Ceph the floor's client makes a
+ *   connection per request (a kept-alive one waits ~40 ms for the delayed ACK on each small
+ *   object: docs/performance.md, "Replication").
  *
  * Printed: packages per second, and ratios to the floors (median of the per-round ratios, the
  * order rotated each round). Ceph runs on memstore (test/helpers/ceph.ts); everything is made
@@ -38,6 +42,8 @@ import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Writable } from 'node:stream';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { open } from 'lmdb';
+import pLimit from 'p-limit';
 import { Catalog } from '../src/catalog/catalog.js';
 import { runRebuild } from '../src/commands/rebuild.js';
 import { loadConfig } from '../src/config/config.js';
@@ -59,6 +65,8 @@ const USAGE =
   'usage: rebuild.js [--packages 10000] [--rounds 3] [--payload-kb 64] [--roots primary,ceph] [--json]';
 const BUCKET = 'bench';
 const PREFIX = 'preservd/';
+/** Objects read at once, by the floors as by the rebuild (storage/rebuild.ts, READ_AHEAD). */
+const READ_AHEAD = 8;
 const TYPES = ['audio', 'video', 'digital'];
 const USERS = ['alice', 'bob', 'dana'];
 
@@ -292,29 +300,51 @@ function s3Root(s3: S3Client): PlainRoot {
   };
 }
 
-/** The floor of one kind: seconds to read (and check, and hash) what it names, one file after another. */
+/** The floor of one kind: seconds to read (and check, and hash) what it names, 8 objects at once as the rebuild reads them. */
 async function floor(root: PlainRoot, kind: FloorKind): Promise<{ seconds: number; objects: number }> {
   const started = performance.now();
   const keys = await root.list();
   const objects = keys.flatMap((k) => OBJECT_INVENTORY.exec(k.key)?.[1] ?? []);
-  for (const object of objects) {
-    const json = await root.read(`${object}/inventory.json`);
-    const sidecar = (await root.read(`${object}/inventory.json.sha256`)).toString();
-    if (!sidecar.startsWith(createHash('sha256').update(json).digest('hex')))
-      throw new Error(`${object}: the sidecar does not match`);
-    const inventory = JSON.parse(json.toString()) as { manifest: Record<string, string[]> };
-    JSON.parse((await root.read(`${object}/logs/preservd-package.json`)).toString());
-    JSON.parse((await root.read(`${object}/logs/preservd-events.json`)).toString());
-    if (kind === 'inventories') continue;
-    for (const [digest, [path]] of Object.entries(inventory.manifest)) {
-      const bytes = await root.read(`${object}/${path}`);
-      if (kind === 'hashed') {
-        if (createHash('sha256').update(bytes).digest('hex') !== digest) throw new Error(`${path} differs`);
-        createHash('md5').update(bytes).digest('hex');
-      }
+  const limit = pLimit(READ_AHEAD);
+  await Promise.all(objects.map((object) => limit(() => readObjectPlainly(root, object, kind))));
+  return { seconds: (performance.now() - started) / 1000, objects: objects.length };
+}
+
+async function readObjectPlainly(root: PlainRoot, object: string, kind: FloorKind): Promise<void> {
+  const json = await root.read(`${object}/inventory.json`);
+  const sidecar = (await root.read(`${object}/inventory.json.sha256`)).toString();
+  if (!sidecar.startsWith(createHash('sha256').update(json).digest('hex')))
+    throw new Error(`${object}: the sidecar does not match`);
+  const inventory = JSON.parse(json.toString()) as { manifest: Record<string, string[]> };
+  JSON.parse((await root.read(`${object}/logs/preservd-package.json`)).toString());
+  JSON.parse((await root.read(`${object}/logs/preservd-events.json`)).toString());
+  if (kind === 'inventories') return;
+  for (const [digest, [path]] of Object.entries(inventory.manifest)) {
+    const bytes = await root.read(`${object}/${path}`);
+    if (kind === 'hashed') {
+      if (createHash('sha256').update(bytes).digest('hex') !== digest) throw new Error(`${path} differs`);
+      createHash('md5').update(bytes).digest('hex');
     }
   }
-  return { seconds: (performance.now() - started) / 1000, objects: objects.length };
+}
+
+/**
+ * The floor of a durable write per package: N LMDB transactions (lmdb, as the catalog opens it),
+ * each putting 4 KB (about a small package's records) and synced on commit, in a folder of its own.
+ */
+function commitsFloor(n: number): number {
+  const dir = mkdtempSync(join(tmpdir(), 'preservd-bench-rebuild-lmdb-'));
+  try {
+    const root = open({ path: dir, maxDbs: 64, compression: false });
+    const value = randomBytes(4096);
+    const started = performance.now();
+    for (let i = 0; i < n; i++) root.transactionSync(() => root.putSync(`package-${i}`, value));
+    const seconds = (performance.now() - started) / 1000;
+    void root.close();
+    return seconds;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 // ---------------------------------------------------------------- the rebuild
@@ -355,6 +385,7 @@ interface Round {
   inventories: number;
   bytes: number;
   hashed: number;
+  commits: number;
 }
 
 type Measure = () => Promise<[keyof Round, number]>;
@@ -390,6 +421,7 @@ function measuresOf(root: PlainRoot, run: (verify: boolean) => Promise<number>, 
     () => checked('bytes'),
     async () => ['rebuild', await run(true)],
     () => checked('hashed'),
+    async () => ['commits', commitsFloor(n)],
   ];
 }
 
@@ -397,7 +429,7 @@ function summary(rs: Round[], n: number) {
   const ratio = (a: keyof Round, b: keyof Round) => rs.map((r) => r[a] / r[b]);
   return {
     seconds: Object.fromEntries(
-      (['rebuildNoVerify', 'rebuild', 'inventories', 'bytes', 'hashed'] as const).map((k) => [
+      (['rebuildNoVerify', 'rebuild', 'inventories', 'bytes', 'hashed', 'commits'] as const).map((k) => [
         k,
         median(rs.map((r) => r[k])),
       ]),
@@ -412,6 +444,14 @@ function summary(rs: Round[], n: number) {
       noVerifyToBytes: range(ratio('rebuildNoVerify', 'bytes'), 2),
       verifyToHashed: range(ratio('rebuild', 'hashed'), 2),
       verifyToInventories: range(ratio('rebuild', 'inventories'), 2),
+      noVerifyToBytesAndCommits: range(
+        rs.map((r) => r.rebuildNoVerify / (r.bytes + r.commits)),
+        2,
+      ),
+      verifyToHashedAndCommits: range(
+        rs.map((r) => r.rebuild / (r.hashed + r.commits)),
+        2,
+      ),
     },
   };
 }
@@ -427,6 +467,12 @@ function print(name: string, s: ReturnType<typeof summary>): void {
   console.log(`  --no-verify / bytes floor:       ${s.ratios.noVerifyToBytes}`);
   console.log(`  verify / hashed floor:           ${s.ratios.verifyToHashed}`);
   console.log(`  verify / inventories floor:      ${s.ratios.verifyToInventories}`);
+  console.log(
+    `  --no-verify / (bytes + one synced commit per package): ${s.ratios.noVerifyToBytesAndCommits}`,
+  );
+  console.log(
+    `  verify / (hashed + one synced commit per package):     ${s.ratios.verifyToHashedAndCommits}`,
+  );
 }
 
 async function main(): Promise<void> {
