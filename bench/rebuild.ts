@@ -480,6 +480,9 @@ async function main(): Promise<void> {
   const scope = new Scope();
   const scratch = mkdtempSync(join(tmpdir(), 'preservd-bench-rebuild-'));
   scope.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+  // Stopped early (Ctrl-C, kill), it still deletes what it made.
+  for (const signal of ['SIGINT', 'SIGTERM'] as const)
+    process.once(signal, () => void scope.end().finally(() => process.exit(130)));
   try {
     const ceph = o.roots.includes('ceph') ? await cephReplica(scope) : undefined;
     const dataDir = join(scratch, 'data');
