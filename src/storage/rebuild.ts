@@ -200,7 +200,7 @@ async function packagesInOrder(
       );
       reading.add(read);
       void read.finally(() => reading.delete(read)).catch(() => undefined);
-      // A failure other than a skip stops the listing at once.
+      // A failure other than a skip comes out at the next wait and ends the listing.
       if (reading.size >= READ_AHEAD) await Promise.race(reading);
     }
     await Promise.all(reading);
