@@ -1,6 +1,6 @@
 /**
  * `npm run bench`: runs every benchmark in this folder, one after another (they measure the
- * machine, so never two at once), each in its own process, except the long `scale`. `npm run
+ * machine, so never two at once), each in its own process, except the long `scale` and `rebuild`. `npm run
  * bench -- audit fixity` runs only those (`-- scale` that one); options after the names go to each of
  * them (`npm run bench -- scale --parts bag`). Each prints its own ratios against the limits it measures in the same run.
  */
@@ -14,8 +14,8 @@ const available = readdirSync(here)
   .filter((name) => name.endsWith('.js') && name !== 'run.js' && name !== 'stats.js')
   .map((name) => basename(name, '.js'))
   .sort();
-/** Benchmarks that take long (hours) run only when named: `npm run bench -- scale`. */
-const LONG = ['scale'];
+/** Benchmarks that take long (hours) run only when named: `npm run bench -- scale`, `-- rebuild`. */
+const LONG = ['rebuild', 'scale'];
 const args = process.argv.slice(2);
 const firstOption = args.findIndex((arg) => arg.startsWith('--'));
 const wanted = firstOption < 0 ? args : args.slice(0, firstOption);

@@ -91,6 +91,7 @@ export async function readObject(
       reader,
       `${object}/${contentPath}`,
       options.verify ? expected : {},
+      listed.get(contentPath),
       signal,
     );
     if (found.size !== listed.get(contentPath))
@@ -167,9 +168,10 @@ async function hashContent(
   reader: RootReader,
   key: string,
   expected: Partial<Record<Algorithm, string>>,
+  listedSize: number | undefined,
   signal?: AbortSignal,
 ): Promise<{ size: number; crc32: string; digests: Partial<Record<Algorithm, string>> }> {
-  const stream = await reader.open(key, signal);
+  const stream = await reader.open(key, signal, listedSize);
   if (stream === undefined) throw new ObjectSkipped(`${key} is listed but cannot be opened`);
   const digester = new NativeDigester(Object.keys(expected) as Algorithm[], true);
   let size = 0;

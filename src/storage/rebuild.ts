@@ -23,6 +23,11 @@ import type { RootReader } from './root-reader.js';
 
 /** File records staged per transaction. */
 const FILE_BATCH = 5_000;
+/**
+ * Objects read at once, ahead of the one being written: a root over the network answers each
+ * small read after a round trip, which reads one after another would wait out one by one.
+ */
+const READ_AHEAD = 8;
 
 /** The rebuild cannot run at all (exit 2); the message says why. */
 export class RebuildRefused extends Error {
@@ -96,21 +101,23 @@ export async function rebuildCatalog(
     bytes: 0,
   };
   o.onProgress?.(progress);
-  for (const [index, { object, record }] of ordered.entries()) {
+  let index = 0;
+  for await (const { object, record, read } of readAhead(reader, catalog, ordered, o)) {
     o.signal?.throwIfAborted();
-    if (catalog.packages.get(record.bag_id)?.stored === true) result.resumed++;
+    index++;
+    if (read === undefined) result.resumed++;
     else {
       try {
-        const read = await readObject(reader, object, record, { verify: o.verify, signal: o.signal });
+        const got = await read;
         const clash = catalog.packages.find(record.external_id);
         if (clash !== undefined && clash.bagId !== record.bag_id)
           throw new ObjectSkipped(
             `its external_id ${record.external_id} belongs to bag ${clash.bagId} already`,
           );
-        restorePackage(catalog, read, index + 1);
+        restorePackage(catalog, got, index);
         result.rebuilt++;
-        result.bytes += read.bytes;
-        progress.bytes += read.bytes;
+        result.bytes += got.bytes;
+        progress.bytes += got.bytes;
       } catch (err) {
         if (!(err instanceof ObjectSkipped)) throw err;
         result.skipped.push({ object, why: err.message });
@@ -122,6 +129,36 @@ export async function rebuildCatalog(
   }
   catalog.records.finishRebuild();
   return result;
+}
+
+/**
+ * The objects in order, each read while the ones before it are written: up to READ_AHEAD reads
+ * at once (`read` undefined: done by an earlier run). A read's failure comes out in its turn.
+ */
+async function* readAhead(
+  reader: RootReader,
+  catalog: Catalog,
+  ordered: ReadonlyArray<{ object: string; record: PackageRecord }>,
+  o: RebuildOptions,
+): AsyncGenerator<{ object: string; record: PackageRecord; read: Promise<ReadObject> | undefined }> {
+  const reads = new Map<number, Promise<ReadObject>>();
+  let next = 0;
+  try {
+    for (const [index, { object, record }] of ordered.entries()) {
+      for (; next < ordered.length && next < index + READ_AHEAD; next++) {
+        const ahead = ordered[next]!;
+        if (catalog.packages.get(ahead.record.bag_id)?.stored === true) continue;
+        const read = readObject(reader, ahead.object, ahead.record, { verify: o.verify, signal: o.signal });
+        read.catch(() => undefined); // awaited in its turn; one never reached must not go unhandled
+        reads.set(next, read);
+      }
+      const read = reads.get(index);
+      reads.delete(index);
+      yield { object, record, read };
+    }
+  } finally {
+    await Promise.allSettled(reads.values());
+  }
 }
 
 async function readRepository(reader: RootReader, signal?: AbortSignal) {
@@ -148,29 +185,53 @@ async function packagesInOrder(
   signal?: AbortSignal,
 ): Promise<Array<{ object: string; record: PackageRecord }>> {
   const found: Array<{ object: string; record: PackageRecord }> = [];
-  for await (const object of reader.objects(signal)) {
-    try {
-      found.push({ object, record: await readRecord(reader, object, signal) });
-    } catch (err) {
-      if (!(err instanceof ObjectSkipped)) throw err;
-      result.skipped.push({ object, why: err.message });
+  const skipped: Array<{ at: number; object: string; why: string }> = [];
+  const reading = new Set<Promise<void>>();
+  let at = 0;
+  try {
+    for await (const object of reader.objects(signal)) {
+      const index = at++;
+      const read = readRecord(reader, object, signal).then(
+        (record) => void found.push({ object, record }),
+        (err: unknown) => {
+          if (!(err instanceof ObjectSkipped)) throw err;
+          skipped.push({ at: index, object, why: err.message });
+        },
+      );
+      reading.add(read);
+      void read.finally(() => reading.delete(read)).catch(() => undefined);
+      // A failure other than a skip comes out at the next wait and ends the listing.
+      if (reading.size >= READ_AHEAD) await Promise.race(reading);
     }
+    await Promise.all(reading);
+  } finally {
+    await Promise.allSettled(reading);
   }
+  for (const { object, why } of skipped.sort((a, b) => a.at - b.at)) result.skipped.push({ object, why });
   const key = (r: PackageRecord) => `${r.created_at} ${r.bag_id}`;
   return found.sort((a, b) => (key(a.record) < key(b.record) ? -1 : key(a.record) > key(b.record) ? 1 : 0));
 }
 
-/** The package's files staged in batches, then everything else in one transaction that makes it stored. */
+/**
+ * A package in one transaction that makes it stored, its files with it when they fit in one batch
+ * (each commit is a sync to disk: the rebuild's main cost); the files of a larger one are staged
+ * in batches before it.
+ */
 function restorePackage(catalog: Catalog, read: ReadObject, seq: number): void {
   const { record, events, files } = read;
   const bagId = record.bag_id;
-  catalog.files.unstage(bagId);
-  let total = 0;
-  for (let i = 0; i < files.length; i += FILE_BATCH)
-    total += catalog.files.stageBatch(bagId, files.slice(i, i + FILE_BATCH));
+  const stage = (): number => {
+    catalog.files.unstage(bagId);
+    let total = 0;
+    for (let i = 0; i < files.length; i += FILE_BATCH)
+      total += catalog.files.stageBatch(bagId, files.slice(i, i + FILE_BATCH));
+    return total;
+  };
+  const inOne = files.length <= FILE_BATCH;
+  const staged = inOne ? 0 : stage();
   const latest = record.versions.at(-1)!;
   catalog.transaction(() => {
-    catalog.files.staged(bagId, total);
+    catalog.files.staged(bagId, inOne ? stage() : staged);
     catalog.restore.package(
       {
         bagId,

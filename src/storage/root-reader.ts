@@ -45,9 +45,14 @@ export class RootReader {
     return files;
   }
 
-  /** A file's bytes as a stream, or undefined when it is missing. */
-  open(key: string, signal?: AbortSignal): Promise<Readable | undefined> {
-    return this.target.open(key, undefined, signal);
+  /**
+   * A file's bytes as a stream, or undefined when it is missing. With the size the listing gave,
+   * the read asks for one byte more (a file grown since shows as such) and a folder target's
+   * stream takes a buffer of that size, not of a whole 1 MiB read, for each small file.
+   */
+  open(key: string, signal?: AbortSignal, listedSize?: number): Promise<Readable | undefined> {
+    const range = listedSize !== undefined && listedSize > 0 ? { start: 0, end: listedSize } : undefined;
+    return this.target.open(key, range, signal);
   }
 
   /** A small file whole, or undefined when it is missing. */
