@@ -20,12 +20,12 @@ import { testRepository, writeKeys } from '../helpers/ocfl-root.js';
 const PACKAGES = 6;
 
 /** A root of PACKAGES packages, an empty catalog beside it, and the root's folder target. */
-function world(t: Test): {
+async function world(t: Test): Promise<{
   catalog: Catalog;
   target: ReplicaTarget;
   externalIds: string[];
   firstBag: string;
-} {
+}> {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-rebuild-storage-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const root = join(dir, 'root');
@@ -33,7 +33,7 @@ function world(t: Test): {
   writeKeys(root, keys);
   const catalog = Catalog.open(new DataLayout(join(dir, 'data')));
   t.teardown(() => catalog.close());
-  const target = targetsFor([{ name: 'primary', kind: 'dir', path: root }])[0]!;
+  const target = (await targetsFor([{ name: 'primary', kind: 'dir', path: root }]))[0]!;
   t.teardown(() => target.close());
   return { catalog, target, externalIds: packages.map((p) => p.externalId), firstBag: packages[0]!.bagId };
 }
@@ -57,7 +57,7 @@ function countingOpens(target: ReplicaTarget): { target: ReplicaTarget; most: ()
 }
 
 t.test('a small package is written in one transaction, and objects are read ahead', async (t) => {
-  const { catalog, target, externalIds } = world(t);
+  const { catalog, target, externalIds } = await world(t);
   let depth = 0;
   let commits = 0;
   const transaction = catalog.transaction.bind(catalog);
@@ -89,7 +89,7 @@ t.test('a small package is written in one transaction, and objects are read ahea
 });
 
 t.test('a file longer than its listed size is skipped, though read with a range', async (t) => {
-  const { catalog, target, firstBag } = world(t);
+  const { catalog, target, firstBag } = await world(t);
   const object = packageObjectPath(firstBag);
   // The listing says one byte less for the object's first payload file than it holds.
   const shorter: ReplicaTarget['list'] = async function* (prefix, signal) {
