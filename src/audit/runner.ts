@@ -244,6 +244,8 @@ export class AuditRunner implements Service {
     onSubmitted: () => void,
   ): Promise<PackageChecked | undefined> {
     const pkg = this.catalog.packages.get(bagId);
+    // Deaccessioned since the audit began: its content is gone on purpose, which is no damage.
+    if (pkg?.deaccessioned !== undefined) return { auditId, bagId, bytes, outcome: 'success', findings: [] };
     if (pkg === undefined || !pkg.stored || pkg.storagePath === undefined) {
       return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-not-in-catalog' }] };
     }
@@ -272,6 +274,8 @@ export class AuditRunner implements Service {
       if (signal.aborted) return undefined;
       throw err;
     }
+    // Deaccessioned while it was read: what went missing was removed on purpose.
+    if (this.catalog.packages.get(bagId)?.deaccessioned !== undefined) findings = [];
     // A check cut short by a stop is never recorded, whatever it had found so far.
     if (signal.aborted) return undefined;
     return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };

@@ -23,6 +23,7 @@ import { sessionRoutes } from './pages/session.js';
 import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
 import { requestIdOf, requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
+import { deaccessionRoutes } from './routes/deaccessions.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventRoutes } from './routes/events.js';
 import { queueRoutes } from './routes/queue.js';
@@ -31,6 +32,17 @@ import { requestRoutes } from './routes/requests.js';
 import { errors, sharedSchemas } from './schemas.js';
 
 const API_VERSION = '1.0.0';
+
+/** Each resource's routes, registered in a scope of its own in this order (the downloads' wildcard last). */
+const API_ROUTES = [
+  requestRoutes,
+  queueRoutes,
+  eventRoutes,
+  auditRoutes,
+  repairRoutes,
+  deaccessionRoutes,
+  downloadRoutes,
+];
 
 /** One registered route: method and URL template as fastify knows them. */
 export interface RouteEntry {
@@ -77,6 +89,11 @@ const OPENAPI: Parameters<typeof swagger>[1] = {
       {
         name: 'replicas',
         description: 'Repair of a package from its copies on replicas (administrators only).',
+      },
+      {
+        name: 'deaccessions',
+        description:
+          'Taking a package out: asked for with a reason, decided by a second admin; the package stays as a tombstone.',
       },
       { name: 'meta', description: 'This document and the metrics.' },
     ],
@@ -165,12 +182,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   app.setErrorHandler(errorHandler(ctx));
 
   metaRoutes(app, ctx);
-  await app.register(async (scope) => requestRoutes(scope, ctx));
-  await app.register(async (scope) => queueRoutes(scope, ctx));
-  await app.register(async (scope) => eventRoutes(scope, ctx));
-  await app.register(async (scope) => auditRoutes(scope, ctx));
-  await app.register(async (scope) => repairRoutes(scope, ctx));
-  await app.register(async (scope) => downloadRoutes(scope, ctx));
+  for (const routes of API_ROUTES) await app.register(async (scope) => routes(scope, ctx));
   // The pages, and the 404 of every unknown URL, in one scope with helmet's headers (site.ts).
   await app.register(async (pages) => {
     await registerPageHeaders(pages);

@@ -17,8 +17,10 @@ import {
   RecordError,
   REPOSITORY_RECORD,
   type PackageRecord,
+  type Tombstone,
 } from '../ocfl/record.js';
 import { ObjectSkipped, readObject, readRecord, type ReadObject } from './rebuild-object.js';
+import { readTombstones, restoreTombstone } from './rebuild-tombstones.js';
 import type { RootReader } from './root-reader.js';
 
 /** File records staged per transaction. */
@@ -44,6 +46,8 @@ export interface RebuildOptions {
   verify: boolean;
   signal?: AbortSignal | undefined;
   onProgress?: (progress: RebuildProgress) => void;
+  /** Where a tombstone's object may linger, to be removed at the daemon's start: `primary` and the replicas. */
+  copies?: readonly string[];
 }
 
 export interface RebuildResult {
@@ -89,17 +93,21 @@ export async function rebuildCatalog(
     users: repository.users.length,
     grants: repository.grants.length,
   };
-  const ordered = await packagesInOrder(reader, result, o.signal);
+  const tombstones = await readTombstones(reader, (m) => new RebuildRefused(m), o.signal);
+  const ordered = await packagesInOrder(reader, result, tombstones, o.signal);
   const progress: RebuildProgress = {
     objects: ordered.length + result.skipped.length,
     done: result.skipped.length,
     bytes: 0,
   };
   o.onProgress?.(progress);
-  for (const [index, { object, record }] of ordered.entries()) {
+  for (const [index, { object, record, tombstone }] of ordered.entries()) {
     o.signal?.throwIfAborted();
     if (catalog.packages.get(record.bag_id)?.stored === true) result.resumed++;
-    else {
+    else if (tombstone !== undefined) {
+      restoreTombstone(catalog, tombstone, index + 1, o.copies ?? ['primary']);
+      result.rebuilt++;
+    } else {
       try {
         const read = await readObject(reader, object, record, { verify: o.verify, signal: o.signal });
         const clash = catalog.packages.find(record.external_id);
@@ -139,16 +147,22 @@ async function readRepository(reader: RootReader, signal?: AbortSignal) {
 }
 
 /**
- * Every object's package record, oldest package first (the order packages are listed in); the
- * objects whose record cannot be read are added to the skipped.
+ * Every object's package record and every tombstone, oldest package first (the order packages
+ * are listed in); the objects whose record cannot be read are added to the skipped. An object
+ * left of a tombstone (its removal cut short) is not read: the tombstone is the package.
  */
 async function packagesInOrder(
   reader: RootReader,
   result: RebuildResult,
+  tombstones: readonly Tombstone[],
   signal?: AbortSignal,
-): Promise<Array<{ object: string; record: PackageRecord }>> {
-  const found: Array<{ object: string; record: PackageRecord }> = [];
+): Promise<Array<{ object: string; record: PackageRecord; tombstone?: Tombstone }>> {
+  const found: Array<{ object: string; record: PackageRecord; tombstone?: Tombstone }> = tombstones.map(
+    (t) => ({ object: packageObjectPath(t.package.bag_id), record: t.package, tombstone: t }),
+  );
+  const gone = new Set(tombstones.map((t) => packageObjectPath(t.package.bag_id)));
   for await (const object of reader.objects(signal)) {
+    if (gone.has(object)) continue;
     try {
       found.push({ object, record: await readRecord(reader, object, signal) });
     } catch (err) {
