@@ -11,9 +11,10 @@
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
 import { access, link, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { DirReplicaConfig } from '../config/replicas.js';
+import { failpoint } from '../failpoints.js';
 import { errorCode } from '../fs/errors.js';
 import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
@@ -258,14 +259,17 @@ export class DirTarget implements ReplicaTarget {
     const removing = join(this.scratch, `${process.pid}-${randomBytes(8).toString('hex')}.removing`);
     try {
       await mkdir(this.scratch, { recursive: true, mode: 0o750 });
-      const moved = await rename(folder, removing).then(
-        () => true,
-        (err: unknown) => {
-          if (errorCode(err) !== 'ENOENT') throw err;
-          return false;
-        },
-      );
-      if (moved) await rm(removing, { recursive: true, force: true });
+      await rename(folder, removing).catch((err: unknown) => {
+        if (errorCode(err) !== 'ENOENT') throw err;
+      });
+      failpoint('deaccession:replica-renamed');
+      // This one, and any an earlier run was killed before it could delete.
+      for (const name of await readdir(this.scratch))
+        if (
+          REMOVING.test(name) &&
+          (name === basename(removing) || Number(REMOVING.exec(name)![1]) !== process.pid)
+        )
+          await rm(join(this.scratch, name), { recursive: true, force: true });
       for (let up = dirname(folder); up.startsWith(`${this.root}/`); up = dirname(up)) {
         if ((await readdir(up).catch(() => ['?'])).length > 0) break;
         await rmdir(up);
