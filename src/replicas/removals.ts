@@ -37,6 +37,11 @@ export interface RemoverOptions {
 
 export class Remover implements Service {
   private readonly loop: ServiceLoop;
+  /**
+   * When retained copies are looked at again before their date: at each start and hourly, since
+   * an owner may shorten a GOVERNANCE retention (or a clock may have been wrong).
+   */
+  private recheckAfter = 0;
 
   constructor(private readonly o: RemoverOptions) {
     this.loop = new ServiceLoop(
@@ -66,20 +71,23 @@ export class Remover implements Service {
 
   private async pass(signal: AbortSignal): Promise<void> {
     let next = Infinity;
+    const recheck = Date.now() >= this.recheckAfter;
+    if (recheck) this.recheckAfter = Date.now() + LONGEST_WAIT_MS;
     for (const removal of this.o.catalog.deaccessions.pendingRemovals()) {
       if (signal.aborted) return;
-      const at = await this.remove(removal, signal);
+      const at = await this.remove(removal, recheck, signal);
       next = Math.min(next, at);
     }
     if (next !== Infinity) this.loop.wakeIn(Math.min(LONGEST_WAIT_MS, Math.max(10, next - Date.now())));
   }
 
   /** One copy's removal; when to look again if it is not done (Infinity: done). */
-  private async remove(removal: Removal, signal: AbortSignal): Promise<number> {
+  private async remove(removal: Removal, recheck: boolean, signal: AbortSignal): Promise<number> {
     const { catalog, logger } = this.o;
     const { bagId, copy } = removal;
     const now = Date.now();
-    if (removal.retainedUntil !== undefined && removal.retainedUntil > now) return removal.retainedUntil;
+    if (!recheck && removal.retainedUntil !== undefined && removal.retainedUntil > now)
+      return removal.retainedUntil;
     if (catalog.records.isBehind(bagId)) await this.o.writeRecords();
     if (catalog.records.isBehind(bagId)) return now + RETRY_MS / 10; // the tombstone is not in every root yet
     try {
@@ -90,11 +98,13 @@ export class Remover implements Service {
         if (this.o.copying(bagId)) return now + 1000;
         const { retainedUntil } = await target.removeObject(objectPrefix(bagId), signal);
         if (retainedUntil !== undefined) {
+          const known = removal.retainedUntil === retainedUntil.getTime();
           catalog.deaccessions.postpone(bagId, copy, { retainedUntil: retainedUntil.getTime() });
-          logger.info(
-            { bagId, replica: copy, retainedUntil },
-            `deaccessioned ${bagId}: replica ${copy} retains its copy until ${retainedUntil.toISOString()} (S3 Object Lock); hidden now, removed then`,
-          );
+          if (!known)
+            logger.info(
+              { bagId, replica: copy, retainedUntil },
+              `deaccessioned ${bagId}: replica ${copy} retains its copy until ${retainedUntil.toISOString()} (S3 Object Lock); hidden now, removed then`,
+            );
           return retainedUntil.getTime();
         }
       }
