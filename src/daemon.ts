@@ -258,6 +258,7 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       config,
       logger,
       ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }),
+      onContentLeft: () => remover.wake(),
     }),
   );
   metrics.watchAudits(audits);

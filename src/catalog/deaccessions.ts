@@ -16,7 +16,7 @@ import type { FixityStore } from './fixity.js';
 import type { PackageStore } from './packages.js';
 import type { ReplicationStore } from './replication.js';
 import type { Transactor } from './transaction.js';
-import type { Deaccession, Package } from './types.js';
+import type { Deaccession } from './types.js';
 
 /** A removal still to do: one package's object on one copy. */
 export interface Removal {
@@ -226,6 +226,15 @@ export class DeaccessionStore {
     });
   }
 
+  /** An audit found content of a tombstone on these copies: their removals are to do again. */
+  removeAgain(bagId: string, copies: readonly string[]): void {
+    this.catalog.transaction(() => {
+      for (const copy of copies)
+        if (this.removals.get([bagId, copy]) === undefined)
+          this.removals.putSync([bagId, copy], { bagId, copy, createdAt: Date.now() });
+    });
+  }
+
   /**
    * A tombstone put back by a rebuild, with its approved request and a removal per copy (an
    * object the rebuild found may still hold its content). Joins the caller's transaction.
@@ -239,9 +248,4 @@ export class DeaccessionStore {
         this.removals.putSync([record.bagId, copy], { bagId: record.bagId, copy, createdAt: at });
     });
   }
-}
-
-/** Whether a package is a tombstone. */
-export function isTombstone(pkg: Package): boolean {
-  return pkg.deaccessioned !== undefined;
 }

@@ -3,11 +3,12 @@
  * ask and who may decide (never the one who asked), the reason's bounds, 303 for a request
  * already waiting, 409 for a tombstone; an approval removes the package's object from the primary
  * and the replica, leaves both valid OCFL roots holding the tombstone, answers 410 for every
- * download, keeps the events plus a `deaccession` event, and audits stay clean; a rejection
+ * download, keeps the events plus a `deaccession` event, and audits stay clean (and fail on
+ * content of it put back, which is then removed again); a rejection
  * changes nothing; `preservd deaccessions` lists them; a rebuild from the replica brings the
  * tombstone back.
  */
-import { existsSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
@@ -170,6 +171,27 @@ t.test('two people: asked with a reason, decided by a second admin; a tombstone 
 
   const audit = d.cli(['audit', '--wait'], { PRESERVD_TOKEN: d.adminToken });
   t.equal(audit.code, 0, `the audit passes: the removed content is no damage ${audit.stdout}${audit.stderr}`);
+  // Content put back where its removal was done is an audit failure, and is removed again.
+  for (const root of [storage, mirror]) {
+    mkdirSync(join(root, packageObjectPath(a), 'v1/content/data'), { recursive: true });
+    writeFileSync(join(root, packageObjectPath(a), 'v1/content/data/a.txt'), 'gone soon\n');
+  }
+  const found = d.cli(['audit', '--wait'], { PRESERVD_TOKEN: d.adminToken });
+  t.equal(found.code, 1, 'content left of a tombstone fails the audit');
+  const failures = (await d.request('GET', `/v1/packages/${a}/events`)).json.filter(
+    (e: any) => e.type === 'fixity check' && e.outcome === 'failure',
+  );
+  t.match(
+    failures.at(-1)?.detail,
+    /deaccessioned, but content of its object is still here[^]*replica mirror: the package was deaccessioned/,
+  );
+  await waitForRemoval(d, a);
+  for (let i = 0; i < 100 && existsSync(join(storage, packageObjectPath(a))); i++)
+    await new Promise((r) => setTimeout(r, 100));
+  t.notOk(existsSync(join(storage, packageObjectPath(a))), 'removed again from the primary');
+  t.notOk(existsSync(join(mirror, packageObjectPath(a))), 'and from the replica');
+  t.equal(d.cli(['audit', '--wait'], { PRESERVD_TOKEN: d.adminToken }).code, 0, 'the next audit passes');
+
   const listing = d.cli(['deaccessions']);
   t.equal(listing.code, 0, listing.stderr);
   t.match(listing.stdout, new RegExp(`${a}\\s+approved\\s+carol\\s+admin`));
@@ -197,9 +219,11 @@ t.test('two people: asked with a reason, decided by a second admin; a tombstone 
       files: [],
     });
     t.same(
-      ((await after.request('GET', `/v1/packages/${a}/events`, { token })).json as any[]).map((e) => e.id),
+      ((await after.request('GET', `/v1/packages/${a}/events`, { token })).json as any[])
+        .filter((e) => e.type !== 'fixity check')
+        .map((e) => e.id),
       events.map((e) => e.id),
-      'every event is back',
+      'every event is back (of the fixity checks since, the latest and the failures, as for any package)',
     );
     t.equal((await after.request('GET', `/v1/packages/${a}/a.txt`, { token })).status, 410);
     t.match((await after.request('GET', where, { token })).json, { status: 'approved', decided_by: 'admin' });
