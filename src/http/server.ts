@@ -20,6 +20,7 @@ import { bodyFields, HttpError, unprocessable } from './errors.js';
 import { registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
+import { deaccessionPages } from './pages/deaccessions.js';
 import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
 import { requestIdOf, requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
@@ -188,6 +189,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
     await registerPageHeaders(pages);
     await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
     await pages.register(async (scope) => pageRoutes(scope, ctx));
+    await pages.register(async (scope) => deaccessionPages(scope, ctx));
     pages.setNotFoundHandler((request, reply) => {
       if (wantsPage(request))
         return renderErrorPage(request, reply, 404, 'There is no page at this address.');

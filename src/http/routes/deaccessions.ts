@@ -18,7 +18,7 @@ import { loadPackage } from './access.js';
 /** A reason's longest, in UTF-8 bytes (API.md). */
 const REASON_BYTES = 4096;
 
-interface ReasonBody {
+export interface ReasonBody {
   reason?: string;
 }
 
@@ -147,30 +147,46 @@ export async function deaccessionRoutes(app: FastifyInstance, ctx: HttpContext):
           response: decisionResponses,
         },
       },
-      async (request) => {
-        const user = caller(request);
-        const d = loadDeaccession(ctx, request, request.params.id);
-        if (!access(request).isAdmin)
-          throw forbidden('only an administrator may decide a deaccession: a second admin must decide it');
-        if (d.requestedBy === user.name)
-          throw forbidden(
-            `you asked for deaccession ${d.id} yourself: a second admin, not the one who asked, must decide it`,
-          );
-        const reason = reasonOf(request.body ?? undefined, !approve);
-        const copies = ctx.deaccessionCopies ?? ['primary'];
-        const result = approve
-          ? ctx.catalog.deaccessions.approve(d.id, user.name, reason, copies)
-          : ctx.catalog.deaccessions.reject(d.id, user.name, reason!);
-        if ('refused' in result)
-          throw result.refused === 'own-request'
-            ? forbidden(`you asked for deaccession ${d.id} yourself: a second admin must decide it`)
-            : conflict(`deaccession ${d.id} was ${ctx.catalog.deaccessions.get(d.id)?.status} already`);
-        if (approve) {
-          failpoint('deaccession:approved');
-          ctx.wakeRemover?.();
-        }
-        return deaccessionView(result.decided);
-      },
+      async (request) =>
+        deaccessionView(
+          decideDeaccession(ctx, request, request.params.id, decision, request.body ?? undefined),
+        ),
     );
   }
+}
+
+/**
+ * Approves or rejects a request (the API's routes and the pages' forms alike): admins only, never
+ * the one who asked (403 saying a second admin must decide), a reason required to reject.
+ */
+export function decideDeaccession(
+  ctx: HttpContext,
+  request: FastifyRequest,
+  id: string,
+  decision: 'approve' | 'reject',
+  body: ReasonBody | undefined,
+): Deaccession {
+  const approve = decision === 'approve';
+  const user = caller(request);
+  const d = loadDeaccession(ctx, request, id);
+  if (!access(request).isAdmin)
+    throw forbidden('only an administrator may decide a deaccession: a second admin must decide it');
+  if (d.requestedBy === user.name)
+    throw forbidden(
+      `you asked for deaccession ${d.id} yourself: a second admin, not the one who asked, must decide it`,
+    );
+  const reason = reasonOf(body, !approve);
+  const copies = ctx.deaccessionCopies ?? ['primary'];
+  const result = approve
+    ? ctx.catalog.deaccessions.approve(d.id, user.name, reason, copies)
+    : ctx.catalog.deaccessions.reject(d.id, user.name, reason!);
+  if ('refused' in result)
+    throw result.refused === 'own-request'
+      ? forbidden(`you asked for deaccession ${d.id} yourself: a second admin must decide it`)
+      : conflict(`deaccession ${d.id} was ${ctx.catalog.deaccessions.get(d.id)?.status} already`);
+  if (approve) {
+    failpoint('deaccession:approved');
+    ctx.wakeRemover?.();
+  }
+  return result.decided;
 }
