@@ -82,7 +82,7 @@ export interface Deaccessioned {
   requestedAt: number;
 }
 
-export type DeaccessionStatus = 'requested' | 'approved' | 'rejected';
+type DeaccessionStatus = 'requested' | 'approved' | 'rejected';
 
 /** A request to take a package out, decided by a second admin (catalog/deaccessions.ts). */
 export interface Deaccession {
