@@ -1,7 +1,7 @@
 #!/usr/bin/env node
 /**
  * The `preservd` command (CLI.md): serve, user, token, grant, revoke, grants, validate, audit,
- * status, replicas, backup, rebuild, migrate.
+ * status, replicas, backup, rebuild, migrate, deaccessions.
  * Each command's modules are loaded when it runs, so `validate` (run once per bag by scripts)
  * does not pay for the daemon's (fastify, lmdb…).
  */
@@ -34,6 +34,8 @@ const HELP = `usage: preservd <command>
   migrate                            convert a repository of an earlier release (plain bag
                                      folders) to OCFL storage roots, primary and replicas; the
                                      daemon stopped; exit 0 done, 1 packages skipped, 2 could not run
+  deaccessions                       deaccession requests and their state (a second admin decides
+                                     through the API or the pages)
 
 Configuration: PRESERVD_CONFIG (JSON file), PRESERVD_DATA_DIR, PRESERVD_HTTP_HOST,
 PRESERVD_HTTP_PORT, PRESERVD_RSYNC_PORT. See docs/configuration.md.
@@ -110,6 +112,8 @@ async function main(argv: string[]): Promise<number> {
       return (await import('./commands/rebuild.js')).runRebuild(rest, io, config);
     case 'migrate':
       return (await import('./commands/migrate.js')).runMigrate(rest, io, config);
+    case 'deaccessions':
+      return (await import('./commands/deaccessions.js')).runDeaccessions(rest, io, config);
     default:
       process.stderr.write(`preservd: unknown command "${command}"\n\n${HELP}`);
       return 2;

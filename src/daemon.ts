@@ -28,6 +28,8 @@ import { Metrics } from './metrics.js';
 import {
   checkTargets,
   openFromReplica,
+  PRIMARY,
+  Remover,
   Repairer,
   Replicator,
   REPLICATION_EXECUTOR,
@@ -89,7 +91,7 @@ export class Daemon {
     refuseHalfRebuilt(catalog);
     await ensureFirstAdmin(catalog, layout.adminToken, logger);
     // Started before every service that changes the catalog, so it stops after them and writes their last changes.
-    await lifecycle.start(
+    const records = await lifecycle.start(
       'record writer',
       new RecordWriter({
         catalog,
@@ -139,6 +141,7 @@ export class Daemon {
       targets,
       metrics,
       downloads,
+      records,
     });
     const app = await buildServer(
       httpContext({ config, catalog, storage, landing, watcher, targets, metrics, downloads, ...services }),
@@ -187,6 +190,7 @@ interface ServiceParts {
   targets: readonly ReplicaTarget[];
   metrics: Metrics;
   downloads: DownloadsInFlight;
+  records: RecordWriter;
 }
 
 /** The services the routes call. */
@@ -194,11 +198,13 @@ interface Services {
   ingest: IngestWorker;
   repairer: Repairer;
   audits: AuditRunner;
+  remover: Remover;
 }
 
 /** Starts the background services, each after those it calls, so the reverse walk stops it before them. */
 async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise<Services> {
-  const { config, logger, catalog, storage, pool, landing, watcher, landed, targets, metrics } = parts;
+  const { config, logger, catalog, storage, pool, landing, watcher, landed, targets, metrics, records } =
+    parts;
   // A lost primary (after `preservd rebuild --from` a replica) comes back before anything reads or copies it.
   await restoreLostObjects({ catalog, storage, targets, logger });
   const replicator = await lifecycle.start(
@@ -209,6 +215,18 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       targets,
       logger,
       onBytes: (replica, bytes) => metrics.replicated(replica, bytes),
+    }),
+  );
+  // Deaccessioned content a crash left in storage goes first, before audits could look at it.
+  const remover = await lifecycle.start(
+    'deaccession removals',
+    new Remover({
+      catalog,
+      storage,
+      targets,
+      logger,
+      writeRecords: () => records.flush(),
+      copying: (bagId) => replicator.isCopying(bagId),
     }),
   );
   const repairer = await lifecycle.start('repairs', new Repairer({ catalog, storage, targets, logger }));
@@ -245,6 +263,7 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       config,
       logger,
       ...(auditedReplicas === undefined ? {} : { replicas: auditedReplicas }),
+      onContentLeft: () => remover.wake(),
     }),
   );
   metrics.watchAudits(audits);
@@ -260,11 +279,11 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
   });
   await lifecycle.start('continuous audits', continuous);
   metrics.watchContinuousAudits(continuous);
-  return { ingest, repairer, audits };
+  return { ingest, repairer, audits, remover };
 }
 
 /** What the routes may call. */
-function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): HttpContext {
+function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool' | 'records'> & Services): HttpContext {
   const {
     config,
     catalog,
@@ -277,6 +296,7 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): H
     ingest,
     repairer,
     audits,
+    remover,
   } = parts;
   return {
     config,
@@ -287,6 +307,8 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool'> & Services): H
     uploadProgress: (pkg) => watcher.progress(pkg.capability),
     wakeIngest: () => ingest.wake(),
     startAudit: (user) => audits.startAudit(user),
+    deaccessionCopies: [PRIMARY, ...targets.map((t) => t.name)],
+    wakeRemover: () => remover.wake(),
     ...(targets.length > 0
       ? {
           repairPackage: (bagId: string, user: string) => repairer.repairSoon(bagId, user),

@@ -173,6 +173,8 @@ export class ContinuousAudit implements Service {
       }
       if (signal.aborted) return;
     }
+    // Deaccessioned before or during the check: out of the schedule, and its removal is no damage.
+    if (this.catalog.packages.get(bagId)?.deaccessioned !== undefined) return;
     const outcome = findings.length === 0 ? 'success' : 'failure';
     const date = this.now();
     const detail = `continuous audit (every ${this.config.audit.everyDays} days)${outcome === 'failure' ? `:\n${findingsDetail(findings)}` : ''}`;

@@ -32,7 +32,9 @@ type FindingOnCopy =
   /** The package's OCFL object is not valid OCFL: each error's code (E0xx) and path in the object. */
   | { code: 'object-invalid'; problems: Array<{ code: string; path: string }> }
   /** The object's inventory and the catalog disagree about a file (its digest, or whether it is there). */
-  | { code: 'inventory-differs'; path: string; reason: string };
+  | { code: 'inventory-differs'; path: string; reason: string }
+  /** A deaccessioned package's object found on a copy whose removal was done (audit/tombstones.ts). */
+  | { code: 'deaccessioned-content-left' };
 
 /**
  * `copy`: the replica whose copy the finding is about; absent for the primary copy in storage/.
@@ -88,6 +90,10 @@ const FINDINGS = defineProblems<FindingOnCopy>({
         )}${f.problems.length > OCFL_ERRORS_NAMED ? ` and ${f.problems.length - OCFL_ERRORS_NAMED} more` : ''}`,
   },
   'inventory-differs': { describe: (f) => `${f.path}: the inventory differs from the catalog: ${f.reason}` },
+  'deaccessioned-content-left': {
+    describe: () =>
+      'the package was deaccessioned, but content of its object is still here; removing it again',
+  },
 });
 
 /** Every finding an audit can report, with its severity (for documentation and tests). */

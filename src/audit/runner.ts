@@ -36,6 +36,7 @@ import {
   WEBHOOK_RETRY_DELAYS_MS,
   WEBHOOK_TIMEOUT_MS,
 } from './webhook.js';
+import { tombstoneFindings } from './tombstones.js';
 
 /** What the runner needs from the fixity pool (FixityPool satisfies it). */
 export interface AuditHasher extends PackageHasher {
@@ -55,6 +56,8 @@ export interface AuditRunnerOptions {
    * limit; `repair` is asked to repair a package whose check failed, when `audit.repair` is auto.
    */
   replicas?: AuditedReplicas;
+  /** Told when an audit found content of a deaccessioned package left (its removal recorded again). */
+  onContentLeft?: () => void;
   /** Webhook delivery: per-attempt timeout (default 10 s) and the delays before retries (default 2 s, 10 s). */
   webhook?: { timeoutMs?: number; retryDelaysMs?: number[] };
 }
@@ -74,6 +77,7 @@ export class AuditRunner implements Service {
   private readonly tracker = new ProgressTracker();
   private readonly recorder: CheckRecorder;
   private readonly replicas: AuditRunnerOptions['replicas'];
+  private readonly onContentLeft: AuditRunnerOptions['onContentLeft'];
   /** One pass works through the audits in progress; webhook deliveries are held work of the run. */
   private readonly loop: ServiceLoop;
 
@@ -85,6 +89,7 @@ export class AuditRunner implements Service {
     this.logger = opts.logger;
     this.onChecked = opts.onChecked;
     this.replicas = opts.replicas;
+    this.onContentLeft = opts.onContentLeft;
     this.webhookTimeoutMs = opts.webhook?.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
     this.webhookRetryDelaysMs = opts.webhook?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS;
     this.loop = new ServiceLoop(
@@ -141,6 +146,9 @@ export class AuditRunner implements Service {
     const packages = new Map<string, number>();
     for (const pkg of this.catalog.packages.list({ stored: true }))
       packages.set(pkg.bagId, this.catalog.files.bytes(pkg.bagId));
+    // Tombstones whose removals are done: checked for content left (tombstones.ts).
+    for (const pkg of this.catalog.packages.tombstones())
+      if (this.catalog.deaccessions.removalsOf(pkg.bagId).length === 0) packages.set(pkg.bagId, 0);
     const result = this.catalog.audits.start(user, packages);
     if ('created' in result) {
       const audit = result.created;
@@ -244,6 +252,12 @@ export class AuditRunner implements Service {
     onSubmitted: () => void,
   ): Promise<PackageChecked | undefined> {
     const pkg = this.catalog.packages.get(bagId);
+    // A tombstone: its content is gone on purpose, and none may be left where its removal is done.
+    if (pkg?.deaccessioned !== undefined) {
+      const findings = await tombstoneFindings(this.catalog, this.storage, this.replicas, bagId, signal);
+      if (findings.length > 0) this.onContentLeft?.();
+      return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };
+    }
     if (pkg === undefined || !pkg.stored || pkg.storagePath === undefined) {
       return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-not-in-catalog' }] };
     }
@@ -272,6 +286,8 @@ export class AuditRunner implements Service {
       if (signal.aborted) return undefined;
       throw err;
     }
+    // Deaccessioned while it was read: what went missing was removed on purpose.
+    if (this.catalog.packages.get(bagId)?.deaccessioned !== undefined) findings = [];
     // A check cut short by a stop is never recorded, whatever it had found so far.
     if (signal.aborted) return undefined;
     return { auditId, bagId, bytes, outcome: findings.length === 0 ? 'success' : 'failure', findings };

@@ -10,6 +10,8 @@
  * - they create requests of any type, unless `auth.requireGrants`, which asks for
  *   `content_manager` or `admin` on the type (chipmunk's rule);
  * - `storage_location` (and replicas) show to admins, and to holders of `admin` on the type;
+ * - a deaccession is asked for by `content_manager`s of the type (or admins) and decided by an
+ *   admin other than the one who asked (`canRequestDeaccession`, `isAdmin`);
  * - audits, repair and metrics are for admins only: `isAdmin`.
  *
  * It knows nothing of HTTP: routes and pages ask it and turn a "no" into a 403 themselves.
@@ -85,6 +87,11 @@ export class Access {
    */
   canSeeUploadLink(pkg: Owned & Pick<Package, 'stored'>): boolean {
     return !pkg.stored && this.canComplete(pkg);
+  }
+
+  /** Whether a deaccession of the package may be asked for: admins, and `content_manager`s (or `admin`s) of its type. */
+  canRequestDeaccession(pkg: Owned): boolean {
+    return this.isAdmin || covers(this.manages, pkg.contentType);
   }
 
   /** Whether the package's storage details (`storage_location`, replicas) are shown. */

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { open, type Database, type RootDatabase } from 'lmdb';
 import { AuditStore } from './audits.js';
 import { CheckpointStore } from './checkpoints.js';
+import { DeaccessionStore } from './deaccessions.js';
 import { CatalogError } from './errors.js';
 import { EventStore } from './events.js';
 import { GrantStore } from './grants.js';
@@ -57,6 +58,7 @@ export class Catalog implements Transactor {
   readonly replication: ReplicationStore;
   readonly rotations: RotationStore;
   readonly fixity: FixityStore;
+  readonly deaccessions: DeaccessionStore;
   /** Which records in storage are behind the catalog (ocfl/record.ts), and the repository's identity. */
   readonly records: StorageRecordStore;
   /** Records put back with their own ids and dates: the rebuild's only. */
@@ -95,6 +97,13 @@ export class Catalog implements Transactor {
     this.landedHashes = new LandedHashStore(root, this);
     this.replication = new ReplicationStore(root, this);
     this.rotations = new RotationStore(root, this, this.packages);
+    this.deaccessions = new DeaccessionStore(root, this, seq('deaccession'), {
+      packages: this.packages,
+      files: this.files,
+      fixity: this.fixity,
+      replication: this.replication,
+      events: this.events,
+    });
     this.restore = new CatalogRestore(root, this, this.packages, this.fixity, audience);
   }
 
@@ -247,7 +256,7 @@ export class Catalog implements Transactor {
   }
 
   /** Raises a sequence to at least `atLeast` (a rebuild puts records back with their own ids). */
-  raiseSequence(name: 'event' | 'queue' | 'package', atLeast: number): void {
+  raiseSequence(name: 'event' | 'queue' | 'package' | 'deaccession', atLeast: number): void {
     this.transaction(() => {
       const key = `seq:${name}`;
       if (((this.meta.get(key) as number | undefined) ?? 0) < atLeast) this.meta.putSync(key, atLeast);

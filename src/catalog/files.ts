@@ -86,6 +86,18 @@ export class FileStore {
     });
   }
 
+  /**
+   * A tombstone's `files`: an empty list, and no bytes (catalog/deaccessions.ts, inside the
+   * approval's transaction); its file records go once its content is gone (`unstage`).
+   */
+  emptyPayloadList(bagId: string): void {
+    this.catalog.transaction(() => {
+      this.payloadLists.putSync(bagId, Buffer.from('[]'));
+      this.fileBytes.putSync(bagId, 0);
+      this.listChanged(bagId);
+    });
+  }
+
   /** Removes up to `limit` file records of a package; returns how many. */
   private removeFiles(bagId: string, limit: number): number {
     let removed = 0;

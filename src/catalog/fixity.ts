@@ -83,6 +83,16 @@ export class FixityStore {
     return (this.states.getStats() as { entryCount: number }).entryCount;
   }
 
+  /** A package no longer stored (deaccessioned): out of the schedule. Joins the caller's transaction. */
+  forget(bagId: string): void {
+    this.catalog.transaction(() => {
+      const previous = this.states.get(bagId);
+      if (previous === undefined) return;
+      this.order.removeSync([previous.verifiedAt, bagId]);
+      this.states.removeSync(bagId);
+    });
+  }
+
   /** Sets a package's state as found elsewhere (the migration, from the events); joins the caller's transaction. */
   put(bagId: string, state: FixityState): void {
     const previous = this.states.get(bagId);

@@ -19,7 +19,7 @@ import {
   type Scope,
 } from './scan.js';
 import type { Transactor } from './transaction.js';
-import type { Package } from './types.js';
+import type { Deaccessioned, Package } from './types.js';
 
 /** What a page of packages is asked for: the caller's scope, filters, and where to start. */
 export interface PackageQuery {
@@ -33,8 +33,17 @@ export interface PackageQuery {
 
 type StoredPackage = Package & { seq: number };
 
-/** `[stored, seq]` keys of the state index: 0 open request, 1 stored package. */
-const stateOf = (stored: boolean) => (stored ? 1 : 0);
+/**
+ * `[state, seq]` keys of the state index: 0 open request, 1 stored package, 2 tombstone (a
+ * deaccessioned package: stored once, its content gone, in neither `stored` filter).
+ */
+const OPEN = 0;
+const STORED = 1;
+const TOMBSTONE = 2;
+const stateOf = (pkg: Pick<Package, 'stored' | 'deaccessioned'>) =>
+  pkg.deaccessioned !== undefined ? TOMBSTONE : pkg.stored ? STORED : OPEN;
+/** Whether a package passes the `stored` filter: a tombstone passes neither. */
+const passes = (pkg: Package, stored: boolean) => pkg.deaccessioned === undefined && pkg.stored === stored;
 
 export type CreateResult = { created: Package } | { existing: Package } | { overLimit: number };
 
@@ -143,7 +152,7 @@ export class PackageStore {
     if (scope.kind === 'all' && contentType !== undefined)
       keys = indexRange(this.byContentType, contentType, { after });
     else if (scope.kind === 'all' && stored !== undefined)
-      keys = indexRange(this.byState, stateOf(stored), { after });
+      keys = indexRange(this.byState, stored ? STORED : OPEN, { after });
     else
       keys = keysInScope(
         scope,
@@ -157,7 +166,7 @@ export class PackageStore {
       (seq) => this.bySeq(seq),
       (pkg) =>
         (contentType === undefined || pkg.contentType === contentType) &&
-        (stored === undefined || pkg.stored === stored),
+        (stored === undefined || passes(pkg, stored)),
     );
   }
 
@@ -199,10 +208,10 @@ export class PackageStore {
     }
   }
 
-  /** How many packages there are, or stored ones, or open requests: counted in an index. */
+  /** How many packages there are, or stored ones (tombstones apart), or open requests: counted in an index. */
   count(filter: { stored?: boolean } = {}): number {
     if (filter.stored === undefined) return (this.order.getStats() as { entryCount: number }).entryCount;
-    const state = stateOf(filter.stored);
+    const state = filter.stored ? STORED : OPEN;
     return this.byState.getKeysCount({ start: [state], end: [state, Infinity] });
   }
 
@@ -224,8 +233,9 @@ export class PackageStore {
   putIndexes(pkg: StoredPackage): void {
     this.byOwner.putSync([pkg.user, pkg.seq], pkg.bagId);
     this.byContentType.putSync([pkg.contentType, pkg.seq], pkg.bagId);
-    this.byState.removeSync([stateOf(!pkg.stored), pkg.seq]);
-    this.byState.putSync([stateOf(pkg.stored), pkg.seq], pkg.bagId);
+    for (const state of [OPEN, STORED, TOMBSTONE])
+      if (state !== stateOf(pkg)) this.byState.removeSync([state, pkg.seq]);
+    this.byState.putSync([stateOf(pkg), pkg.seq], pkg.bagId);
     if (pkg.stored) this.openByOwner.removeSync([pkg.user, pkg.seq]);
     else this.openByOwner.putSync([pkg.user, pkg.seq], null);
   }
@@ -234,6 +244,14 @@ export class PackageStore {
   *everyRecord(after: number, batch: number): Generator<StoredPackage> {
     for (const { value: bagId } of this.order.getRange({ start: after + 1, limit: batch })) {
       const pkg = this.packages.get(bagId);
+      if (pkg !== undefined) yield pkg;
+    }
+  }
+
+  /** Every tombstone (deaccessioned package), oldest first: the state index's range. */
+  *tombstones(): Generator<Package> {
+    for (const seq of indexRange(this.byState, TOMBSTONE, { after: 0 })) {
+      const pkg = this.bySeq(seq);
       if (pkg !== undefined) yield pkg;
     }
   }
@@ -259,6 +277,18 @@ export class PackageStore {
       if (current === undefined || !current.stored) throw new Error(`no stored package ${bagId}`);
       this.packages.putSync(bagId, { ...current, storagePath, version: nextVersion(current) });
     });
+  }
+
+  /**
+   * Makes a stored package a tombstone (catalog/deaccessions.ts, inside the approval's
+   * transaction): a new version of the record, out of the state index's stored range.
+   */
+  markDeaccessioned(bagId: string, deaccessioned: Deaccessioned): void {
+    const current = this.packages.get(bagId);
+    if (current === undefined || !current.stored) throw new Error(`no stored package ${bagId}`);
+    const updated = { ...current, deaccessioned, updatedAt: deaccessioned.at, version: nextVersion(current) };
+    this.packages.putSync(bagId, updated);
+    this.putIndexes(updated);
   }
 
   /** Marks a package stored (its files recorded before: FileStore). */

@@ -225,6 +225,29 @@ export class ReplicationStore {
     });
   }
 
+  /**
+   * A deaccessioned package has no copies to make or keep: its records, work and progress go, and
+   * the counts with them. Joins the caller's transaction.
+   */
+  forget(bagId: string): void {
+    this.catalog.transaction(() => {
+      for (const copy of this.forPackage(bagId)) {
+        const key: [string, string] = [bagId, copy.replica];
+        const bump = (k: CountKey, by: number) =>
+          this.counts.putSync([copy.replica, k], (this.counts.get([copy.replica, k]) ?? 0) + by);
+        bump(copy.status, -1);
+        if (copy.status === 'verified') bump('verifiedBytes', -copy.bytes);
+        this.copies.removeSync(key);
+        this.open.removeSync(key);
+        for (const { key: progress } of this.progress.getRange({
+          start: [copy.replica, bagId],
+          end: [copy.replica, bagId, '\uffff'],
+        }))
+          this.progress.removeSync(progress);
+      }
+    });
+  }
+
   private change(bagId: string, replica: string, patch: (copy: ReplicaCopy) => ReplicaCopy): void {
     this.catalog.transaction(() => {
       const copy = this.copies.get([bagId, replica]);

@@ -64,6 +64,11 @@ export class StorageRecordStore {
     }));
   }
 
+  /** Whether a package's record in storage is behind the catalog. */
+  isBehind(bagId: string): boolean {
+    return this.dirty.get(bagId) !== undefined;
+  }
+
   /** How many records are behind. */
   count(): number {
     return (this.dirty.getStats() as { entryCount: number }).entryCount;

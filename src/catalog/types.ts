@@ -67,6 +67,35 @@ export interface Package {
    * written before it was kept (read as 0).
    */
   version?: number;
+  /** Set when a deaccession of the package was approved: a tombstone from then on (catalog/deaccessions.ts). */
+  deaccessioned?: Deaccessioned;
+}
+
+/** What a tombstone says of its package's removal (API.md, "Deaccession"). */
+export interface Deaccessioned {
+  at: number;
+  reason: string;
+  requestedBy: string;
+  approvedBy: string;
+  /** The request that was approved. */
+  requestId: number;
+  requestedAt: number;
+}
+
+type DeaccessionStatus = 'requested' | 'approved' | 'rejected';
+
+/** A request to take a package out, decided by a second admin (catalog/deaccessions.ts). */
+export interface Deaccession {
+  id: number;
+  bagId: string;
+  status: DeaccessionStatus;
+  reason: string;
+  requestedBy: string;
+  requestedAt: number;
+  decidedBy?: string;
+  decidedAt?: number;
+  /** The decider's reason: required to reject, optional to approve. */
+  decisionReason?: string;
 }
 
 /** One stored file of a package: tag files and payload alike, path relative to the bag root. */
@@ -132,6 +161,7 @@ export const EVENT_TYPES = [
   'replication',
   'recovery',
   'deletion',
+  'deaccession',
 ] as const;
 type EventType = (typeof EVENT_TYPES)[number];
 export const OUTCOMES = ['success', 'failure'] as const;

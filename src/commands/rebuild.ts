@@ -45,6 +45,7 @@ export async function runRebuild(argv: string[], io: CommandIO, config: Config):
       from: args.from,
       verify: args.verify,
       onProgress: progress.update,
+      copies: ['primary', ...config.replicas.map((r) => r.name)],
     });
     progress.end();
     for (const { object, why } of result.skipped) io.stderr.write(`skipped ${object}: ${why}\n`);

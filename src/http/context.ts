@@ -24,6 +24,10 @@ export interface HttpContext {
   wakeIngest(): void;
   /** Starts an audit (or returns the one in progress) and wakes the audit runner. */
   startAudit(user: string): { created: Audit } | { existing: Audit };
+  /** Where an approved deaccession removes content: `primary` and each replica's name (default: the primary only). */
+  deaccessionCopies?: readonly string[];
+  /** Tells the remover an approved deaccession's content is to go (replicas/removals.ts). */
+  wakeRemover?: () => void;
   /** Starts a repair of the package from its copies (replicas), recorded as done by `user`. */
   repairPackage?: (bagId: string, user: string) => void;
   /**

@@ -18,6 +18,7 @@ export const badRequest = (message: string) => new HttpError(400, message);
 export const forbidden = (message = 'you may not access this resource') => new HttpError(403, message);
 export const notFound = (message: string) => new HttpError(404, message);
 export const conflict = (message: string) => new HttpError(409, message);
+export const gone = (message: string) => new HttpError(410, message);
 export const tooMany = (message: string) => new HttpError(429, message);
 export const unprocessable = (fields: Record<string, string[]>) =>
   new HttpError(

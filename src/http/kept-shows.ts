@@ -14,6 +14,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { LRUCache } from 'lru-cache';
+import type { Removal } from '../catalog/deaccessions.js';
 import type { FixityState } from '../catalog/fixity.js';
 import type { Package, ReplicaCopy } from '../catalog/types.js';
 
@@ -22,6 +23,8 @@ export interface StorageState {
   fixity: FixityState | undefined;
   /** Each configured replica, in configured order, and the package's copy there (undefined: none yet). */
   replicas: Array<{ name: string; copy: ReplicaCopy | undefined }>;
+  /** A tombstone's removals still to do (its replicas show them instead of copies). */
+  removals?: Removal[];
 }
 
 interface HeldShow {

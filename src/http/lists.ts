@@ -43,7 +43,8 @@ export const packageFilters = {
   stored: {
     type: 'string',
     enum: ['true', 'false'],
-    description: 'Only stored packages (true) or open requests (false).',
+    description:
+      'Only stored packages (true) or open requests (false); a deaccessioned package (a tombstone) is in neither.',
   },
 } as const;
 

@@ -43,14 +43,34 @@ const packageSchema = Type.Object(
       Type.Array(
         Type.Object({
           name: Type.Optional(Type.String()),
-          status: Type.Optional(StringEnum(['pending', 'verified', 'failed'])),
+          status: Type.Optional(
+            StringEnum(['pending', 'verified', 'failed', 'removing', 'retained', 'removed'], {
+              description:
+                "A tombstone's copies: removing (to do), retained (S3 Object Lock keeps it until retained_until; hidden, removed then), removed.",
+            }),
+          ),
           verified_at: Type.Optional(Nullable(date)),
           error: Type.Optional(Type.String({ description: 'Failed only: what is wrong.' })),
+          retained_until: Type.Optional(date),
         }),
         { description: "Admins only: the package's copy on each configured replica." },
       ),
     ),
     stored: Type.Optional(Type.Boolean()),
+    deaccessioned: Type.Optional(
+      Nullable(
+        Type.Object({
+          at: date,
+          reason: Type.String(),
+          requested_by: Type.String(),
+          approved_by: Type.String(),
+        }),
+        {
+          description:
+            'Tombstones only: the deaccession that took the package out (its content removed from every copy, its files [], its downloads 410; its events kept).',
+        },
+      ),
+    ),
     last_fixity_check: Type.Optional(
       Nullable(date, {
         description: 'Admins only: when an audit last verified the package; null before its first.',
@@ -191,7 +211,30 @@ const auditSchema = Type.Object(
   },
 );
 
+// No `required` list, for the same reason as Package.
+const deaccessionSchema = Type.Object(
+  {
+    id: Type.Optional(Type.Integer()),
+    bag_id: Type.Optional(Type.String({ format: 'uuid' })),
+    status: Type.Optional(StringEnum(['requested', 'approved', 'rejected'])),
+    reason: Type.Optional(Type.String()),
+    requested_by: Type.Optional(Type.String()),
+    requested_at: Type.Optional(date),
+    decided_by: Type.Optional(Nullable(Type.String())),
+    decided_at: Type.Optional(Nullable(date)),
+    decision_reason: Type.Optional(
+      Nullable(Type.String(), { description: "The deciding admin's reason (required to reject)." }),
+    ),
+  },
+  {
+    $id: 'Deaccession',
+    description:
+      'A request to take a package out, decided by a second admin. Always present: every field (decided_by, decided_at and decision_reason null until decided).',
+  },
+);
+
 export type PackageWire = Static<typeof packageSchema>;
+export type DeaccessionWire = Static<typeof deaccessionSchema>;
 export type ProblemWire = Static<typeof problemSchema>;
 export type QueueItemWire = Static<typeof queueItemSchema>;
 export type QueueStatusItemWire = Static<typeof queueStatusItem>;
@@ -208,6 +251,7 @@ export const sharedSchemas = [
   auditSummarySchema,
   auditEventSchema,
   auditSchema,
+  deaccessionSchema,
 ];
 
 export const ref = (id: string) => ({ $ref: `${id}#` });
@@ -233,6 +277,7 @@ const errorDescriptions: Record<number, string> = {
   404: 'No such resource.',
   409: 'The bag_id or external_id is already used by a package the caller may not see.',
   413: 'The body is larger than the configured limit.',
+  410: 'The package was deaccessioned: its content is gone (its record, events and tombstone remain).',
   416: 'The range cannot be satisfied.',
   422: 'A body field is missing, empty, of the wrong type or not allowed; `fields` names each.',
   429: 'The caller already holds as many open requests as a user may (`upload.openRequestsPerUser`); complete some first.',

@@ -20,9 +20,11 @@ import { bodyFields, HttpError, unprocessable } from './errors.js';
 import { type FailureCounter, registerFailureLimit, TooManyFailures } from './failed-auth.js';
 import { pageRoutes } from './pages/pages.js';
 import { sessionRoutes } from './pages/session.js';
+import { deaccessionPages } from './pages/deaccessions.js';
 import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
 import { requestIdOf, requestLogSerializers } from './request-log.js';
 import { auditRoutes } from './routes/audits.js';
+import { deaccessionRoutes } from './routes/deaccessions.js';
 import { downloadRoutes } from './routes/downloads.js';
 import { eventRoutes } from './routes/events.js';
 import { queueRoutes } from './routes/queue.js';
@@ -31,6 +33,17 @@ import { requestRoutes } from './routes/requests.js';
 import { errors, sharedSchemas } from './schemas.js';
 
 const API_VERSION = '1.0.0';
+
+/** Each resource's routes, registered in a scope of its own in this order (the downloads' wildcard last). */
+const API_ROUTES = [
+  requestRoutes,
+  queueRoutes,
+  eventRoutes,
+  auditRoutes,
+  repairRoutes,
+  deaccessionRoutes,
+  downloadRoutes,
+];
 
 /** One registered route: method and URL template as fastify knows them. */
 export interface RouteEntry {
@@ -77,6 +90,11 @@ const OPENAPI: Parameters<typeof swagger>[1] = {
       {
         name: 'replicas',
         description: 'Repair of a package from its copies on replicas (administrators only).',
+      },
+      {
+        name: 'deaccessions',
+        description:
+          'Taking a package out: asked for with a reason, decided by a second admin; the package stays as a tombstone.',
       },
       { name: 'meta', description: 'This document and the metrics.' },
     ],
@@ -174,12 +192,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
 async function apiScope(api: FastifyInstance, ctx: HttpContext, countFailure: FailureCounter): Promise<void> {
   api.addHook('onRequest', authenticate(ctx.catalog, ctx.config, countFailure));
   metaRoutes(api, ctx);
-  await api.register(async (scope) => requestRoutes(scope, ctx));
-  await api.register(async (scope) => queueRoutes(scope, ctx));
-  await api.register(async (scope) => eventRoutes(scope, ctx));
-  await api.register(async (scope) => auditRoutes(scope, ctx));
-  await api.register(async (scope) => repairRoutes(scope, ctx));
-  await api.register(async (scope) => downloadRoutes(scope, ctx));
+  for (const routes of API_ROUTES) await api.register(async (scope) => routes(scope, ctx));
 }
 
 /**
@@ -197,6 +210,7 @@ async function siteScope(
     await registerPageHeaders(pages);
     await pages.register(async (scope) => sessionRoutes(scope, ctx, countFailure));
     await pages.register(async (scope) => pageRoutes(scope, ctx));
+    await pages.register(async (scope) => deaccessionPages(scope, ctx));
     pages.setNotFoundHandler((request, reply) => {
       if (wantsPage(request))
         return renderErrorPage(request, reply, 404, 'There is no page at this address.');

@@ -2,10 +2,12 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
+import type { Removal } from '../catalog/deaccessions.js';
 import type { FixityState } from '../catalog/fixity.js';
 import {
   errorsOf,
   type Audit,
+  type Deaccession,
   type Package,
   type PreservationEvent,
   type QueueItem,
@@ -15,6 +17,7 @@ import {
 import type { UploadProgress } from '../ingest/watcher.js';
 import type {
   AuditSummaryWire,
+  DeaccessionWire,
   EventWire,
   PackageWire,
   ProblemWire,
@@ -34,6 +37,8 @@ export interface PackageViewOptions {
   storageLocation?: string | undefined;
   /** Admins only: each configured replica's name and the package's copy there (undefined: none yet). */
   replicas?: Array<{ name: string; copy: ReplicaCopy | undefined }> | undefined;
+  /** Admins only, of a tombstone: the removals of its copies still to do. */
+  removals?: Removal[] | undefined;
   /** Admins only: the package's verification state (undefined for an open request). */
   fixity?: FixityState | undefined;
   files?: string[] | undefined;
@@ -51,8 +56,22 @@ export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
   };
   if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
   if (o.storageVisible && o.replicas !== undefined)
-    view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
+    view.replicas = o.replicas.map(({ name, copy }) =>
+      pkg.deaccessioned === undefined
+        ? replicaView(name, copy)
+        : removalView(
+            name,
+            o.removals?.find((r) => r.copy === name),
+          ),
+    );
   view.stored = pkg.stored;
+  if (pkg.deaccessioned !== undefined)
+    view.deaccessioned = {
+      at: rfc3339(pkg.deaccessioned.at),
+      reason: pkg.deaccessioned.reason,
+      requested_by: pkg.deaccessioned.requestedBy,
+      approved_by: pkg.deaccessioned.approvedBy,
+    };
   if (o.storageVisible && pkg.stored)
     view.last_fixity_check = o.fixity?.checkedAt === undefined ? null : rfc3339(o.fixity.checkedAt);
   if (o.files !== undefined) view.files = o.files;
@@ -77,6 +96,28 @@ function replicaView(name: string, copy: ReplicaCopy | undefined): ReplicaCopyWi
   };
   if (copy?.status === 'failed') view.error = copy.error ?? 'failed';
   return view;
+}
+
+/** A tombstone's copy on one replica: being removed, retained by Object Lock until a date, or removed. */
+function removalView(name: string, removal: Removal | undefined): ReplicaCopyWire {
+  if (removal === undefined) return { name, status: 'removed', verified_at: null };
+  if (removal.retainedUntil === undefined) return { name, status: 'removing', verified_at: null };
+  return { name, status: 'retained', verified_at: null, retained_until: rfc3339(removal.retainedUntil) };
+}
+
+/** A deaccession request (API.md, "Deaccession"). */
+export function deaccessionView(d: Deaccession): DeaccessionWire {
+  return {
+    id: d.id,
+    bag_id: d.bagId,
+    status: d.status,
+    reason: d.reason,
+    requested_by: d.requestedBy,
+    requested_at: rfc3339(d.requestedAt),
+    decided_by: d.decidedBy ?? null,
+    decided_at: d.decidedAt === undefined ? null : rfc3339(d.decidedAt),
+    decision_reason: d.decisionReason ?? null,
+  };
 }
 
 function problemView(p: StoredProblem): ProblemWire {

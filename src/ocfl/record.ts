@@ -12,6 +12,7 @@ import { Value } from '@sinclair/typebox/value';
 import {
   EVENT_TYPES,
   OUTCOMES,
+  type Deaccession,
   type Grant,
   type Package,
   type PreservationEvent,
@@ -25,6 +26,8 @@ export const PACKAGE_RECORD = 'preservd-package.json';
 export const EVENTS_RECORD = 'preservd-events.json';
 /** A direct child of the root (a folder under `extensions/` would need a registered name). */
 export const REPOSITORY_RECORD = 'preservd-repository.json';
+/** The deaccessioned packages' tombstones, beside it: their objects are gone, their record is not. */
+export const TOMBSTONES_RECORD = 'preservd-tombstones.json';
 
 /** One of a few strings (a union of literals: TypeBox's checker reads it, unlike `json-schema.ts`'s enum). */
 const OneOf = <const T extends readonly string[]>(values: T) =>
@@ -84,7 +87,28 @@ const RepositoryRecordSchema = Type.Object({
   content_types: Type.Array(Type.String({ minLength: 1 })),
 });
 
+const TombstoneSchema = Type.Object({
+  package: PackageRecordSchema,
+  deaccession: Type.Object({
+    request: Id,
+    reason: Type.String({ minLength: 1 }),
+    requested_by: Type.String({ minLength: 1 }),
+    requested_at: Date3339,
+    approved_by: Type.String({ minLength: 1 }),
+    at: Date3339,
+    approval_reason: Type.Union([Type.String(), Type.Null()]),
+  }),
+  events: Type.Array(EventSchema),
+});
+
+const TombstonesRecordSchema = Type.Object({
+  format: Type.Literal('preservd-tombstones/1'),
+  tombstones: Type.Array(TombstoneSchema),
+});
+
 export type PackageRecord = Static<typeof PackageRecordSchema>;
+export type TombstonesRecord = Static<typeof TombstonesRecordSchema>;
+export type Tombstone = Static<typeof TombstoneSchema>;
 export type EventsRecord = Static<typeof EventsRecordSchema>;
 export type RepositoryRecord = Static<typeof RepositoryRecordSchema>;
 
@@ -173,8 +197,40 @@ export function repositoryRecordOf(
   };
 }
 
+/**
+ * A deaccessioned package's tombstone: its package record, the deaccession, and every event its
+ * `logs/` held (they outlive the object).
+ */
+export function tombstoneOf(
+  pkg: Package,
+  done: readonly QueueItem[],
+  request: Deaccession,
+  events: Iterable<PreservationEvent>,
+): Tombstone {
+  const d = pkg.deaccessioned!;
+  return {
+    package: packageRecordOf(pkg, done),
+    deaccession: {
+      request: d.requestId,
+      reason: d.reason,
+      requested_by: d.requestedBy,
+      requested_at: rfc3339(d.requestedAt),
+      approved_by: d.approvedBy,
+      at: rfc3339(d.at),
+      approval_reason: request.decisionReason ?? null,
+    },
+    events: eventsRecordOf(pkg.bagId, events).events,
+  };
+}
+
+export function tombstonesRecordOf(tombstones: Tombstone[]): TombstonesRecord {
+  return { format: 'preservd-tombstones/1', tombstones };
+}
+
 /** A record's bytes as stored: indented JSON, one trailing newline. */
-export function recordBytes(record: PackageRecord | EventsRecord | RepositoryRecord): Buffer {
+export function recordBytes(
+  record: PackageRecord | EventsRecord | RepositoryRecord | TombstonesRecord,
+): Buffer {
   return Buffer.from(`${JSON.stringify(record, null, 1)}\n`, 'utf8');
 }
 
@@ -204,6 +260,10 @@ export function readEventsRecord(bytes: Buffer | string): EventsRecord {
 
 export function readRepositoryRecord(bytes: Buffer | string): RepositoryRecord {
   return parse(RepositoryRecordSchema, bytes, REPOSITORY_RECORD);
+}
+
+export function readTombstonesRecord(bytes: Buffer | string): TombstonesRecord {
+  return parse(TombstonesRecordSchema, bytes, TOMBSTONES_RECORD);
 }
 
 /** Milliseconds since the epoch of a record's date (checked by the schema). */

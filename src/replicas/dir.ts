@@ -10,10 +10,11 @@
  */
 import { randomBytes } from 'node:crypto';
 import { constants } from 'node:fs';
-import { access, link, mkdir, open, readdir, rename, rmdir, stat, unlink } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { access, link, mkdir, open, readdir, rename, rm, rmdir, stat, unlink } from 'node:fs/promises';
+import { basename, dirname, join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { DirReplicaConfig } from '../config/replicas.js';
+import { failpoint } from '../failpoints.js';
 import { errorCode } from '../fs/errors.js';
 import { Storage } from '../storage/storage.js';
 import { CheckedPassThrough, digestOf } from './hashing.js';
@@ -30,6 +31,8 @@ import {
 
 /** Our temporary files in the scratch folder: `<pid>-<hex>.tmp`, the pid of the daemon writing it. */
 const TEMPORARY = /^([0-9]+)-[0-9a-f]{16}\.tmp$/;
+/** An object folder on its way out (`removeObject`), in the scratch folder: `<pid>-<hex>.removing`. */
+const REMOVING = /^([0-9]+)-[0-9a-f]{16}\.removing$/;
 /** The scratch folder's name beside the root: `<root>` + this. */
 const SCRATCH_SUFFIX = '.preservd-tmp';
 
@@ -248,6 +251,36 @@ export class DirTarget implements ReplicaTarget {
   }
 
   /**
+   * The object folder renamed whole into the scratch folder (the root holds all of it or none),
+   * deleted there, and the layout's folders it leaves empty removed.
+   */
+  async removeObject(prefix: string): Promise<{ retainedUntil?: Date }> {
+    const folder = this.path(prefix.replace(/\/+$/, ''));
+    const removing = join(this.scratch, `${process.pid}-${randomBytes(8).toString('hex')}.removing`);
+    try {
+      await mkdir(this.scratch, { recursive: true, mode: 0o750 });
+      await rename(folder, removing).catch((err: unknown) => {
+        if (errorCode(err) !== 'ENOENT') throw err;
+      });
+      failpoint('deaccession:replica-renamed');
+      // This one, and any an earlier run was killed before it could delete.
+      for (const name of await readdir(this.scratch))
+        if (
+          REMOVING.test(name) &&
+          (name === basename(removing) || Number(REMOVING.exec(name)![1]) !== process.pid)
+        )
+          await rm(join(this.scratch, name), { recursive: true, force: true });
+      for (let up = dirname(folder); up.startsWith(`${this.root}/`); up = dirname(up)) {
+        if ((await readdir(up).catch(() => ['?'])).length > 0) break;
+        await rmdir(up);
+      }
+    } catch (err) {
+      throw this.down(err);
+    }
+    return {};
+  }
+
+  /**
    * Removes the temporary files an earlier run (another pid) left in the scratch folder, whatever
    * package they were for (they are never under the root, so `prefix` does not narrow them down);
    * this run's own, in flight, stay.
@@ -262,6 +295,12 @@ export class DirTarget implements ReplicaTarget {
       throw this.down(err);
     }
     for (const name of names) {
+      const leftOver = REMOVING.exec(name)?.[1];
+      if (leftOver !== undefined && Number(leftOver) !== process.pid) {
+        // An object a crash left half deleted: it is out of the root already.
+        await rm(join(this.scratch, name), { recursive: true, force: true });
+        continue;
+      }
       const pid = TEMPORARY.exec(name)?.[1];
       if (pid === undefined || Number(pid) === process.pid) continue;
       await unlink(join(this.scratch, name)).catch((err: unknown) => {

@@ -15,6 +15,7 @@ export { copyPackage } from './copy.js';
 export { contentKey, objectKey, objectPrefix } from './keys.js';
 export { prepareReplicaRoot, rootFiles } from './root.js';
 export { writeRecordToReplicas, type RecordFile } from './record-copies.js';
+export { PRIMARY, Remover } from './removals.js';
 export { restoreLostObjects } from './restore-primary.js';
 export { REPLICATION_PROBLEM_CODES } from './problems.js';
 export { Repairer } from './repair.js';

@@ -52,6 +52,8 @@ export class Replicator implements Service {
   private readonly opts: ReplicatorOptions;
   /** Replica name → the copy being made there now. */
   private readonly active = new Map<string, Promise<void>>();
+  /** Replica name → the package whose copy is being made there now. */
+  private readonly copying = new Map<string, string>();
   /** Replica name → not before this time (it was unavailable). */
   private readonly resting = new Map<string, { until: number; failures: number }>();
   /** Ingests running now, as the ingest worker says (copies then go one file at a time). */
@@ -117,6 +119,11 @@ export class Replicator implements Service {
     this.loop.start(signal);
   }
 
+  /** Whether a copy of the package is being made now, on any replica (a deaccession's removal waits for it). */
+  isCopying(bagId: string): boolean {
+    return [...this.copying.values()].includes(bagId);
+  }
+
   /** Looks for due copies now. */
   wake(): void {
     this.loop.wake();
@@ -137,8 +144,10 @@ export class Replicator implements Service {
         continue;
       }
       busy.add(copy.replica);
+      this.copying.set(copy.replica, copy.bagId);
       const work = this.makeCopy(target, copy, signal).finally(() => {
         this.active.delete(copy.replica);
+        this.copying.delete(copy.replica);
         this.wake();
       });
       this.active.set(copy.replica, this.loop.hold(work));

@@ -12,7 +12,8 @@
  * Settings for RGW 16.2 (../shared/research/ceph-rgw.md §5): checksums only when required (it
  * answers the SDK's default aws-chunked uploads with 411), path-style addressing; its empty
  * ETag after CompleteMultipartUpload does not matter, since every copy is verified by reading
- * it back. Nothing here deletes an object.
+ * it back. Objects are deleted only by `removeOld` (`preservd migrate`) and `removeObject` (a
+ * deaccession, s3-remove.ts).
  */
 import { readFileSync } from 'node:fs';
 import { Agent } from 'node:https';
@@ -34,6 +35,7 @@ import {
 import type { S3ReplicaConfig } from '../config/replicas.js';
 import { trustedCAs } from './bare-http.js';
 import { ObjectRefused, PresignedReader } from './s3-get.js';
+import { removeEveryVersion } from './s3-remove.js';
 import { PresignedWriter, SINGLE_PUT_BYTES } from './s3-put.js';
 import {
   isFile,
@@ -328,6 +330,14 @@ export class S3Target implements ReplicaTarget {
         if (object.Key !== undefined) yield { key: object.Key.slice(strip), size: object.Size ?? 0 };
       ContinuationToken = page.IsTruncated ? page.NextContinuationToken : undefined;
     } while (ContinuationToken !== undefined);
+  }
+
+  async removeObject(prefix: string, signal?: AbortSignal): Promise<{ retainedUntil?: Date }> {
+    try {
+      return await removeEveryVersion(this.client, this.config.bucket, this.key(prefix), signal);
+    } catch (err) {
+      throw this.translate(err);
+    }
   }
 
   async abandonUnfinished(prefix: string, signal?: AbortSignal): Promise<number> {

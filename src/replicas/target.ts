@@ -3,7 +3,8 @@
  * bag, file by file, under the storage layout (`ab/cd/ef/<bag_id>/<path in the bag>`). Two kinds
  * implement it: `s3` (s3.ts) and `dir` (dir.ts). A target only moves and reads bytes; deciding
  * what to copy, when, and what a mismatch means is the replicator's (replicator.ts) and the
- * audit's job. No target ever deletes an object.
+ * audit's job. A target deletes only for `preservd migrate` (`removeOld`) and a deaccession
+ * (`removeObject`).
  */
 import type { FileHandle } from 'node:fs/promises';
 import { Readable } from 'node:stream';
@@ -106,6 +107,13 @@ export interface ReplicaTarget {
    * when S3 Object Lock retention keeps it (it stays).
    */
   removeOld(key: string, signal?: AbortSignal): Promise<{ retainedUntil?: Date }>;
+  /**
+   * Removes every object under `prefix` (a deaccessioned package's OCFL object; every version
+   * of each, where the store keeps versions), and the folders it leaves empty. What S3 Object
+   * Lock retention keeps is hidden behind a delete marker and left: `retainedUntil` says until
+   * when (the latest date), and a later call removes it. Idempotent.
+   */
+  removeObject(prefix: string, signal?: AbortSignal): Promise<{ retainedUntil?: Date }>;
   /** Drops writes left unfinished under `prefix` by an earlier run (S3 multipart uploads); their number. */
   abandonUnfinished(prefix: string, signal?: AbortSignal): Promise<number>;
   close(): void;

@@ -17,8 +17,10 @@ import {
   RecordError,
   REPOSITORY_RECORD,
   type PackageRecord,
+  type Tombstone,
 } from '../ocfl/record.js';
 import { ObjectSkipped, readObject, readRecord, type ReadObject } from './rebuild-object.js';
+import { readTombstones, restoreTombstone } from './rebuild-tombstones.js';
 import type { RootReader } from './root-reader.js';
 
 /** File records staged per transaction. */
@@ -49,6 +51,8 @@ export interface RebuildOptions {
   verify: boolean;
   signal?: AbortSignal | undefined;
   onProgress?: (progress: RebuildProgress) => void;
+  /** Where a tombstone's object may linger, to be removed at the daemon's start: `primary` and the replicas. */
+  copies?: readonly string[];
 }
 
 export interface RebuildResult {
@@ -94,7 +98,8 @@ export async function rebuildCatalog(
     users: repository.users.length,
     grants: repository.grants.length,
   };
-  const ordered = await packagesInOrder(reader, result, o.signal);
+  const tombstones = await readTombstones(reader, (m) => new RebuildRefused(m), o.signal);
+  const ordered = await packagesInOrder(reader, result, tombstones, o.signal);
   const progress: RebuildProgress = {
     objects: ordered.length + result.skipped.length,
     done: result.skipped.length,
@@ -102,11 +107,14 @@ export async function rebuildCatalog(
   };
   o.onProgress?.(progress);
   let index = 0;
-  for await (const { object, record, read } of readAhead(reader, catalog, ordered, o)) {
+  for await (const { object, record, tombstone, read } of readAhead(reader, catalog, ordered, o)) {
     o.signal?.throwIfAborted();
     index++;
-    if (read === undefined) result.resumed++;
-    else {
+    if (catalog.packages.get(record.bag_id)?.stored === true) result.resumed++;
+    else if (tombstone !== undefined) {
+      restoreTombstone(catalog, tombstone, index, o.copies ?? ['primary']);
+      result.rebuilt++;
+    } else if (read !== undefined) {
       try {
         const got = await read;
         const clash = catalog.packages.find(record.external_id);
@@ -131,22 +139,31 @@ export async function rebuildCatalog(
   return result;
 }
 
+/** A package to rebuild: its object and record, or its tombstone (then no object is read). */
+interface Ordered {
+  object: string;
+  record: PackageRecord;
+  tombstone?: Tombstone;
+}
+
 /**
  * The objects in order, each read while the ones before it are written: up to READ_AHEAD reads
- * at once (`read` undefined: done by an earlier run). A read's failure comes out in its turn.
+ * at once (`read` undefined: done by an earlier run, or a tombstone). A read's failure comes out
+ * in its turn.
  */
 async function* readAhead(
   reader: RootReader,
   catalog: Catalog,
-  ordered: ReadonlyArray<{ object: string; record: PackageRecord }>,
+  ordered: readonly Ordered[],
   o: RebuildOptions,
-): AsyncGenerator<{ object: string; record: PackageRecord; read: Promise<ReadObject> | undefined }> {
+): AsyncGenerator<Ordered & { read: Promise<ReadObject> | undefined }> {
   const reads = new Map<number, Promise<ReadObject>>();
   let next = 0;
   try {
-    for (const [index, { object, record }] of ordered.entries()) {
+    for (const [index, entry] of ordered.entries()) {
       for (; next < ordered.length && next < index + READ_AHEAD; next++) {
         const ahead = ordered[next]!;
+        if (ahead.tombstone !== undefined) continue;
         if (catalog.packages.get(ahead.record.bag_id)?.stored === true) continue;
         const read = readObject(reader, ahead.object, ahead.record, { verify: o.verify, signal: o.signal });
         read.catch(() => undefined); // awaited in its turn; one never reached must not go unhandled
@@ -154,7 +171,7 @@ async function* readAhead(
       }
       const read = reads.get(index);
       reads.delete(index);
-      yield { object, record, read };
+      yield { ...entry, read };
     }
   } finally {
     await Promise.allSettled(reads.values());
@@ -176,20 +193,28 @@ async function readRepository(reader: RootReader, signal?: AbortSignal) {
 }
 
 /**
- * Every object's package record, oldest package first (the order packages are listed in); the
- * objects whose record cannot be read are added to the skipped.
+ * Every object's package record and every tombstone, oldest package first (the order packages
+ * are listed in); the objects whose record cannot be read are added to the skipped. An object
+ * left of a tombstone (its removal cut short) is not read: the tombstone is the package.
  */
 async function packagesInOrder(
   reader: RootReader,
   result: RebuildResult,
+  tombstones: readonly Tombstone[],
   signal?: AbortSignal,
-): Promise<Array<{ object: string; record: PackageRecord }>> {
-  const found: Array<{ object: string; record: PackageRecord }> = [];
+): Promise<Ordered[]> {
+  const found: Ordered[] = tombstones.map((t) => ({
+    object: packageObjectPath(t.package.bag_id),
+    record: t.package,
+    tombstone: t,
+  }));
+  const gone = new Set(found.map((f) => f.object));
   const skipped: Array<{ at: number; object: string; why: string }> = [];
   const reading = new Set<Promise<void>>();
   let at = 0;
   try {
     for await (const object of reader.objects(signal)) {
+      if (gone.has(object)) continue;
       const index = at++;
       const read = readRecord(reader, object, signal).then(
         (record) => void found.push({ object, record }),

@@ -27,6 +27,9 @@ import {
   recordBytes,
   REPOSITORY_RECORD,
   repositoryRecordOf,
+  TOMBSTONES_RECORD,
+  tombstoneOf,
+  tombstonesRecordOf,
 } from '../ocfl/record.js';
 import { writeRecordToReplicas, type RecordFile, type ReplicaTarget } from '../replicas/index.js';
 import { ServiceLoop, type Service } from '../service/service.js';
@@ -120,6 +123,8 @@ export class RecordWriter implements Service {
       return this.toReplicas(this.o.targets ?? [], undefined, [{ path: REPOSITORY_RECORD, bytes }]);
     }
     const { bagId } = key;
+    // A tombstone's record is the root's tombstones file: its object is (being) removed.
+    if (catalog.packages.get(bagId)?.deaccessioned !== undefined) return this.writeTombstones();
     // An open request has no object; storing it marks it again.
     if (catalog.packages.get(bagId)?.stored !== true) return true;
     const object = storage.objectDir(bagId);
@@ -147,6 +152,22 @@ export class RecordWriter implements Service {
       { path: `${LOGS}/${PACKAGE_RECORD}`, bytes: packageRecord },
       { path: `${LOGS}/${EVENTS_RECORD}`, bytes: events },
     ]);
+  }
+
+  /** Every tombstone, in one root file, to the primary and every replica (each must have it before its copy goes). */
+  private async writeTombstones(): Promise<boolean> {
+    const { catalog, storage } = this.o;
+    const tombstones = [...catalog.packages.tombstones()].map((pkg) =>
+      tombstoneOf(
+        pkg,
+        catalog.queue.forPackage(pkg.bagId).filter((i) => i.status === 'DONE'),
+        catalog.deaccessions.get(pkg.deaccessioned!.requestId)!,
+        catalog.events.forPackage(pkg.bagId),
+      ),
+    );
+    const bytes = recordBytes(tombstonesRecordOf(tombstones));
+    await this.place(join(storage.storageRoot, TOMBSTONES_RECORD), bytes);
+    return this.toReplicas(this.o.targets ?? [], undefined, [{ path: TOMBSTONES_RECORD, bytes }]);
   }
 
   /** The record's files to the replicas; false (the record stays marked) when one could not take them. */

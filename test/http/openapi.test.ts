@@ -65,6 +65,11 @@ const API_MD_STATUSES: Record<string, number[]> = {
   'post /v1/packages/{bag_id}/repair': [202, 401, 403, 404],
   'get /v1/audits': [200, 401, 403],
   'get /v1/audits/{id}': [200, 400, 401, 403, 404],
+  'post /v1/packages/{bag_id}/deaccession': [201, 303, 401, 403, 404, 409, 422],
+  'get /v1/deaccessions': [200, 401],
+  'get /v1/deaccessions/{id}': [200, 401, 403, 404],
+  'post /v1/deaccessions/{id}/approve': [200, 401, 403, 404, 409],
+  'post /v1/deaccessions/{id}/reject': [200, 401, 403, 404, 409, 422],
 };
 
 /** Operations answered without credentials (and documented with `security: []`). */
@@ -125,6 +130,9 @@ t.test('the OpenAPI document', async (t) => {
       '/packages/:bag_id',
       '/audits',
       '/audits/:id',
+      '/deaccessions',
+      '/deaccessions/:id/approve',
+      '/deaccessions/:id/reject',
       '/assets/preservd.css',
       '/assets/audit-progress.js',
       '/assets/favicon.svg',

@@ -5,7 +5,7 @@
  * something that does not exist a 404 page. Logging in and out is session.ts.
  */
 import type { FastifyInstance } from 'fastify';
-import { errorsOf } from '../../catalog/types.js';
+import { errorsOf, type Package } from '../../catalog/types.js';
 import { summarizeReplicas } from '../../replicas/index.js';
 import { access, caller } from '../auth.js';
 import type { HttpContext } from '../context.js';
@@ -123,7 +123,8 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
     const pkg = loadPackage(ctx, request, request.params.bag_id);
     const rights = access(request);
     const storageVisible = rights.canSeeStorage(pkg);
-    const files = pkg.stored ? ctx.catalog.files.list(pkg.bagId) : [];
+    // A tombstone's file records go once its content is gone; none shows meanwhile either.
+    const files = pkg.stored && pkg.deaccessioned === undefined ? ctx.catalog.files.list(pkg.bagId) : [];
     // Not `{ ...file }`: copying 2,000 catalog records doubles the page's cost.
     const payload = files
       .filter((f) => f.path.startsWith('data/'))
@@ -139,13 +140,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
         storageVisible,
         storageLocation:
           storageVisible && pkg.storagePath !== undefined ? ctx.storage.locationOf(pkg.storagePath) : null,
-        // Each configured replica and the package's copy there (none yet: pending, as the API says).
-        replicas: storageVisible
-          ? ctx.config.replicas.map(({ name }) => ({
-              name,
-              copy: ctx.catalog.replication.get(pkg.bagId, name),
-            }))
-          : [],
+        replicas: storageVisible ? replicaRows(ctx, pkg) : [],
         payload,
         tags,
         totalBytes: files.reduce((sum, f) => sum + f.size, 0),
@@ -194,6 +189,19 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
       { title: `Audit ${audit.id}`, section: 'audits' },
       { audit, successes, failures },
     );
+  });
+}
+
+/** Each configured replica and the package's copy there (none yet: pending, as the API says); a tombstone's removal state instead. */
+function replicaRows(ctx: HttpContext, pkg: Package) {
+  const removals =
+    pkg.deaccessioned === undefined ? undefined : ctx.catalog.deaccessions.removalsOf(pkg.bagId);
+  return ctx.config.replicas.map(({ name }) => {
+    if (removals === undefined) return { name, copy: ctx.catalog.replication.get(pkg.bagId, name) };
+    const removal = removals.find((r) => r.copy === name);
+    if (removal === undefined) return { name, removal: 'removed' };
+    if (removal.retainedUntil === undefined) return { name, removal: 'removing' };
+    return { name, removal: 'retained', retainedUntil: removal.retainedUntil };
   });
 }
 

@@ -115,7 +115,7 @@ export function wantsPage(request: FastifyRequest): boolean {
 export interface PageFrame {
   title: string;
   /** Which navigation entry is current. */
-  section?: 'overview' | 'queue' | 'packages' | 'audits';
+  section?: 'overview' | 'queue' | 'packages' | 'audits' | 'deaccessions';
 }
 
 /** Renders a template inside the layout, with the caller, the CSRF token and the headers of a page. */

@@ -79,6 +79,7 @@ function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package
       name,
       copy: ctx.catalog.replication.get(pkg.bagId, name),
     })),
+    ...(pkg.deaccessioned === undefined ? {} : { removals: ctx.catalog.deaccessions.removalsOf(pkg.bagId) }),
   };
 }
 
@@ -98,6 +99,7 @@ function packageViewFor(
         ? ctx.storage.locationOf(pkg.storagePath)
         : undefined,
     replicas: storage?.replicas,
+    removals: storage?.removals,
     fixity: storage?.fixity,
     files,
     upload,

@@ -1,10 +1,10 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
 import { relative } from 'node:path';
 import type { FastifyInstance, FastifySchema } from 'fastify';
-import type { FileRecord } from '../../catalog/types.js';
+import type { FileRecord, Package } from '../../catalog/types.js';
 import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
 import type { HttpContext } from '../context.js';
-import { notFound } from '../errors.js';
+import { gone, notFound } from '../errors.js';
 import { sendDownload } from '../send-download.js';
 import { bagIdParam, errors } from '../schemas.js';
 import { loadPackage } from './access.js';
@@ -21,7 +21,7 @@ const zipSchema: FastifySchema = {
   params: bagIdParam,
   response: {
     200: binary('The bag as a zip; Content-Length is known in advance.', 'application/zip'),
-    ...errors(401, 403, 404),
+    ...errors(401, 403, 404, 410),
   },
 };
 
@@ -41,7 +41,7 @@ const fileSchema: FastifySchema = {
     200: binary('The file’s bytes; Content-Type from its extension.', '*/*'),
     206: binary('One range of the file.', '*/*'),
     304: { type: 'null', description: 'Not modified (If-None-Match or If-Modified-Since).' },
-    ...errors(401, 403, 404, 416),
+    ...errors(401, 403, 404, 410, 416),
   },
 };
 
@@ -57,6 +57,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     { schema: zipSchema },
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
+      refuseTombstone(pkg);
       if (!pkg.stored || pkg.storagePath === undefined)
         throw notFound(`package ${pkg.bagId} is not stored yet`);
       const zip = {
@@ -84,6 +85,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     },
     async (request, reply) => {
       const pkg = loadPackage(ctx, request, request.params.bag_id);
+      refuseTombstone(pkg);
       if (!pkg.stored || pkg.storagePath === undefined)
         throw notFound(`package ${pkg.bagId} is not stored yet`);
       const name = request.params['*'];
@@ -114,6 +116,15 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       return sendDownload(request, reply, answer);
     },
   );
+}
+
+/** A deaccessioned package's downloads answer 410 Gone, whatever file is asked for. */
+function refuseTombstone(pkg: Package): void {
+  const d = pkg.deaccessioned;
+  if (d !== undefined)
+    throw gone(
+      `package ${pkg.bagId} was deaccessioned on ${new Date(d.at).toISOString()} (${d.reason}): its content is no longer held`,
+    );
 }
 
 /** The route's schema with its `*` path parameter renamed `file` (for the document only). */

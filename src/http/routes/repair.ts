@@ -2,7 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { requireAdmin } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import { notFound } from '../errors.js';
+import { gone, notFound } from '../errors.js';
 import { bagIdParam, errors } from '../schemas.js';
 import { loadPackage } from './access.js';
 
@@ -25,7 +25,7 @@ export async function repairRoutes(app: FastifyInstance, ctx: HttpContext): Prom
               repair: { type: 'string', enum: ['started'] },
             },
           },
-          ...errors(401, 403, 404),
+          ...errors(401, 403, 404, 410),
         },
       },
     },
@@ -33,6 +33,8 @@ export async function repairRoutes(app: FastifyInstance, ctx: HttpContext): Prom
       const user = requireAdmin(request);
       const pkg = loadPackage(ctx, request, request.params.bag_id);
       if (!pkg.stored) throw notFound(`package ${pkg.bagId} is not stored yet`);
+      if (pkg.deaccessioned !== undefined)
+        throw gone(`package ${pkg.bagId} was deaccessioned: there is nothing to repair`);
       if (ctx.repairPackage === undefined)
         throw notFound('no replicas are configured, so there is nothing to repair from');
       ctx.repairPackage(pkg.bagId, user.name);
