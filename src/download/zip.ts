@@ -298,10 +298,8 @@ class ZipBody implements BodySource {
     if (this.file !== undefined) closeQuietly(this.file.handle);
     this.file = undefined;
     // Entries opened ahead and never sent (an error, or the client went away).
-    const ahead = this.ahead.splice(0);
-    await Promise.all(
-      ahead.map(({ opening }) => opening?.then((opened) => closeQuietly(opened.handle), ignore)),
-    );
+    const opened = this.ahead.splice(0).flatMap(({ opening }) => (opening === undefined ? [] : [opening]));
+    await Promise.all(opened.map((opening) => opening.then((entry) => closeQuietly(entry.handle), ignore)));
   }
 }
 
