@@ -14,7 +14,7 @@
  * callers check what they can, like opening and fstat'ing a file, before calling it); a client
  * that goes away stops the reading and the source is closed.
  */
-import { constants } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readSync, type Stats } from 'node:fs';
 import { open, type FileHandle } from 'node:fs/promises';
 import type { ServerResponse } from 'node:http';
 import type { FileRecord } from '../catalog/types.js';
@@ -40,6 +40,31 @@ export class StoredFileError extends Error {
 }
 
 /**
+ * How stored files are opened: never through a symlink, and never waiting on a FIFO put in a
+ * file's place (the fstat that follows refuses it), which would hang the thread that opens it.
+ */
+const OPEN_FLAGS = constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+function unreadable(record: FileRecord, err: unknown): StoredFileError {
+  return new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, {
+    cause: err,
+  });
+}
+
+/** Throws unless `stats` are of a regular file of the size the catalog records. */
+function checkStats(stats: Stats, record: FileRecord): void {
+  if (!stats.isFile())
+    throw new StoredFileError('not-a-file', record.path, `stored file ${record.path} is not a regular file`);
+  if (stats.size !== record.size) {
+    throw new StoredFileError(
+      'size-mismatch',
+      record.path,
+      `stored file ${record.path} does not match the catalog (${stats.size} bytes on disk, ${record.size} recorded)`,
+    );
+  }
+}
+
+/**
  * Opens a stored file (not following a symlink) and checks it is a regular file of the size the
  * catalog records. The caller owns the handle.
  */
@@ -49,34 +74,60 @@ export async function openStoredFile(
 ): Promise<{ handle: FileHandle; mtime: Date }> {
   let handle: FileHandle;
   try {
-    handle = await open(absPath, constants.O_RDONLY | constants.O_NOFOLLOW);
+    handle = await open(absPath, OPEN_FLAGS);
   } catch (err) {
-    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, {
-      cause: err,
-    });
+    throw unreadable(record, err);
   }
   try {
     const stats = await handle.stat();
-    if (!stats.isFile())
-      throw new StoredFileError(
-        'not-a-file',
-        record.path,
-        `stored file ${record.path} is not a regular file`,
-      );
-    if (stats.size !== record.size) {
-      throw new StoredFileError(
-        'size-mismatch',
-        record.path,
-        `stored file ${record.path} does not match the catalog (${stats.size} bytes on disk, ${record.size} recorded)`,
-      );
-    }
+    checkStats(stats, record);
     return { handle, mtime: stats.mtime };
   } catch (err) {
     closeQuietly(handle);
-    if (err instanceof StoredFileError) throw err;
-    throw new StoredFileError('unreadable', record.path, `stored file ${record.path} cannot be read`, {
-      cause: err,
-    });
+    throw err instanceof StoredFileError ? err : unreadable(record, err);
+  }
+}
+
+/**
+ * The whole of a small stored file into `buf` at `offset`, checked as `openStoredFile` checks it,
+ * in four system calls on the calling thread; returns its modification time (epoch ms). For files
+ * whose thread-pool round trips would cost more than their bytes (docs/performance.md,
+ * "Downloads"); the caller bounds how long it spends here.
+ */
+export function readSmallStoredFile(
+  absPath: string,
+  record: FileRecord,
+  buf: Buffer,
+  offset: number,
+): number {
+  let fd: number;
+  try {
+    fd = openSync(absPath, OPEN_FLAGS);
+  } catch (err) {
+    throw unreadable(record, err);
+  }
+  try {
+    const stats = fstatSync(fd);
+    checkStats(stats, record);
+    for (let done = 0; done < record.size;) {
+      const n = readSync(fd, buf, offset + done, record.size - done, done);
+      if (n === 0)
+        throw new StoredFileError(
+          'short-read',
+          record.path,
+          `stored file ${record.path} ended after ${done} bytes while being sent`,
+        );
+      done += n;
+    }
+    return stats.mtimeMs;
+  } catch (err) {
+    throw err instanceof StoredFileError ? err : unreadable(record, err);
+  } finally {
+    try {
+      closeSync(fd);
+    } catch {
+      // Nothing was written through it: a failed close loses nothing.
+    }
   }
 }
 

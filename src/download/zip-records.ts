@@ -169,23 +169,23 @@ function writeTimestampExtra(buf: Buffer, at: number, ms: number): number {
   return at + TIMESTAMP_EXTRA;
 }
 
-/** Writes the local file header of `entry` at `buf[0]`; returns its length. */
-export function writeLocalHeader(buf: Buffer, entry: ZipEntryPlan, mtimeMs: number): number {
+/** Writes the local file header of `entry` at `buf[start]`; returns the end offset. */
+export function writeLocalHeader(buf: Buffer, start: number, entry: ZipEntryPlan, mtimeMs: number): number {
   const { date, time } = dosDateTime(mtimeMs);
   const size = entry.record.size;
   const extraLength = TIMESTAMP_EXTRA + (entry.zip64Size ? LOCAL_ZIP64_EXTRA : 0);
-  buf.writeUInt32LE(0x04034b50, 0);
-  buf.writeUInt16LE(entry.zip64Size ? VERSION_ZIP64 : VERSION_DEFAULT, 4);
-  buf.writeUInt16LE(FLAG_UTF8, 6);
-  buf.writeUInt16LE(0, 8); // stored
-  buf.writeUInt16LE(time, 10);
-  buf.writeUInt16LE(date, 12);
-  buf.writeUInt32LE(entry.crc32, 14);
-  buf.writeUInt32LE(entry.zip64Size ? U32_MAX : size, 18);
-  buf.writeUInt32LE(entry.zip64Size ? U32_MAX : size, 22);
-  buf.writeUInt16LE(entry.name.length, 26);
-  buf.writeUInt16LE(extraLength, 28);
-  let at = LOCAL_HEADER + entry.name.copy(buf, LOCAL_HEADER);
+  buf.writeUInt32LE(0x04034b50, start);
+  buf.writeUInt16LE(entry.zip64Size ? VERSION_ZIP64 : VERSION_DEFAULT, start + 4);
+  buf.writeUInt16LE(FLAG_UTF8, start + 6);
+  buf.writeUInt16LE(0, start + 8); // stored
+  buf.writeUInt16LE(time, start + 10);
+  buf.writeUInt16LE(date, start + 12);
+  buf.writeUInt32LE(entry.crc32, start + 14);
+  buf.writeUInt32LE(entry.zip64Size ? U32_MAX : size, start + 18);
+  buf.writeUInt32LE(entry.zip64Size ? U32_MAX : size, start + 22);
+  buf.writeUInt16LE(entry.name.length, start + 26);
+  buf.writeUInt16LE(extraLength, start + 28);
+  let at = start + LOCAL_HEADER + entry.name.copy(buf, start + LOCAL_HEADER);
   if (entry.zip64Size) {
     buf.writeUInt16LE(0x0001, at);
     buf.writeUInt16LE(16, at + 2);

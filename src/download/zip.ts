@@ -2,8 +2,11 @@
  * The whole bag as one zip (RFC 8493 serialization: every tag and payload file under
  * `<bag_id>/`), stored, not deflated, streamed with a Content-Length known before the first byte
  * and memory flat whatever the size: entries are opened lazily (at most four ahead of the one
- * being sent, so the opens of many small files overlap the sending) and read in 1 MiB chunks into the
- * response's reused buffers (`body.ts`).
+ * being sent, so their opens overlap the sending) and read in 1 MiB chunks into the response's
+ * reused buffers (`body.ts`). Small files are read whole on the daemon's thread, each straight after
+ * its header: four thread-pool round trips per file cost more than their bytes (docs/performance.md,
+ * "Downloads"). That work is sliced so the event loop turns every few milliseconds, and a download
+ * whose small files prove slow to read (not in the page cache) goes back to the thread pool.
  *
  * Why our own writer and not yazl: yazl 3.3.1 pipes every streamed entry through its
  * `Crc32Watcher` (buffer-crc32, pure JS, the download's bottleneck) and offers no way to hand it
@@ -24,9 +27,10 @@
  * directory size or its offset do not fit. The records themselves are `zip-records.ts`.
  */
 import type { FileHandle } from 'node:fs/promises';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { FileRecord } from '../catalog/types.js';
 import type { DownloadAnswer } from './answer.js';
-import { closeQuietly, openStoredFile, readFully, type BodySource } from './body.js';
+import { closeQuietly, openStoredFile, readFully, readSmallStoredFile, type BodySource } from './body.js';
 import { contentDisposition } from './file.js';
 import {
   centralHeaderLength,
@@ -66,8 +70,26 @@ interface OpenedEntry {
   mtimeMs: number;
 }
 
-/** How many entries are opened (and fstat'ed) ahead of the one being sent. */
+/** An entry waiting its turn: a file opened (and fstat'ed) ahead, or a small one read when it comes. */
+interface QueuedEntry {
+  entry: ZipEntryPlan;
+  opening: Promise<OpenedEntry> | undefined;
+}
+
+/** How many entries are queued (the larger ones opened) ahead of the one being sent. */
 const OPEN_AHEAD = 4;
+/** Files up to this size are read whole on the daemon's thread (`readSmallStoredFile`). */
+const SMALL_FILE = 64 * 1024;
+/** Reading small files gives the event loop a turn after this much of it. */
+const SYNC_SLICE_MS = 2;
+/** A small file that took longer than this came from the disk (or the thread lost its core)... */
+const SLOW_READ_MS = 5;
+/**
+ * ...and once at least this many were, and one in `SLOW_SHARE` or more, the download's remaining
+ * small files go through the thread pool. A loaded machine makes a few reads slow, a cold disk most.
+ */
+const SLOW_READS = 3;
+const SLOW_SHARE = 16;
 /** Central directory headers are made in batches of about this many bytes. */
 const CENTRAL_BATCH = 64 * 1024;
 
@@ -87,8 +109,8 @@ class ZipBody implements BodySource {
   private readonly toOpen: Iterator<ZipEntryPlan>;
   /** The entries again, for the central directory. */
   private readonly toList: Iterator<ZipEntryPlan>;
-  /** Opens in flight or done, in entry order, for entries `sending + 1 …`. */
-  private readonly ahead: Array<Promise<OpenedEntry>> = [];
+  /** Entries `sending + 1 …` in order, the larger ones being opened. */
+  private readonly ahead: QueuedEntry[] = [];
   private nextToOpen = 0;
   /** Entry whose header or bytes are going out. */
   private sending = -1;
@@ -101,6 +123,12 @@ class ZipBody implements BodySource {
   private peeked: ZipEntryPlan | undefined;
   private endWritten = false;
   private offset = 0;
+  /** Milliseconds spent reading small files since the event loop last had a turn. */
+  private syncMs = 0;
+  private wholeReads = 0;
+  private slowReads = 0;
+  /** Small files are read on the thread pool from now on. */
+  private cold = false;
 
   constructor(
     private readonly plan: ZipLayout,
@@ -123,34 +151,66 @@ class ZipBody implements BodySource {
   private openAhead(): void {
     while (this.ahead.length < OPEN_AHEAD && this.nextToOpen < this.plan.count) {
       const entry = ZipBody.next(this.toOpen, this.nextToOpen++);
-      const opening = openStoredFile(this.source.pathOf(entry.record), entry.record).then(
-        ({ handle, mtime }) => {
-          const mtimeMs = this.fixedMs ?? mtime.getTime();
-          const header = Buffer.allocUnsafe(localHeaderLength(entry));
-          writeLocalHeader(header, entry, mtimeMs);
-          return { entry, handle, header, mtimeMs };
-        },
-      );
-      opening.catch(ignore); // awaited in turn; this only marks an early rejection as handled
-      this.ahead.push(opening);
+      this.ahead.push({ entry, opening: this.readsWhole(entry) ? undefined : this.open(entry) });
     }
+  }
+
+  private readsWhole(entry: ZipEntryPlan): boolean {
+    return entry.record.size <= SMALL_FILE && !this.cold;
+  }
+
+  private open(entry: ZipEntryPlan): Promise<OpenedEntry> {
+    const opening = openStoredFile(this.source.pathOf(entry.record), entry.record).then(
+      ({ handle, mtime }) => {
+        const mtimeMs = this.fixedMs ?? mtime.getTime();
+        const header = Buffer.allocUnsafe(localHeaderLength(entry));
+        writeLocalHeader(header, 0, entry, mtimeMs);
+        return { entry, handle, header, mtimeMs };
+      },
+    );
+    opening.catch(ignore); // awaited in turn; this only marks an early rejection as handled
+    return opening;
+  }
+
+  /** Takes the next entry to send (its index becomes `sending`), checking it comes where planned. */
+  private takeNext(): QueuedEntry {
+    const queued = this.ahead.shift()!;
+    this.sending++;
+    if (this.offset !== queued.entry.offset)
+      throw new Error(
+        `zip layout error: entry ${queued.entry.record.path} at ${this.offset}, planned ${queued.entry.offset}`,
+      );
+    return queued;
   }
 
   /** Moves on to the next entry: its header becomes the pending memory, its file the pending bytes. */
   private async startNextEntry(): Promise<void> {
-    this.openAhead();
-    const index = ++this.sending;
-    const opened = await this.ahead.shift()!;
-    const { entry } = opened;
-    if (this.offset !== entry.offset)
-      throw new Error(
-        `zip layout error: entry ${entry.record.path} at ${this.offset}, planned ${entry.offset}`,
-      );
+    const { entry, opening } = this.takeNext();
+    const index = this.sending;
+    const opened = await (opening ?? this.open(entry));
     if (this.mtimes !== undefined) this.mtimes[index] = opened.mtimeMs;
     this.memory = opened.header;
     this.memoryAt = 0;
     this.file = { handle: opened.handle, size: entry.record.size, at: 0, path: entry.record.path };
     this.openAhead();
+  }
+
+  /** The next entry, a small file, header and bytes into `buf` at `at`; returns where they end. */
+  private sendWhole(buf: Buffer, at: number): number {
+    const { entry } = this.takeNext();
+    const headerLength = localHeaderLength(entry);
+    const started = performance.now();
+    const mtime = readSmallStoredFile(this.source.pathOf(entry.record), entry.record, buf, at + headerLength);
+    const took = performance.now() - started;
+    this.syncMs += took;
+    this.wholeReads++;
+    if (took > SLOW_READ_MS) this.slowReads++;
+    this.cold = this.slowReads >= SLOW_READS && this.slowReads * SLOW_SHARE >= this.wholeReads;
+    const mtimeMs = this.fixedMs ?? mtime;
+    if (this.mtimes !== undefined) this.mtimes[this.sending] = mtimeMs;
+    writeLocalHeader(buf, at, entry, mtimeMs);
+    this.offset += headerLength + entry.record.size;
+    return at + headerLength + entry.record.size;
   }
 
   /** As many central directory headers as fit in one batch (at least one). */
@@ -209,7 +269,17 @@ class ZipBody implements BodySource {
           closeQuietly(file.handle);
         }
       } else if (this.sending + 1 < this.plan.count) {
-        await this.startNextEntry();
+        this.openAhead();
+        const { entry, opening } = this.ahead[0]!;
+        if (opening !== undefined || !this.readsWhole(entry)) await this.startNextEntry();
+        else if (localHeaderLength(entry) + entry.record.size > buf.length - used) break;
+        else {
+          if (this.syncMs > SYNC_SLICE_MS) {
+            await nextTurn();
+            this.syncMs = 0;
+          }
+          used = this.sendWhole(buf, used);
+        }
       } else if (this.nextCentral < this.plan.count) {
         this.memory = this.centralBatch();
         this.memoryAt = 0;
@@ -228,8 +298,8 @@ class ZipBody implements BodySource {
     if (this.file !== undefined) closeQuietly(this.file.handle);
     this.file = undefined;
     // Entries opened ahead and never sent (an error, or the client went away).
-    const ahead = this.ahead.splice(0);
-    await Promise.all(ahead.map((opening) => opening.then((opened) => closeQuietly(opened.handle), ignore)));
+    const opened = this.ahead.splice(0).flatMap(({ opening }) => (opening === undefined ? [] : [opening]));
+    await Promise.all(opened.map((opening) => opening.then((entry) => closeQuietly(entry.handle), ignore)));
   }
 }
 

@@ -1,7 +1,7 @@
 /**
  * One stored file over real HTTP (fastify on loopback, fetch/node:http as the client): bytes and
  * headers, Range edge cases, conditional requests, HEAD, a file that no longer matches the
- * catalog, a file cut short while streaming, and proxy offload.
+ * catalog or is a FIFO, a file cut short while streaming, and proxy offload.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readlinkSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
@@ -9,7 +9,15 @@ import { join } from 'node:path';
 import t from 'tap';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { contentDisposition, contentTypeFor, parseRange, READ_CHUNK } from '../../src/download/index.js';
-import { defaultPayload, fileUrl, makeStoredBag, rawGet, serveBag, sha256 } from './fixtures/stored-bag.js';
+import {
+  defaultPayload,
+  fileUrl,
+  makeStoredBag,
+  rawGet,
+  run,
+  serveBag,
+  sha256,
+} from './fixtures/stored-bag.js';
 import { fileRecordOf } from '../helpers/stored-package.js';
 
 const b64 = (hex: string) => Buffer.from(hex, 'hex').toString('base64');
@@ -243,6 +251,16 @@ t.test('a stored file that no longer matches the catalog', async (t) => {
   const goneBody = (await gone.json()) as { error: string };
   t.match(goneBody.error, /stored file data\/a\.txt cannot be read/);
   t.notMatch(goneBody.error, bag.dataDir);
+});
+
+t.test('a FIFO in a stored file’s place is refused at once, not waited on', async (t) => {
+  const bag = await makeStoredBag(t);
+  const { base } = await serveBag(t, bag);
+  rmSync(join(bag.dir, 'data/audio/take1.wav'));
+  await run('mkfifo', [join(bag.dir, 'data/audio/take1.wav')]);
+  const res = await fetch(fileUrl(base, 'audio/take1.wav'), { signal: AbortSignal.timeout(10_000) });
+  t.equal(res.status, 500);
+  t.match(((await res.json()) as { error: string }).error, /is not a regular file/);
 });
 
 t.test('a file cut short while streaming destroys the connection', async (t) => {

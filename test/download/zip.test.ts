@@ -2,10 +2,22 @@
  * The whole-bag zip over real HTTP: layout and Content-Length planned up front, every entry under
  * `<bag_id>/` with its bytes intact (checked by Python's zipfile and `unzip -t`), HEAD, a fixed
  * entry date, and the download aborted, never completed, when a stored file is missing,
- * truncated or cut short while streaming; a client that leaves stops the reading.
+ * truncated, a FIFO or cut short while streaming; a client that leaves stops the reading; small
+ * files are sent while the thread pool is busy.
  */
-import { readdirSync, readlinkSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
+import {
+  constants,
+  openSync,
+  closeSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  truncateSync,
+  writeFileSync,
+} from 'node:fs';
+import { open, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import t, { type Test } from 'tap';
 import type { FileRecord } from '../../src/catalog/types.js';
 import { planZip } from '../../src/download/index.js';
@@ -238,6 +250,25 @@ t.test('a stored file that cannot be sent aborts the download', async (t) => {
     await expectAborted(t, bag, await getOrCut(`${base}/zip`), 'small');
   });
 
+  for (const [name, path] of [
+    ['a FIFO in a small file’s place', 'data/a.txt'],
+    ['a FIFO in a larger file’s place', 'data/images/scan.tif'],
+  ] as const) {
+    t.test(`${name} aborts the download at once`, async (t) => {
+      const bag = await makeStoredBag(t);
+      const { base } = await serveBag(t, bag);
+      rmSync(join(bag.dir, path));
+      await run('mkfifo', [join(bag.dir, path)]);
+      const res = await Promise.race([
+        getOrCut(`${base}/zip`),
+        sleep(10_000).then(() => {
+          throw new Error('the download waited on the FIFO');
+        }),
+      ]);
+      await expectAborted(t, bag, res, name.replaceAll(/\W/g, '-'));
+    });
+  }
+
   t.test('a file cut short while streaming', async (t) => {
     const bag = await makeStoredBag(t, {
       payload: { 'a.txt': Buffer.from('a\n') },
@@ -254,4 +285,51 @@ t.test('a stored file that cannot be sent aborts the download', async (t) => {
     t.notOk('cut' in res, 'headers arrived');
     await expectAborted(t, bag, res, 'shrunk');
   });
+});
+
+t.test('small files are sent while every thread of the pool is busy', async (t) => {
+  const payload: Record<string, Buffer> = {};
+  for (let i = 0; i < 40; i++) payload[`pages/page-${i}.txt`] = Buffer.alloc(1000 + i * 997, 65 + (i % 26));
+  const bag = await makeStoredBag(t, { payload });
+  const { base } = await serveBag(t, bag);
+  // Each open of a FIFO no one writes to holds a thread of libuv's pool until a writer comes.
+  const fifos = Array.from({ length: Number(process.env.UV_THREADPOOL_SIZE ?? 4) }, (_, i) =>
+    join(bag.dataDir, `busy-${i}`),
+  );
+  for (const fifo of fifos) await run('mkfifo', [fifo]);
+  const holders: Array<Promise<FileHandle>> = fifos.map((fifo) => open(fifo, 'r'));
+  const release = async () => {
+    for (const fifo of fifos) closeSync(openSync(fifo, constants.O_WRONLY | constants.O_NONBLOCK));
+    for (const held of await Promise.all(holders)) await held.close();
+  };
+  let released = false;
+  t.teardown(async () => {
+    if (!released) await release();
+  });
+  let probed = false;
+  const probe = stat(bag.dir).then(() => (probed = true));
+  await sleep(200);
+  t.equal(probed, false, 'the thread pool is busy');
+
+  const res = await Promise.race([
+    rawGet(`${base}/zip`),
+    sleep(10_000).then(() => {
+      throw new Error('the zip waited for the thread pool');
+    }),
+  ]);
+  t.equal(res.complete, true);
+  t.equal(res.body.length, planZip(bag.bagId, bag.files).size);
+  released = true;
+  await release();
+  await probe;
+  const zipPath = join(bag.dataDir, 'busy.zip');
+  writeFileSync(zipPath, res.body);
+  const report = await pythonZipReport(zipPath);
+  if (!report.ok) throw new Error(report.error);
+  t.same(
+    report.entries.map((e) => [e.name, e.sha256]),
+    bag.files.map((f) => [`${bag.bagId}/${f.path}`, f.digests.sha256]),
+    'every entry, byte for byte',
+  );
+  t.equal((await unzipTest(zipPath)).code, 0, 'unzip -t passes');
 });
