@@ -22,6 +22,7 @@ import type { DataLayout } from '../storage/layout.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
 import { CatalogRestore } from './restore.js';
+import { RevisionStore } from './revisions.js';
 import { RotationStore } from './rotations.js';
 import { SessionStore } from './sessions.js';
 import { StorageRecordStore } from './storage-records.js';
@@ -56,6 +57,8 @@ export class Catalog implements Transactor {
   readonly landedHashes: LandedHashStore;
   readonly replication: ReplicationStore;
   readonly rotations: RotationStore;
+  /** Revisions of stored packages, and every stored version's record and superseded files. */
+  readonly revisions: RevisionStore;
   readonly fixity: FixityStore;
   /** Which records in storage are behind the catalog (ocfl/record.ts), and the repository's identity. */
   readonly records: StorageRecordStore;
@@ -94,7 +97,13 @@ export class Catalog implements Transactor {
     this.checkpoints = new CheckpointStore(root, this);
     this.landedHashes = new LandedHashStore(root, this);
     this.replication = new ReplicationStore(root, this);
-    this.rotations = new RotationStore(root, this, this.packages);
+    this.revisions = new RevisionStore(root, this);
+    this.rotations = new RotationStore(
+      root,
+      this,
+      this.packages,
+      (bagId) => this.revisions.open(bagId) !== undefined,
+    );
     this.restore = new CatalogRestore(root, this, this.packages, this.fixity, audience);
   }
 

@@ -20,7 +20,10 @@ import type {
   ProblemWire,
   QueueItemWire,
   QueueStatusItemWire,
+  RevisionWire,
+  VersionWire,
 } from './schemas.js';
+import type { Revision, VersionRecord } from '../catalog/revisions.js';
 
 type ReplicaCopyWire = NonNullable<PackageWire['replicas']>[number];
 
@@ -38,6 +41,8 @@ export interface PackageViewOptions {
   fixity?: FixityState | undefined;
   files?: string[] | undefined;
   upload?: UploadProgress | undefined;
+  /** The version shown, when not the current one (`/versions/{n}`). */
+  version?: number | undefined;
 }
 
 export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
@@ -53,6 +58,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
   if (o.storageVisible && o.replicas !== undefined)
     view.replicas = o.replicas.map(({ name, copy }) => replicaView(name, copy));
   view.stored = pkg.stored;
+  if (pkg.stored) view.version = o.version ?? pkg.head ?? 1;
   if (o.storageVisible && pkg.stored)
     view.last_fixity_check = o.fixity?.checkedAt === undefined ? null : rfc3339(o.fixity.checkedAt);
   if (o.files !== undefined) view.files = o.files;
@@ -140,5 +146,33 @@ export function auditSummaryView(a: Audit): AuditSummaryWire {
     finished_at: a.finishedAt === undefined ? null : rfc3339(a.finishedAt),
     created_at: rfc3339(a.createdAt),
     updated_at: rfc3339(a.updatedAt),
+  };
+}
+
+export function revisionView(
+  r: Revision,
+  status: 'open' | 'pending' | 'stored' | 'abandoned',
+  uploadLink: string | null,
+): RevisionWire {
+  return {
+    version: r.version,
+    bag_id: r.bagId,
+    status,
+    upload_link: uploadLink,
+    note: r.note,
+    user: r.user,
+    created_at: rfc3339(r.createdAt),
+    updated_at: rfc3339(r.updatedAt),
+  };
+}
+
+export function versionView(v: VersionRecord): VersionWire {
+  return {
+    version: v.version,
+    created_at: rfc3339(v.createdAt),
+    user: v.user,
+    note: v.note,
+    files: v.files,
+    bytes: v.bytes,
   };
 }
