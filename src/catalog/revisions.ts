@@ -11,7 +11,7 @@ import type { FileView } from './files.js';
 import type { Transactor } from './transaction.js';
 import type { FileRecord } from './types.js';
 
-export type RevisionStatus = 'open' | 'stored' | 'abandoned';
+type RevisionStatus = 'open' | 'stored' | 'abandoned';
 
 export interface Revision {
   bagId: string;

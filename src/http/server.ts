@@ -28,8 +28,6 @@ import { eventRoutes } from './routes/events.js';
 import { queueRoutes } from './routes/queue.js';
 import { repairRoutes } from './routes/repair.js';
 import { requestRoutes } from './routes/requests.js';
-import { revisionRoutes } from './routes/revisions.js';
-import { versionRoutes } from './routes/versions.js';
 import { errors, sharedSchemas } from './schemas.js';
 
 const API_VERSION = '1.0.0';
@@ -173,8 +171,6 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
   await app.register(async (scope) => auditRoutes(scope, ctx));
   await app.register(async (scope) => repairRoutes(scope, ctx));
   await app.register(async (scope) => downloadRoutes(scope, ctx));
-  await app.register(async (scope) => revisionRoutes(scope, ctx));
-  await app.register(async (scope) => versionRoutes(scope, ctx));
   // The pages, and the 404 of every unknown URL, in one scope with helmet's headers (site.ts).
   await app.register(async (pages) => {
     await registerPageHeaders(pages);

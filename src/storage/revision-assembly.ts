@@ -18,11 +18,6 @@ import { versionName } from '../ocfl/layout.js';
 import { flushAll } from './assembly.js';
 import type { Storage } from './storage.js';
 
-/** The object's inventory as it is now (its root `inventory.json`). */
-export async function currentInventory(storage: Storage, bagId: string): Promise<Inventory> {
-  return JSON.parse(await readFile(join(storage.objectDir(bagId), INVENTORY), 'utf8')) as Inventory;
-}
-
 /**
  * Stores version `inventory.head` of the object from the staged upload, or finishes a store a
  * crash interrupted. `newContent`: the logical paths whose bytes the version adds.

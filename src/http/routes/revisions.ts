@@ -13,6 +13,7 @@ import { conflict, forbidden, notFound, unprocessable } from '../errors.js';
 import { created, errors, ref, seeOther } from '../schemas.js';
 import { queueItemView, revisionView } from '../views.js';
 import { loadPackage } from './access.js';
+import { versionRoutes } from './versions.js';
 
 const OpenBody = Type.Object({
   note: Type.Optional(Type.String({ description: 'At most 1024 bytes in UTF-8.' })),
@@ -189,4 +190,6 @@ export async function revisionRoutes(app: FastifyInstance, ctx: HttpContext): Pr
         .send(queueItemView(result.created));
     },
   );
+  // What the revisions make: the versions, their shows and downloads.
+  await versionRoutes(app, ctx);
 }

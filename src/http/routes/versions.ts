@@ -87,7 +87,10 @@ export async function versionRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         tags: ['versions'],
         summary: 'Every stored version of a package, oldest first',
         params: { type: 'object', required: ['bag_id'], properties: { bag_id: { type: 'string' } } },
-        response: { 200: { type: 'array', items: ref('Version') }, ...errors(401, 403, 404) },
+        response: {
+          200: { type: 'array', items: ref('Version'), description: 'Every stored version, oldest first.' },
+          ...errors(401, 403, 404),
+        },
       },
     },
     async (request) => {
