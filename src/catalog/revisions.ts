@@ -172,4 +172,23 @@ export class RevisionStore {
       },
     };
   }
+
+  /**
+   * Every content file of a revised package's object, each once, with the content path its bytes
+   * are stored under: the current files, then those of superseded versions no later one shares.
+   */
+  contentFiles(bagId: string, current: Iterable<FileRecord>): FileRecord[] {
+    const seen = new Set<string>();
+    const out: FileRecord[] = [];
+    const add = (file: FileRecord) => {
+      const contentPath = file.contentPath ?? `v1/content/${file.path}`;
+      if (seen.has(contentPath)) return;
+      seen.add(contentPath);
+      out.push({ ...file, contentPath });
+    };
+    for (const file of current) add(file);
+    for (const { value } of this.versionFiles.getRange({ start: [bagId], end: [bagId, Infinity] }))
+      add(value);
+    return out;
+  }
 }

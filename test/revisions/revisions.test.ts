@@ -157,6 +157,17 @@ t.test('a revision: pre-filled, only changes sent and read, stored as v2 with on
   t.same(report.problems?.filter((p: any) => p.severity === 'error') ?? [], [], 'a valid OCFL object');
   t.equal(report.valid, true);
 
+  // An audit checks every version's content: v1's b.txt (superseded) and v2's, and passes.
+  const audit = await d.request('POST', '/v1/audits');
+  t.equal(audit.status, 201);
+  const audited = await d.waitForAudit(audit.json.id);
+  t.same(audited.failures, [], 'the audit finds nothing wrong with a revised package');
+  writeFileSync(join(object, 'v1', 'content', 'data', 'b.txt'), 'BRAVX\n');
+  const second = await d.waitForAudit((await d.request('POST', '/v1/audits')).json.id);
+  t.match(second.failures, [{ bag_id: bagId }], "a superseded version's content is audited too");
+  t.match(second.failures[0]?.detail, /v1|b\.txt/);
+  writeFileSync(join(object, 'v1', 'content', 'data', 'b.txt'), 'bravo\n');
+
   const events = (await d.request('GET', `/v1/packages/${bagId}/events`)).json as any[];
   for (const type of ['transfer', 'validation', 'ingestion'])
     t.ok(
