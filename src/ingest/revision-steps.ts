@@ -151,7 +151,7 @@ export function recordRevisionResult(deps: IngestDeps, item: QueueItem, pkg: Pac
     catalog.queue.finish(item.id, { status: 'DONE' });
     catalog.checkpoints.clearPackage(pkg.bagId);
     catalog.landedHashes.clearPackage(pkg.bagId);
-    deps.replication?.packageStored(pkg.bagId);
+    deps.replication?.packageRevised(pkg.bagId);
     return bytes;
   });
 }
