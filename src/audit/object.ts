@@ -71,7 +71,7 @@ export async function verifyPrimaryVersions(
   const check = async ([folder, files]: [string, FileRecord[]]): Promise<Finding[]> => {
     const found = await verifyPackage(join(objectDir, folder), files, hasher, opts);
     if (folder === 'v1/content') return found;
-    return found.map((f) => ('path' in f ? ({ ...f, path: `${folder}/${f.path}` }) : f));
+    return found.map((f) => ('path' in f ? { ...f, path: `${folder}/${f.path}` } : f));
   };
   const [contents, object] = await Promise.all([
     Promise.all([...byFolder].map(check)),
