@@ -15,6 +15,7 @@ import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { writeManifests } from '../helpers/make-bag.js';
+import { getPage, Jar, logIn } from '../helpers/session.js';
 
 const MiB = 1024 * 1024;
 
@@ -128,6 +129,15 @@ t.test('a revision: pre-filled, only changes sent and read, stored as v2 with on
   t.equal(zip.status, 200);
   t.equal(zip.headers.get('content-type'), 'application/zip');
 
+  const jar = new Jar();
+  await logIn(d, jar, d.adminToken);
+  const page = await getPage(d, jar, `/packages/${bagId}`);
+  t.equal(page.status, 200, 'the package page');
+  t.match(
+    page.text,
+    /Versions \(2\)[\s\S]*versions\/1\/download[\s\S]*b was wrong/,
+    "the page lists the package's versions",
+  );
   const versions = (await d.request('GET', `/v1/packages/${bagId}/versions`)).json;
   t.match(
     versions,
