@@ -18,6 +18,7 @@ import type { HttpContext } from './http/context.js';
 import { buildServer } from './http/server.js';
 import { IngestWorker } from './ingest/ingest.js';
 import { reconcile } from './ingest/recovery.js';
+import { abandonRevision, prefillRevision } from './ingest/revision-upload.js';
 import { RotationSweeper } from './ingest/rotation.js';
 import { uploadLink } from './ingest/upload-link.js';
 import type { LandedHasher } from './ingest/landed-hasher.js';
@@ -304,6 +305,8 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool' | 'records'> & 
     storage,
     uploadLink: (pkg) => uploadLink(config.upload, pkg),
     openLanding: (pkg) => landing.open(pkg.capability),
+    prefillRevision: (pkg) => prefillRevision({ catalog, storage, landing }, pkg),
+    abandonRevision: (pkg, version) => abandonRevision({ catalog, storage, landing }, pkg, version),
     uploadProgress: (pkg) => watcher.progress(pkg.capability),
     wakeIngest: () => ingest.wake(),
     startAudit: (user) => audits.startAudit(user),

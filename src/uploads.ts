@@ -97,12 +97,14 @@ function recordTransfer(catalog: Catalog, t: Transfer): void {
   const pkg = catalog.packages.byUploadCapability(t.capability);
   if (pkg === undefined) return;
   const ok = t.exitStatus === 0;
+  const revision = pkg.stored ? catalog.revisions.open(pkg.bagId) : undefined;
+  const version = revision === undefined ? '' : `version ${revision.version}: `;
   catalog.events.add({
     bagId: pkg.bagId,
     type: 'transfer',
     executor: pkg.user,
     outcome: ok ? 'success' : 'failure',
-    detail: ok ? 'rsync upload finished' : `rsync upload ended with exit status ${t.exitStatus}`,
+    detail: `${version}${ok ? 'rsync upload finished' : `rsync upload ended with exit status ${t.exitStatus}`}`,
     date: t.endedAt,
   });
 }

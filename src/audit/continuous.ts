@@ -21,7 +21,7 @@ import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
 import { auditCopies, type AuditedReplicas } from './copies.js';
 import { findingsDetail, type Finding } from './findings.js';
-import { verifyPrimary } from './object.js';
+import { contentOf, verifyStored } from './stored.js';
 import type { PackageHasher } from './verify.js';
 
 const DAY_MS = 86_400_000;
@@ -161,12 +161,28 @@ export class ContinuousAudit implements Service {
     else {
       try {
         const files = this.catalog.files.list(bagId);
-        findings = await verifyPrimary(this.storage.objectDir(bagId), dir, files, this.hasher, {
-          algorithms: this.config.audit.algorithms,
-          signal,
-        });
+        findings = await verifyStored(
+          this.catalog,
+          bagId,
+          this.storage.objectDir(bagId),
+          dir,
+          files,
+          this.hasher,
+          {
+            algorithms: this.config.audit.algorithms,
+            signal,
+          },
+        );
         if (this.replicas !== undefined)
-          findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, files, signal)));
+          findings.push(
+            ...(await auditCopies(
+              this.catalog,
+              this.replicas,
+              bagId,
+              contentOf(this.catalog, bagId, files),
+              signal,
+            )),
+          );
       } catch (err) {
         if (signal.aborted) return;
         throw err;

@@ -5,6 +5,7 @@
  * manifest digest of its logical path, and its md5, sha1 and sha512 the inventory's fixity.
  * Nothing here writes; what it finds is a `Finding`.
  */
+import { join } from 'node:path';
 import type { FileRecord } from '../catalog/types.js';
 import { errorCode, type Algorithm } from '../fixity/index.js';
 import { INVENTORY } from '../ocfl/inventory.js';
@@ -44,6 +45,42 @@ export async function verifyPrimary(
   if (content.some((f) => f.code === 'package-missing' || f.code === 'package-unreadable')) return content;
   const named = new Set(content.flatMap((f) => ('path' in f ? [f.path, f.path.replace(/\/$/, '')] : [])));
   return [...content, ...withoutNamed(object, named)].sort(byPackageThenPath);
+}
+
+/**
+ * `verifyPrimary` of a package with more than one version: each version's content folder against
+ * the files whose bytes it holds (`content`: every content file of the object, each once, with its
+ * content path; catalog/revisions.ts), the object against the current files. A finding in a
+ * later version's content names its content path (`v2/content/data/a.txt`).
+ */
+export async function verifyPrimaryVersions(
+  objectDir: string,
+  current: Iterable<FileRecord>,
+  content: readonly FileRecord[],
+  hasher: PackageHasher,
+  opts: VerifyOptions,
+): Promise<Finding[]> {
+  const byFolder = new Map<string, FileRecord[]>([['v1/content', []]]);
+  for (const file of content) {
+    const m = /^(v[0-9]+\/content)\/(.+)$/.exec(file.contentPath ?? `v1/content/${file.path}`);
+    if (m === null) continue;
+    const list = byFolder.get(m[1]!) ?? [];
+    list.push({ ...file, path: m[2]! });
+    byFolder.set(m[1]!, list);
+  }
+  const check = async ([folder, files]: [string, FileRecord[]]): Promise<Finding[]> => {
+    const found = await verifyPackage(join(objectDir, folder), files, hasher, opts);
+    if (folder === 'v1/content') return found;
+    return found.map((f) => ('path' in f ? { ...f, path: `${folder}/${f.path}` } : f));
+  };
+  const [contents, object] = await Promise.all([
+    Promise.all([...byFolder].map(check)),
+    checkObject(objectDir, current),
+  ]);
+  const found = contents.flat();
+  if (found.some((f) => f.code === 'package-missing' || f.code === 'package-unreadable')) return found;
+  const named = new Set(found.flatMap((f) => ('path' in f ? [f.path, f.path.replace(/\/$/, '')] : [])));
+  return [...found, ...withoutNamed(object, named)].sort(byPackageThenPath);
 }
 
 /**

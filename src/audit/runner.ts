@@ -27,7 +27,7 @@ import { auditCopies, type AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
 import type { Finding } from './findings.js';
-import { verifyPrimary } from './object.js';
+import { contentOf, verifyStored } from './stored.js';
 import type { PackageHasher } from './verify.js';
 import {
   deliverWebhook,
@@ -272,14 +272,30 @@ export class AuditRunner implements Service {
     try {
       // Walked from the catalog, not held: a package may have hundreds of thousands of files.
       const files = this.catalog.files.view(bagId);
-      findings = await verifyPrimary(this.storage.objectDir(bagId), dir, files, this.hasher, {
-        algorithms: this.config.audit.algorithms,
-        signal,
-        onSubmitted,
-        onFileRead: (n) => this.tracker.read(bagId, n),
-      });
+      findings = await verifyStored(
+        this.catalog,
+        bagId,
+        this.storage.objectDir(bagId),
+        dir,
+        files,
+        this.hasher,
+        {
+          algorithms: this.config.audit.algorithms,
+          signal,
+          onSubmitted,
+          onFileRead: (n) => this.tracker.read(bagId, n),
+        },
+      );
       if (this.replicas !== undefined)
-        findings.push(...(await auditCopies(this.catalog, this.replicas, bagId, [...files], signal)));
+        findings.push(
+          ...(await auditCopies(
+            this.catalog,
+            this.replicas,
+            bagId,
+            contentOf(this.catalog, bagId, files),
+            signal,
+          )),
+        );
     } catch (err) {
       this.tracker.forget(bagId);
       // Stopped: the package stays in the to-do set; anything else goes up to runAudit.

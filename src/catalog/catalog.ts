@@ -23,6 +23,7 @@ import type { DataLayout } from '../storage/layout.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
 import { CatalogRestore } from './restore.js';
+import { RevisionStore } from './revisions.js';
 import { RotationStore } from './rotations.js';
 import { SessionStore } from './sessions.js';
 import { StorageRecordStore } from './storage-records.js';
@@ -57,6 +58,8 @@ export class Catalog implements Transactor {
   readonly landedHashes: LandedHashStore;
   readonly replication: ReplicationStore;
   readonly rotations: RotationStore;
+  /** Revisions of stored packages, and every stored version's record and superseded files. */
+  readonly revisions: RevisionStore;
   readonly fixity: FixityStore;
   readonly deaccessions: DeaccessionStore;
   /** Which records in storage are behind the catalog (ocfl/record.ts), and the repository's identity. */
@@ -96,7 +99,13 @@ export class Catalog implements Transactor {
     this.checkpoints = new CheckpointStore(root, this);
     this.landedHashes = new LandedHashStore(root, this);
     this.replication = new ReplicationStore(root, this);
-    this.rotations = new RotationStore(root, this, this.packages);
+    this.revisions = new RevisionStore(root, this);
+    this.rotations = new RotationStore(
+      root,
+      this,
+      this.packages,
+      (bagId) => this.revisions.open(bagId) !== undefined,
+    );
     this.deaccessions = new DeaccessionStore(root, this, seq('deaccession'), {
       packages: this.packages,
       files: this.files,
@@ -104,6 +113,11 @@ export class Catalog implements Transactor {
       replication: this.replication,
       events: this.events,
     });
+    // One change in flight per package (API.md): a deaccession is asked for only without an open revision.
+    this.deaccessions.otherWorkOn = (bagId) =>
+      this.revisions.open(bagId) === undefined
+        ? undefined
+        : `package ${bagId} has an open revision: abandon or complete it first`;
     this.restore = new CatalogRestore(root, this, this.packages, this.fixity, audience);
   }
 

@@ -291,6 +291,17 @@ export class PackageStore {
     this.putIndexes(updated);
   }
 
+  /** A stored package's object has a new head version (a revision stored; its files replaced before). */
+  revised(bagId: string, head: number): Package {
+    return this.catalog.transaction(() => {
+      const current = this.packages.get(bagId);
+      if (current === undefined || !current.stored) throw new Error(`no stored package ${bagId}`);
+      const updated = { ...current, head, updatedAt: Date.now(), version: nextVersion(current) };
+      this.packages.putSync(bagId, updated);
+      return strip(updated)!;
+    });
+  }
+
   /** Marks a package stored (its files recorded before: FileStore). */
   markStored(bagId: string, storagePath: string): Package {
     return this.catalog.transaction(() => {

@@ -39,10 +39,15 @@ export class QueueStore {
     return [...this.log.ofPackage(bagId)];
   }
 
-  /** A new PENDING item, unless a PENDING or DONE one exists: check and insert in one transaction. */
-  enqueue(bagId: string, user: string): EnqueueResult {
+  /**
+   * A new PENDING item, unless a PENDING or DONE one exists for the same version (1: the first
+   * deposit; more: a revision's): check and insert in one transaction.
+   */
+  enqueue(bagId: string, user: string, version = 1): EnqueueResult {
     return this.catalog.transaction(() => {
-      const blocking = this.forPackage(bagId).find((i) => i.status !== 'FAILED');
+      const blocking = this.forPackage(bagId).find(
+        (i) => i.status !== 'FAILED' && (i.version ?? 1) === version,
+      );
       if (blocking !== undefined) return { existing: blocking };
       const now = Date.now();
       const item: QueueItem = {
@@ -51,6 +56,7 @@ export class QueueStore {
         status: 'PENDING',
         stage: 'waiting',
         user,
+        ...(version > 1 ? { version } : {}),
         createdAt: now,
         updatedAt: now,
       };

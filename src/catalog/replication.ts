@@ -104,6 +104,35 @@ export class ReplicationStore {
     });
   }
 
+  /**
+   * A stored package got a new version: every copy is owed again (what it holds already is found
+   * there and not sent; its root inventory and sidecar, this daemon's own, may be replaced).
+   */
+  revised(bagId: string, replicas: readonly string[], bytes: number): void {
+    this.catalog.transaction(() => {
+      const now = Date.now();
+      for (const replica of replicas) {
+        const current = this.copies.get([bagId, replica]);
+        if (current === undefined) continue;
+        const { error: _error, damaged: _damaged, lastReason: _reason, ...rest } = current;
+        const own = new Set([...(current.ownWrongCopies ?? []), 'inventory.json', 'inventory.json.sha256']);
+        this.put(
+          {
+            ...rest,
+            status: 'pending',
+            bytes,
+            attempts: 0,
+            nextAttemptAt: now,
+            updatedAt: now,
+            ownWrongCopies: [...own],
+          },
+          current,
+        );
+      }
+    });
+    this.enqueue(bagId, replicas, bytes);
+  }
+
   /** Paths already verified in a copy still being made. */
   verifiedFiles(replica: string, bagId: string): Set<string> {
     const out = new Set<string>();

@@ -24,6 +24,8 @@ export class RotationStore {
     root: RootDatabase,
     private readonly catalog: Transactor,
     private readonly packages: PackageStore,
+    /** Whether a stored package has a revision in flight, whose upload link rotates like a request's. */
+    private readonly revising: (bagId: string) => boolean,
   ) {
     this.rotations = root.openDB({ name: 'capabilityRotations' });
   }
@@ -36,7 +38,8 @@ export class RotationStore {
     return this.catalog.transaction(() => {
       const pkg = this.packages.get(bagId);
       if (pkg === undefined) throw new Error(`no request ${bagId}`);
-      if (pkg.stored) throw new Error(`${bagId} is stored: its upload link is closed for good`);
+      if (pkg.stored && !this.revising(pkg.bagId))
+        throw new Error(`${bagId} is stored: its upload link is closed for good`);
       const earlier = this.rotations.get(pkg.bagId)?.retired ?? [];
       const rotated = this.packages.replaceCapability(pkg.bagId, fresh);
       this.rotations.putSync(pkg.bagId, {

@@ -67,6 +67,11 @@ export interface Package {
    * written before it was kept (read as 0).
    */
   version?: number;
+  /**
+   * The package's current OCFL version (its object's head): absent is 1, the first deposit.
+   * Revisions (catalog/revisions.ts) raise it.
+   */
+  head?: number;
   /** Set when a deaccession of the package was approved: a tombstone from then on (catalog/deaccessions.ts). */
   deaccessioned?: Deaccessioned;
 }
@@ -106,6 +111,11 @@ export interface FileRecord {
   crc32: string;
   /** Hex digests: every algorithm the bag's manifests used, plus sha256 always. */
   digests: Partial<Record<Algorithm, string>>;
+  /**
+   * Where its bytes are in the object (`v<n>/content/<path>`), when not `v1/content/<path>`: a
+   * revision's file unchanged since an earlier version is that version's content.
+   */
+  contentPath?: string;
 }
 
 type QueueStatus = 'PENDING' | 'DONE' | 'FAILED';
@@ -147,6 +157,8 @@ export interface QueueItem {
   stage: IngestStage;
   /** The user who completed the request: the executor of the ingest's events. */
   user: string;
+  /** The version the ingest stores: absent is 1 (a first deposit); more is a revision's. */
+  version?: number;
   errors?: StoredProblem[];
   createdAt: number;
   updatedAt: number;

@@ -18,6 +18,10 @@ export interface HttpContext {
   uploadLink(pkg: Package): string;
   /** Creates the landing folder of a new request. */
   openLanding(pkg: Package): Promise<void>;
+  /** (Absent offline.) Makes an open revision's landing folder, pre-filled with the package's current version. */
+  prefillRevision?: (pkg: Package) => Promise<void>;
+  /** Abandons the open revision `version` of the package: its upload closed and removed. */
+  abandonRevision?: (pkg: Package, version: number) => Promise<void>;
   /** Upload progress of an open request, from the landing watcher (a scan when it is not watched). */
   uploadProgress(pkg: Package): Promise<UploadProgress | undefined>;
   /** Tells the ingest worker a queue item is waiting. */

@@ -57,6 +57,13 @@ const packageSchema = Type.Object(
       ),
     ),
     stored: Type.Optional(Type.Boolean()),
+    version: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        description:
+          'Stored packages: the current version (1 after the first deposit; each stored revision adds one).',
+      }),
+    ),
     deaccessioned: Type.Optional(
       Nullable(
         Type.Object({
@@ -103,6 +110,41 @@ const packageSchema = Type.Object(
     description:
       'A request before it is stored, a package after (one object, two names). Always present: bag_id, user, content_type, external_id, upload_link, stored, created_at, updated_at.',
   },
+);
+
+// No `required` list, for the same reason as Package.
+const revisionSchema = Type.Object(
+  {
+    version: Type.Optional(Type.Integer({ description: 'The version it becomes once stored.' })),
+    bag_id: Type.Optional(Type.String({ format: 'uuid' })),
+    status: Type.Optional(
+      StringEnum(['open', 'pending', 'stored', 'abandoned'], {
+        description: 'open: accepting uploads; pending: completed, being ingested; then stored or abandoned.',
+      }),
+    ),
+    upload_link: Type.Optional(
+      Nullable(Type.String(), {
+        description: 'While open, for callers who may complete it: pre-filled with the current version.',
+      }),
+    ),
+    note: Type.Optional(Nullable(Type.String())),
+    user: Type.Optional(Type.String({ description: 'Who opened it.' })),
+    created_at: Type.Optional(date),
+    updated_at: Type.Optional(date),
+  },
+  { $id: 'Revision', description: 'A revision of a stored package: its next version, being uploaded.' },
+);
+
+const versionSchema = Type.Object(
+  {
+    version: Type.Integer(),
+    created_at: date,
+    user: Type.String({ description: 'Who completed the version.' }),
+    note: Nullable(Type.String()),
+    files: Type.Integer({ description: 'How many files (tag files included) the version holds.' }),
+    bytes: Type.Integer(),
+  },
+  { $id: 'Version', description: 'One stored version of a package.' },
 );
 
 const problemSchema = Type.Object(
@@ -236,6 +278,8 @@ const deaccessionSchema = Type.Object(
 export type PackageWire = Static<typeof packageSchema>;
 export type DeaccessionWire = Static<typeof deaccessionSchema>;
 export type ProblemWire = Static<typeof problemSchema>;
+export type RevisionWire = Static<typeof revisionSchema>;
+export type VersionWire = Static<typeof versionSchema>;
 export type QueueItemWire = Static<typeof queueItemSchema>;
 export type QueueStatusItemWire = Static<typeof queueStatusItem>;
 export type EventWire = Static<typeof eventSchema>;
@@ -244,6 +288,8 @@ export type AuditSummaryWire = Static<typeof auditSummarySchema>;
 export const sharedSchemas = [
   errorSchema,
   packageSchema,
+  revisionSchema,
+  versionSchema,
   problemSchema,
   queueItemSchema,
   queueStatusSchema,

@@ -23,7 +23,10 @@ import type {
   ProblemWire,
   QueueItemWire,
   QueueStatusItemWire,
+  RevisionWire,
+  VersionWire,
 } from './schemas.js';
+import type { Revision, VersionRecord } from '../catalog/revisions.js';
 
 type ReplicaCopyWire = NonNullable<PackageWire['replicas']>[number];
 
@@ -43,6 +46,8 @@ export interface PackageViewOptions {
   fixity?: FixityState | undefined;
   files?: string[] | undefined;
   upload?: UploadProgress | undefined;
+  /** The version shown, when not the current one (`/versions/{n}`). */
+  version?: number | undefined;
 }
 
 export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
@@ -65,6 +70,7 @@ export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
           ),
     );
   view.stored = pkg.stored;
+  if (pkg.stored) view.version = o.version ?? pkg.head ?? 1;
   if (pkg.deaccessioned !== undefined)
     view.deaccessioned = {
       at: rfc3339(pkg.deaccessioned.at),
@@ -181,5 +187,33 @@ export function auditSummaryView(a: Audit): AuditSummaryWire {
     finished_at: a.finishedAt === undefined ? null : rfc3339(a.finishedAt),
     created_at: rfc3339(a.createdAt),
     updated_at: rfc3339(a.updatedAt),
+  };
+}
+
+export function revisionView(
+  r: Revision,
+  status: 'open' | 'pending' | 'stored' | 'abandoned',
+  uploadLink: string | null,
+): RevisionWire {
+  return {
+    version: r.version,
+    bag_id: r.bagId,
+    status,
+    upload_link: uploadLink,
+    note: r.note,
+    user: r.user,
+    created_at: rfc3339(r.createdAt),
+    updated_at: rfc3339(r.updatedAt),
+  };
+}
+
+export function versionView(v: VersionRecord): VersionWire {
+  return {
+    version: v.version,
+    created_at: rfc3339(v.createdAt),
+    user: v.user,
+    note: v.note,
+    files: v.files,
+    bytes: v.bytes,
   };
 }

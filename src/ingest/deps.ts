@@ -30,5 +30,10 @@ export interface IngestDeps {
    * Replication hears from the ingest: a package stored (inside the transaction that marks it so,
    * so that its replica copies are owed atomically), and how many ingests run (copies yield to them).
    */
-  replication?: { packageStored(bagId: string): void; ingestsRunning(count: number): void };
+  replication?: {
+    packageStored(bagId: string): void;
+    /** A revision stored: the package's copies are owed again. */
+    packageRevised(bagId: string): void;
+    ingestsRunning(count: number): void;
+  };
 }

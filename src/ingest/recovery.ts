@@ -4,13 +4,14 @@
  * content goes back, storage/assembly.ts). Moves are renames within the data directory's
  * filesystem; nothing of an upload is ever deleted here.
  */
-import { readdir, rename } from 'node:fs/promises';
+import { readdir, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Package } from '../catalog/types.js';
 import { exists } from '../fs/exists.js';
 import type { Logger } from '../logger.js';
 import { undoAssembly } from '../storage/assembly.js';
+import { undoRevision } from '../storage/revision-assembly.js';
 import { isScratch } from '../storage/layout.js';
 import { ASSEMBLY_SUFFIX, type Storage } from '../storage/storage.js';
 import { isCapability } from './capability.js';
@@ -31,7 +32,9 @@ export async function returnUpload(
 ): Promise<'returned' | 'kept-both' | 'reopened'> {
   const { storage, landing } = deps;
   // An object assembled (or renamed into the root) before the failure gives its content back first.
+  const revision = deps.catalog.revisions.open(pkg.bagId);
   if (deps.catalog.packages.get(pkg.bagId)?.stored !== true) await undoAssembly(storage, pkg.bagId);
+  else if (revision !== undefined) await undoRevision(storage, pkg.bagId, revision.version);
   const fresh = await rotateUpload(deps.catalog, landing, pkg.bagId, deps.logger).catch((err: unknown) => {
     // A catalog that cannot take the new link (the disk is full) must not keep the upload from its depositor.
     deps.logger.error(
@@ -74,8 +77,10 @@ export async function reconcile(
 ): Promise<void> {
   await finishRotations(catalog, landing, logger);
   const pending = new Set(catalog.queue.pending().map((i) => i.bagId));
+  // A stored package's upload is a revision's: given back while the revision is open.
+  const uploading = (pkg: Package) => !pkg.stored || catalog.revisions.open(pkg.bagId) !== undefined;
   const giveBack = async (pkg: Package): Promise<void> => {
-    if (pkg.stored || pending.has(pkg.bagId)) return;
+    if (!uploading(pkg) || pending.has(pkg.bagId)) return;
     const outcome = await returnUpload({ catalog, storage, landing, logger }, pkg);
     if (outcome !== 'reopened')
       logger.warn({ bagId: pkg.bagId, outcome }, 'returned an interrupted upload to its landing folder');
@@ -95,8 +100,10 @@ export async function reconcile(
     if (pkg === undefined) logger.warn({ capability: name }, 'a closed upload link belongs to no request');
     else if (pkg.capability !== name)
       continue; // a retired link: its marker is the refusal, kept
-    else if (pkg.stored)
-      await landing.reopen(name); // its landing folder is gone: the marker is moot
-    else await giveBack(pkg);
+    else if (!uploading(pkg)) {
+      // Its landing folder is gone, or an abandoned revision's left: either way the marker is moot.
+      await rm(landing.path(name), { recursive: true, force: true });
+      await landing.reopen(name);
+    } else await giveBack(pkg);
   }
 }

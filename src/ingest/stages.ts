@@ -28,6 +28,13 @@ import { checkUploadIsolated, type CheckedUpload } from './isolated-check.js';
 import { KnownDigestsHasher } from './known-digests.js';
 import { ingestProblem } from './problems.js';
 import { returnUpload } from './recovery.js';
+import {
+  recordRevisionIntent,
+  recordRevisionResult,
+  storedAlready,
+  storeRevisionVersion,
+  versionOf,
+} from './revision-steps.js';
 import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './deps.js';
 import type { QuietOutcome } from './watcher.js';
@@ -55,7 +62,7 @@ export class IngestStages {
    */
   async awaitQuiet(item: QueueItem): Promise<boolean> {
     const pkg = this.deps.catalog.packages.get(item.bagId);
-    if (pkg === undefined || pkg.stored) return true; // ingest() ends it at once
+    if (pkg === undefined || storedAlready(pkg, item)) return true; // ingest() ends it at once
     const started = Date.now();
     try {
       if ((await this.waitForQuiet(pkg)) === 'quiet') return true;
@@ -104,7 +111,7 @@ export class IngestStages {
       });
       return;
     }
-    if (pkg.stored && item.stage !== 'validated') {
+    if (storedAlready(pkg, item) && item.stage !== 'validated') {
       this.fail(item, pkg, [ingestProblem({ code: 'already-stored', bagId: pkg.bagId })], started, 'none');
       return;
     }
@@ -140,7 +147,8 @@ export class IngestStages {
       }
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
-        await this.store(item, pkg);
+        if (versionOf(item) > 1) await storeRevisionVersion(this.deps, item, pkg);
+        else await this.store(item, pkg);
         failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
         failpoint('ingest:after-result');
@@ -258,6 +266,11 @@ export class IngestStages {
   private async recordIntent(item: QueueItem, pkg: Package, checked: CheckedUpload): Promise<void> {
     const { catalog } = this.deps;
     const { report, problems } = checked;
+    const warnings = warningsOf(problems);
+    const detail = `valid BagIt ${report.version ?? ''} bag: ${report.payloadFiles} payload files, ${report.payloadBytes} bytes, ${report.algorithms.join(', ')} manifests${
+      warnings.length > 0 ? `; warnings:\n${warnings.map((w) => w.message).join('\n')}` : ''
+    }`;
+    if (versionOf(item) > 1) return recordRevisionIntent(this.deps, item, pkg, checked, detail);
     // The records first, a batch to a transaction as the check hands them over (harmless until
     // the intent: unstored), then the intent itself in one.
     catalog.files.unstage(pkg.bagId);
@@ -268,7 +281,6 @@ export class IngestStages {
     }
     // The worker's heap goes before the payload list is serialised below, not after.
     await checked.close();
-    const warnings = warningsOf(problems);
     catalog.transaction(() => {
       catalog.files.staged(pkg.bagId, totalBytes);
       catalog.events.add({
@@ -276,9 +288,7 @@ export class IngestStages {
         type: 'validation',
         executor: item.user,
         outcome: 'success',
-        detail: `valid BagIt ${report.version ?? ''} bag: ${report.payloadFiles} payload files, ${report.payloadBytes} bytes, ${report.algorithms.join(', ')} manifests${
-          warnings.length > 0 ? `; warnings:\n${warnings.map((w) => w.message).join('\n')}` : ''
-        }`,
+        detail,
       });
       catalog.queue.advance(item.id, 'validated');
     });
@@ -312,21 +322,23 @@ export class IngestStages {
   private recordResult(item: QueueItem, pkg: Package, storagePath: string, started: number): void {
     const { catalog, landing, logger } = this.deps;
     let bytes = 0;
-    catalog.transaction(() => {
-      catalog.packages.markStored(pkg.bagId, storagePath);
-      bytes = catalog.files.bytes(pkg.bagId);
-      catalog.events.add({
-        bagId: pkg.bagId,
-        type: 'ingestion',
-        executor: item.user,
-        outcome: 'success',
-        detail: `stored at ${storagePath}`,
+    if (versionOf(item) > 1) bytes = recordRevisionResult(this.deps, item, pkg);
+    else
+      catalog.transaction(() => {
+        catalog.packages.markStored(pkg.bagId, storagePath);
+        bytes = catalog.files.bytes(pkg.bagId);
+        catalog.events.add({
+          bagId: pkg.bagId,
+          type: 'ingestion',
+          executor: item.user,
+          outcome: 'success',
+          detail: `stored at ${storagePath}`,
+        });
+        catalog.queue.finish(item.id, { status: 'DONE' });
+        catalog.checkpoints.clearPackage(pkg.bagId);
+        catalog.landedHashes.clearPackage(pkg.bagId);
+        this.deps.replication?.packageStored(pkg.bagId);
       });
-      catalog.queue.finish(item.id, { status: 'DONE' });
-      catalog.checkpoints.clearPackage(pkg.bagId);
-      catalog.landedHashes.clearPackage(pkg.bagId);
-      this.deps.replication?.packageStored(pkg.bagId);
-    });
     // The landing folder is gone, so the rsync gate refuses the link anyway; drop its marker.
     landing
       .reopen(pkg.capability)
@@ -347,7 +359,8 @@ export class IngestStages {
   ): void {
     const { catalog, logger } = this.deps;
     const errors = errorsOf(problems);
-    const detail = errors.map((p) => p.message).join('\n');
+    const version = versionOf(item);
+    const detail = `${version > 1 ? `version ${version}: ` : ''}${errors.map((p) => p.message).join('\n')}`;
     catalog.transaction(() => {
       if (events === 'validation-and-ingestion')
         catalog.events.add({

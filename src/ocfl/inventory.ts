@@ -100,6 +100,50 @@ export function firstInventory(
   return inventory;
 }
 
+/**
+ * The inventory of an object's next version `files` (a revision): a file whose sha256 the object
+ * already holds is referenced, any other is new content of this version at its logical path (OCFL
+ * forward-delta: only new bytes are stored). Returns it with the logical paths of the new content.
+ */
+export function nextInventory(
+  previous: Inventory,
+  files: readonly VersionFile[],
+  info: VersionInfo,
+): { inventory: Inventory; newContent: string[] } {
+  const version = Number(previous.head.slice(1)) + 1;
+  const manifest: DigestMap = structuredClone(previous.manifest);
+  const fixity = structuredClone(previous.fixity ?? {});
+  const state: DigestMap = {};
+  const newContent: string[] = [];
+  for (const file of files) {
+    (state[file.digests.sha256] ??= []).push(file.path);
+    if (previous.manifest[file.digests.sha256] !== undefined) continue;
+    const contentPath = contentPathOf(version, file.path);
+    (manifest[file.digests.sha256] ??= []).push(contentPath);
+    newContent.push(file.path);
+    for (const [algorithm, digest] of Object.entries(file.digests) as Array<[Algorithm, string]>) {
+      if (isFixityAlgorithm(algorithm)) ((fixity[algorithm] ??= {})[digest] ??= []).push(contentPath);
+    }
+  }
+  const head = versionName(version);
+  const inventory: Inventory = {
+    ...previous,
+    head,
+    manifest,
+    versions: {
+      ...previous.versions,
+      [head]: {
+        created: new Date(info.created).toISOString(),
+        state,
+        message: info.message,
+        user: { name: info.user, address: userAddress(info.user) },
+      },
+    },
+  };
+  if (Object.keys(fixity).length > 0) inventory.fixity = fixity;
+  return { inventory, newContent };
+}
+
 /** The inventory's bytes as written to `inventory.json`, and its sidecar `inventory.json.sha256`. */
 export function inventoryBytes(inventory: Inventory): { json: Buffer; sidecar: string } {
   const json = Buffer.from(`${JSON.stringify(inventory, null, 1)}\n`, 'utf8');

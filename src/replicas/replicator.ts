@@ -87,6 +87,13 @@ export class Replicator implements Service {
     setImmediate(() => this.wake());
   }
 
+  /** A stored package got a new version (a revision): its copies are owed again. */
+  packageRevised(bagId: string): void {
+    if (this.targets.length === 0) return;
+    this.catalog.replication.revised(bagId, this.names, this.catalog.files.bytes(bagId));
+    setImmediate(() => this.wake());
+  }
+
   /** Told by the ingest worker how many ingests run: while any does, a copy moves one file at a time. */
   ingestsRunning(count: number): void {
     this.ingests = count;
@@ -172,7 +179,9 @@ export class Replicator implements Service {
       });
       return;
     }
-    const files = this.catalog.files.list(bagId);
+    // A revised package's object holds every version's content: all of it is owed.
+    const current = this.catalog.files.list(bagId);
+    const files = (pkg.head ?? 1) > 1 ? this.catalog.revisions.contentFiles(bagId, current) : current;
     const skip = replication.verifiedFiles(replica, bagId);
     let unrecorded: string[] = [];
     let recordedAt = Date.now();

@@ -81,7 +81,7 @@ async function writeObjectFiles(objectDir: string, inventory: Inventory): Promis
 const SYNC_AT_ONCE = 16;
 
 /** Flushes files and folders to disk, SYNC_AT_ONCE at a time. */
-async function flushAll(paths: readonly string[]): Promise<void> {
+export async function flushAll(paths: readonly string[]): Promise<void> {
   const limit = pLimit(SYNC_AT_ONCE);
   await Promise.all(paths.map((path) => limit(() => syncPath(path))));
 }

@@ -86,7 +86,7 @@ interface ManifestOptions {
  * (Re)write every payload manifest and tag manifest of the bag at `dir` from what is on disk.
  * Existing manifests are replaced. Tag manifests list every tag file except tag manifests.
  */
-async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<void> {
+export async function writeManifests(dir: string, opts: ManifestOptions = {}): Promise<void> {
   const algorithms = opts.algorithms ?? ['md5', 'sha256'];
   const tagAlgorithms = opts.tagAlgorithms === undefined ? algorithms : opts.tagAlgorithms;
   const version = opts.version ?? '1.0';

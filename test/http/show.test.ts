@@ -111,6 +111,7 @@ t.test('a show of a stored package', async (t) => {
   t.equal(Number(show.headers['content-length']), show.rawPayload.length);
   const doc = show.json();
   t.same(doc.files, ['a.wav', 'é "q".wav']);
+  t.equal(doc.version, 1, 'version 1 after the first deposit (API.md)');
   t.same(Object.keys(doc), [
     'bag_id',
     'user',
@@ -120,6 +121,7 @@ t.test('a show of a stored package', async (t) => {
     'storage_location',
     'replicas',
     'stored',
+    'version',
     'last_fixity_check',
     'files',
     'created_at',

@@ -143,6 +143,8 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
         replicas: storageVisible ? replicaRows(ctx, pkg) : [],
         payload,
         tags,
+        // Every stored version, once a revision made more than one (catalog/revisions.ts).
+        versions: (pkg.head ?? 1) > 1 ? ctx.catalog.revisions.versionsOf(pkg.bagId) : [],
         totalBytes: files.reduce((sum, f) => sum + f.size, 0),
         attempts: ctx.catalog.queue
           .forPackage(pkg.bagId)

@@ -1,6 +1,6 @@
 /** Downloads: one payload file (resolved through the catalog only) or the whole bag as a zip. */
 import { relative } from 'node:path';
-import type { FastifyInstance, FastifySchema } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, FastifySchema } from 'fastify';
 import type { FileRecord, Package } from '../../catalog/types.js';
 import { answerFile, answerFromCopy, answerZip } from '../../download/index.js';
 import type { HttpContext } from '../context.js';
@@ -15,7 +15,7 @@ const binary = (description: string, mediaType: string) => ({
 });
 
 /** GET /v1/packages/{bag_id}/download */
-const zipSchema: FastifySchema = {
+export const zipSchema: FastifySchema = {
   tags: ['downloads'],
   summary: 'The whole bag as a stored (not deflated) ZIP64 under one top folder <bag_id>/',
   params: bagIdParam,
@@ -26,7 +26,7 @@ const zipSchema: FastifySchema = {
 };
 
 /** GET /v1/packages/{bag_id}/{file} */
-const fileSchema: FastifySchema = {
+export const fileSchema: FastifySchema = {
   tags: ['downloads'],
   summary: 'One payload file (path relative to data/), with Range, ETag and Repr-Digest',
   params: {
@@ -92,34 +92,13 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
       const record = name === '' ? undefined : ctx.catalog.files.get(pkg.bagId, `data/${name}`);
       if (record === undefined) throw notFound(`package ${pkg.bagId} has no file "${name}"`);
-      const absPath = ctx.storage.storedFilePath(pkg.bagId, record);
-      const file = {
-        absPath,
-        storageRelativePath: relative(ctx.storage.storageRoot, absPath),
-        record,
-      };
-      const answer = await answerFile(file, request, { offload: ctx.config.download.offload });
-      // The primary cannot be read as the catalog says: serve a verified replica's copy instead.
-      const openFromReplica = ctx.openFromReplica;
-      if (answer.kind === 'error' && answer.status === 500 && openFromReplica !== undefined) {
-        const fallback = await answerFromCopy(record, request, (range) =>
-          openFromReplica(pkg.bagId, record, range),
-        );
-        if (fallback !== undefined) {
-          request.log.warn(
-            { bagId: pkg.bagId, path: record.path, err: answer.message },
-            `${record.path} of ${pkg.bagId} served from a replica: ${answer.message}`,
-          );
-          return sendDownload(request, reply, fallback);
-        }
-      }
-      return sendDownload(request, reply, answer);
+      return sendStoredFile(ctx, request, reply, pkg, record);
     },
   );
 }
 
 /** A deaccessioned package's downloads answer 410 Gone, whatever file is asked for. */
-function refuseTombstone(pkg: Package): void {
+export function refuseTombstone(pkg: Package): void {
   const d = pkg.deaccessioned;
   if (d !== undefined)
     throw gone(
@@ -127,8 +106,40 @@ function refuseTombstone(pkg: Package): void {
     );
 }
 
+/** One stored file's answer (Range, ETag, Repr-Digest), from a verified replica when the primary cannot be read. */
+export async function sendStoredFile(
+  ctx: HttpContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  pkg: Package,
+  record: FileRecord,
+): Promise<FastifyReply> {
+  const absPath = ctx.storage.storedFilePath(pkg.bagId, record);
+  const file = {
+    absPath,
+    storageRelativePath: relative(ctx.storage.storageRoot, absPath),
+    record,
+  };
+  const answer = await answerFile(file, request, { offload: ctx.config.download.offload });
+  // The primary cannot be read as the catalog says: serve a verified replica's copy instead.
+  const openFromReplica = ctx.openFromReplica;
+  if (answer.kind === 'error' && answer.status === 500 && openFromReplica !== undefined) {
+    const fallback = await answerFromCopy(record, request, (range) =>
+      openFromReplica(pkg.bagId, record, range),
+    );
+    if (fallback !== undefined) {
+      request.log.warn(
+        { bagId: pkg.bagId, path: record.path, err: answer.message },
+        `${record.path} of ${pkg.bagId} served from a replica: ${answer.message}`,
+      );
+      return sendDownload(request, reply, fallback);
+    }
+  }
+  return sendDownload(request, reply, answer);
+}
+
 /** The route's schema with its `*` path parameter renamed `file` (for the document only). */
-function fileParamSchema(schema: FastifySchema): FastifySchema {
+export function fileParamSchema(schema: FastifySchema): FastifySchema {
   const params = schema.params as { properties: Record<string, unknown> } | undefined;
   if (params === undefined) return schema;
   const { '*': file, ...rest } = params.properties;

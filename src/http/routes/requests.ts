@@ -13,6 +13,7 @@ import { bagIdParam, created, errors, listOf, ref, seeOther } from '../schemas.j
 import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from '../lists.js';
 import { KeptShows } from '../kept-shows.js';
 import { queueItemView } from '../views.js';
+import { revisionRoutes } from './revisions.js';
 import { loadPackage, requestView, scopeOf, storedPackageBody, viewPackage } from './access.js';
 
 interface ListQuery {
@@ -232,4 +233,6 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         .send(queueItemView(result.created));
     },
   );
+  // A stored package's revisions, under /v1/packages/{bag_id}/revisions.
+  await revisionRoutes(app, ctx);
 }
