@@ -9,7 +9,7 @@ import type { StoredProblem } from '../catalog/types.js';
 import type { Algorithm, FileDigests, SerializedError } from '../fixity/index.js';
 import type { ContentTypeRules, ExpectedRequest } from './chipmunk/index.js';
 
-/** What one check is given (the `check` message). */
+/** What the worker is started with (`workerData`). */
 export interface CheckWorkerData {
   dir: string;
   request?: ExpectedRequest | undefined;
@@ -45,5 +45,4 @@ export type ToCheckWorker =
   | { kind: 'hashed'; id: number; digests: FileDigests }
   | { kind: 'hashedAll'; id: number; results: CrossingDigests[] }
   | { kind: 'hashFailed'; id: number; error: SerializedError }
-  | { kind: 'files'; count: number }
-  | { kind: 'check'; data: CheckWorkerData };
+  | { kind: 'files'; count: number };

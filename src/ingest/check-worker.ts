@@ -1,12 +1,11 @@
 /**
- * The worker thread that checks uploads (`checkUpload`) for the ingest, one at a time, so that
- * what the validator builds and drops for a bag of many files lives in this thread's heap
+ * The worker thread that checks one upload (`checkUpload`) for an ingest, so that what the
+ * validator builds and drops for a bag of many files lives and dies with this thread's heap
  * instead of growing the daemon's for good (docs/decisions.md, "Uploads are checked in a worker
  * thread"). It hashes nothing itself: every file goes to the ingest, which hands it to the
- * daemon's pool. Per check it sends the verdict, then the files in batches as the ingest asks
- * for them; then it waits for the next check (isolated-check.ts keeps it after a small bag).
+ * daemon's pool. It sends the verdict, then the files in batches as the ingest asks for them.
  */
-import { parentPort } from 'node:worker_threads';
+import { parentPort, workerData } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
 import { deserializeError, type Algorithm, type FileDigests } from '../fixity/index.js';
 import { checkUpload } from './check-upload.js';
@@ -18,6 +17,7 @@ import type {
 } from './check-protocol.js';
 
 const port = parentPort!;
+const { dir, request, rules, batches } = workerData as CheckWorkerData;
 const post = (message: FromCheckWorker): void => port.postMessage(message);
 
 /** Hashing calls waiting for the ingest's answer, by id. */
@@ -58,7 +58,7 @@ async function hashFiles(
 }
 
 /** The ingest's hasher, seen from here: batches only if it takes them. */
-const hasherFor = (batches: boolean): FileHasher => (batches ? { hashFile, hashFiles } : { hashFile });
+const hasher: FileHasher = batches ? { hashFile, hashFiles } : { hashFile };
 
 function failure(answer: ToCheckWorker, path: string): Error {
   return answer.kind === 'hashFailed'
@@ -66,15 +66,11 @@ function failure(answer: ToCheckWorker, path: string): Error {
     : new Error(`unexpected answer ${answer.kind} to a hashing call`);
 }
 
-/** The checked files of the current check, handed over in batches after the verdict; then dropped. */
+/** The checked files, handed over in batches after the verdict; then dropped. */
 let files: BagFile[] = [];
 let sent = 0;
 
 port.on('message', (message: ToCheckWorker) => {
-  if (message.kind === 'check') {
-    void check(message.data);
-    return;
-  }
   if (message.kind === 'files') {
     const batch = files.slice(sent, sent + message.count);
     sent += batch.length;
@@ -88,24 +84,13 @@ port.on('message', (message: ToCheckWorker) => {
   call?.settle(message);
 });
 
-async function check({ dir, request, rules, batches }: CheckWorkerData): Promise<void> {
-  const verdict = await checkUpload(dir, { hasher: hasherFor(batches), request, rules }).catch(
-    (err: unknown) => {
-      // Ends the thread with an 'error' event, which the ingest turns into its failure.
-      setImmediate(() => {
-        throw err;
-      });
-      return undefined;
-    },
-  );
-  if (verdict === undefined) return;
-  const { files: all, ...summary } = verdict.report;
-  files = all;
-  sent = 0;
-  post({
-    kind: 'verdict',
-    report: { ...summary, fileCount: all.length },
-    problems: verdict.problems,
-    valid: verdict.valid,
-  });
-}
+// A throw here ends the thread with an 'error' event, which the ingest turns into its failure.
+const verdict = await checkUpload(dir, { hasher, request, rules });
+const { files: all, ...summary } = verdict.report;
+files = all;
+post({
+  kind: 'verdict',
+  report: { ...summary, fileCount: all.length },
+  problems: verdict.problems,
+  valid: verdict.valid,
+});

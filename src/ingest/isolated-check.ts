@@ -1,10 +1,8 @@
 /**
- * Checking an upload in a worker thread (check-worker.ts). What the validator builds for a bag
- * of 200,000 files, and the garbage it leaves, lives in that thread's heap and goes when the
- * thread ends; run on the daemon's thread, V8 kept the heap it grew for the daemon's whole life
- * (docs/decisions.md, "Uploads are checked in a worker thread"). After a bag of few files the
- * thread is kept for the next check: a new one costs its start and a cold JIT, a good part of
- * an ingest whose files were hashed as they landed.
+ * Checking an upload in a worker thread of its own (check-worker.ts). What the validator builds
+ * for a bag of 200,000 files, and the garbage it leaves, lives in that thread's heap and goes
+ * when the thread ends; run on the daemon's thread, V8 kept the heap it grew for the daemon's
+ * whole life (docs/decisions.md, "Uploads are checked in a worker thread").
  *
  * The worker hashes nothing: its files come back here and go to the caller's hasher (the
  * daemon's pool, resumable for huge files), so ingest and audits still share one pool, its
@@ -28,31 +26,6 @@ const CHECK_WORKER_URL = new URL('./check-worker.js', import.meta.url);
 
 /** Files per message from the worker. */
 const FILES_PER_MESSAGE = 5_000;
-/** A worker that checked at most this many files is kept for the next check; others end. */
-const KEEP_AFTER_FILES = 20_000;
-
-/** The worker kept from the last check, idle. */
-let spare: Worker | undefined;
-
-function takeWorker(): Worker {
-  const worker = spare ?? new Worker(CHECK_WORKER_URL, { execArgv: workerExecArgv() });
-  spare = undefined;
-  worker.ref();
-  return worker;
-}
-
-/** Keeps `worker` idle for the next check (not keeping the process alive), or ends it. */
-async function release(worker: Worker, keep: boolean): Promise<void> {
-  if (!keep || spare !== undefined) {
-    await worker.terminate();
-    return;
-  }
-  worker.unref();
-  spare = worker;
-  worker.once('exit', () => {
-    if (spare === worker) spare = undefined;
-  });
-}
 
 /** The verdict on an upload, its files still in the worker until asked for. */
 export interface CheckedUpload {
@@ -93,32 +66,24 @@ class CheckWorker {
   private expecting: { resolve: (reply: Reply) => void; reject: (err: unknown) => void } | undefined;
   /** Why the worker can answer no more, once it cannot. */
   private ended: unknown;
-  /** The worker's verdict came and its files were all taken (or not wanted): it may check again. */
-  private reusable = false;
-  private fileCount = Infinity;
-  private readonly onMessage = (message: FromCheckWorker): void => this.receive(message);
-  private readonly onError = (err: Error): void => this.end(err);
-  private readonly onExit = (code: number): void =>
-    this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`));
 
   constructor(dir: string, options: UploadCheckOptions) {
     this.hasher = options.hasher;
     this.signal = options.signal;
-    const data: CheckWorkerData = {
+    const workerData: CheckWorkerData = {
       dir,
       request: options.request,
       rules: options.rules,
       batches: this.hasher.hashFiles !== undefined,
     };
-    this.worker = takeWorker();
-    this.worker.on('message', this.onMessage);
-    this.worker.on('error', this.onError);
-    this.worker.on('exit', this.onExit);
+    this.worker = new Worker(CHECK_WORKER_URL, { workerData, execArgv: workerExecArgv() });
+    this.worker.on('message', (message: FromCheckWorker) => this.receive(message));
+    this.worker.on('error', (err) => this.end(err));
+    this.worker.on('exit', (code) =>
+      this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`)),
+    );
     if (this.signal?.aborted === true) this.stop();
-    else {
-      this.signal?.addEventListener('abort', this.stop, { once: true });
-      this.worker.postMessage({ kind: 'check', data } satisfies ToCheckWorker);
-    }
+    else this.signal?.addEventListener('abort', this.stop, { once: true });
   }
 
   /** The worker's next reply, which must be of this kind. */
@@ -147,16 +112,8 @@ class CheckWorker {
 
   async close(): Promise<void> {
     this.signal?.removeEventListener('abort', this.stop);
-    const keep =
-      this.ended === undefined &&
-      this.reusable &&
-      this.expecting === undefined && // no reply on its way, which the next check would get
-      this.fileCount <= KEEP_AFTER_FILES;
     this.end(new Error('the upload check was closed'));
-    this.worker.off('message', this.onMessage);
-    this.worker.off('error', this.onError);
-    this.worker.off('exit', this.onExit);
-    await release(this.worker, keep);
+    await this.worker.terminate();
   }
 
   private readonly stop = (): void => {
@@ -192,12 +149,6 @@ class CheckWorker {
         return;
       case 'verdict':
       case 'files': {
-        // Between checks the worker holds nothing that is waited for: after the verdict (the
-        // check is over) and at the last batch of files.
-        if (message.kind === 'verdict') {
-          this.reusable = true;
-          this.fileCount = message.report.fileCount;
-        }
         const expecting = this.expecting;
         this.expecting = undefined;
         if (expecting === undefined) this.end(new Error(`the upload check sent ${message.kind} unasked`));

@@ -5,7 +5,15 @@
  * version 1 and the upload back whole under a new link. Nothing is left in staging.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -49,6 +57,12 @@ async function revisionUploaded(t: Test, dataDir: string, broken: boolean) {
   writeFileSync(info, readFileSync(info, 'utf8').replace(/Payload-Oxum: .*/, 'Payload-Oxum: 100017.4'));
   await writeManifests(bagDir);
   if (broken) writeFileSync(join(bagDir, 'data', 'b.txt'), 'KEPT\n'); // after the manifests: a mismatch
+  // rsync's quick check compares whole seconds: a file changed within the second of its first
+  // upload, at the same size (a.txt, bag-info.txt, b.txt), would not be sent again.
+  const later = new Date(Date.now() + 5_000);
+  const manifests = readdirSync(bagDir).filter((name) => name.includes('manifest-'));
+  for (const path of ['data/a.txt', 'data/b.txt', 'data/x/new.txt', 'bag-info.txt', ...manifests])
+    utimesSync(join(bagDir, path), later, later);
   t.equal(rsyncUpload(bagDir, opened.json.upload_link).code, 0);
   await d.stop();
   return { bagId, bagDir, capability: opened.json.upload_link.split('/').at(-2) as string };

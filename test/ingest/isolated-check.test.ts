@@ -87,25 +87,6 @@ t.test('a broken bag: the same problems, each with its code and file', async (t)
   t.same(checked.problems, inline.problems);
 });
 
-t.test('the worker kept after a check checks the next bag afresh', async (t) => {
-  // A broken bag whose files are never taken, then a valid one, then the broken one again: each
-  // verdict and file list is the one checkUpload gives in this thread, nothing of the last check.
-  const broken = await makeBag(join(root, 'kept-broken'), {
-    files: { 'a.txt': 'a', 'b.txt': 'b' },
-    corrupt: ['data/a.txt'],
-  });
-  const valid = await makeBag(join(root, 'kept-valid'), { files: { 'x.txt': 'x', 'y/z.txt': 'z' } });
-  const first = await checkUploadIsolated(broken, { hasher: new SimpleHasher() });
-  t.equal(first.valid, false);
-  await first.close();
-  for (const dir of [valid, broken]) {
-    const { inline, checked, files } = await both(dir, () => new SimpleHasher());
-    t.equal(checked.valid, inline.problems.length === 0);
-    t.same(checked.problems, inline.problems);
-    t.same(files, inline.report.files, `${dir}: its own files, in order`);
-  }
-});
-
 t.test('a file the hasher cannot read: its error code crosses the thread', async (t) => {
   const dir = await makeBag(join(root, 'unreadable'), { files: { 'a.txt': 'a', 'b.txt': 'b' } });
   const failing = (): FileHasher => {
