@@ -394,7 +394,20 @@ async function underUpload(
     zipSeconds(daemon, token, stored),
   ]);
   await upload;
+  await hashingSettled(daemon); // what follows must not share the machine with this upload's hashing
   return { ingest: ingest.seconds, download };
+}
+
+/** Until the daemon's count of files hashed on arrival has not moved for 1.5 s. */
+async function hashingSettled(daemon: TestDaemon): Promise<void> {
+  let last = -1;
+  for (let still = 0; still < 3;) {
+    const now = (await landedCounts(daemon)).onArrival;
+    if (Number.isNaN(now)) return; // a daemon that does not hash as files land
+    still = now === last ? still + 1 : 0;
+    last = now;
+    await sleep(500);
+  }
 }
 
 /** Seconds of a stored package's zip download, every byte read and dropped. */
