@@ -5,7 +5,7 @@
  * crash left of its object in any root is removed at the daemon's first start).
  */
 import type { Catalog } from '../catalog/catalog.js';
-import type { QueueItem } from '../catalog/types.js';
+import type { PreservationEvent, QueueItem } from '../catalog/types.js';
 import { newCapability } from '../ingest/capability.js';
 import { packageObjectPath } from '../ocfl/layout.js';
 import {
@@ -13,6 +13,7 @@ import {
   readTombstonesRecord,
   RecordError,
   TOMBSTONES_RECORD,
+  type PackageRecord,
   type Tombstone,
 } from '../ocfl/record.js';
 import type { RootReader } from './root-reader.js';
@@ -70,25 +71,7 @@ export function restoreTombstone(
       msOf(d.at),
     );
     catalog.fixity.forget(bagId);
-    let lastItem = 0;
-    for (const v of record.versions) {
-      const item: QueueItem = {
-        id: v.queue_item.id,
-        bagId,
-        status: 'DONE',
-        stage: 'finished',
-        user: v.queue_item.user,
-        createdAt: msOf(v.queue_item.created_at),
-        updatedAt: msOf(v.queue_item.updated_at),
-      };
-      catalog.restore.queueItem(item);
-      lastItem = Math.max(lastItem, item.id);
-    }
-    let lastEvent = 0;
-    for (const e of t.events) {
-      catalog.restore.event({ ...e, bagId, date: msOf(e.date) });
-      lastEvent = Math.max(lastEvent, e.id);
-    }
+    const { lastItem, lastEvent } = restoreHistory(catalog, bagId, record.versions, t.events);
     catalog.deaccessions.restore(
       {
         id: d.request,
@@ -108,4 +91,36 @@ export function restoreTombstone(
     catalog.raiseSequence('event', lastEvent);
     catalog.raiseSequence('deaccession', d.request);
   });
+}
+
+/**
+ * A package's DONE queue items (one per version) and its events, as its storage record lists
+ * them, for a rebuild (of a package or a tombstone); the highest ids, for the sequences.
+ */
+export function restoreHistory(
+  catalog: Catalog,
+  bagId: string,
+  versions: PackageRecord['versions'],
+  events: ReadonlyArray<Omit<PreservationEvent, 'bagId' | 'date'> & { date: string }>,
+): { lastItem: number; lastEvent: number } {
+  let lastItem = 0;
+  for (const v of versions) {
+    const item: QueueItem = {
+      id: v.queue_item.id,
+      bagId,
+      status: 'DONE',
+      stage: 'finished',
+      user: v.queue_item.user,
+      createdAt: msOf(v.queue_item.created_at),
+      updatedAt: msOf(v.queue_item.updated_at),
+    };
+    catalog.restore.queueItem(item);
+    lastItem = Math.max(lastItem, item.id);
+  }
+  let lastEvent = 0;
+  for (const e of events) {
+    catalog.restore.event({ ...e, bagId, date: msOf(e.date) });
+    lastEvent = Math.max(lastEvent, e.id);
+  }
+  return { lastItem, lastEvent };
 }

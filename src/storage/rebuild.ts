@@ -9,7 +9,6 @@
 import { failpoint } from '../failpoints.js';
 import { newCapability } from '../ingest/capability.js';
 import type { Catalog } from '../catalog/catalog.js';
-import type { PreservationEvent, QueueItem } from '../catalog/types.js';
 import { packageObjectPath, ROOT_DECLARATION } from '../ocfl/layout.js';
 import {
   msOf,
@@ -20,7 +19,7 @@ import {
   type Tombstone,
 } from '../ocfl/record.js';
 import { ObjectSkipped, readObject, readRecord, type ReadObject } from './rebuild-object.js';
-import { readTombstones, restoreTombstone } from './rebuild-tombstones.js';
+import { readTombstones, restoreHistory, restoreTombstone } from './rebuild-tombstones.js';
 import type { RootReader } from './root-reader.js';
 
 /** File records staged per transaction. */
@@ -273,26 +272,7 @@ function restorePackage(catalog: Catalog, read: ReadObject, seq: number): void {
       seq,
       msOf(latest.stored_at),
     );
-    let lastItem = 0;
-    for (const v of record.versions) {
-      const item: QueueItem = {
-        id: v.queue_item.id,
-        bagId,
-        status: 'DONE',
-        stage: 'finished',
-        user: v.queue_item.user,
-        createdAt: msOf(v.queue_item.created_at),
-        updatedAt: msOf(v.queue_item.updated_at),
-      };
-      catalog.restore.queueItem(item);
-      lastItem = Math.max(lastItem, item.id);
-    }
-    let lastEvent = 0;
-    for (const e of events.events) {
-      const event: PreservationEvent = { ...e, bagId, date: msOf(e.date) };
-      catalog.restore.event(event);
-      lastEvent = Math.max(lastEvent, e.id);
-    }
+    const { lastItem, lastEvent } = restoreHistory(catalog, bagId, record.versions, events.events);
     catalog.raiseSequence('package', seq);
     catalog.raiseSequence('queue', lastItem);
     catalog.raiseSequence('event', lastEvent);
