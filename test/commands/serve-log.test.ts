@@ -46,7 +46,8 @@ async function serveUntilServing(
     await exited;
     rmSync(root, { recursive: true, force: true });
   });
-  const deadline = Date.now() + 30_000;
+  // Generous: a start under the suite's load (2 cores, load ~20) took over 30 s once.
+  const deadline = Date.now() + 120_000;
   while (!/preservd is serving/.test(output)) {
     if (Date.now() > deadline || child.exitCode !== null)
       throw new Error(`preservd did not start:\n${output}`);
