@@ -19,9 +19,9 @@ import type { Config } from '../config/config.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import type { Storage } from '../storage/storage.js';
-import { auditCopies, type AuditedReplicas } from './copies.js';
+import type { AuditedReplicas } from './copies.js';
 import { findingsDetail, type Finding } from './findings.js';
-import { contentOf, verifyStored } from './stored.js';
+import { storedPackageFindings, type StoredCheck } from './stored.js';
 import type { PackageHasher } from './verify.js';
 
 const DAY_MS = 86_400_000;
@@ -49,8 +49,8 @@ export interface ContinuousAuditOptions {
 
 export class ContinuousAudit implements Service {
   private readonly catalog: Catalog;
-  private readonly storage: Storage;
-  private readonly hasher: PackageHasher;
+  /** What a package's check reads with. */
+  private readonly stored: StoredCheck;
   private readonly config: Pick<Config, 'audit'>;
   private readonly logger: Logger;
   private readonly now: () => number;
@@ -62,9 +62,13 @@ export class ContinuousAudit implements Service {
 
   constructor(opts: ContinuousAuditOptions) {
     this.catalog = opts.catalog;
-    this.storage = opts.storage;
-    this.hasher = opts.hasher;
     this.replicas = opts.replicas;
+    this.stored = {
+      catalog: opts.catalog,
+      storage: opts.storage,
+      hasher: opts.hasher,
+      replicas: opts.replicas,
+    };
     this.config = opts.config;
     this.logger = opts.logger;
     this.now = opts.now ?? Date.now;
@@ -150,39 +154,13 @@ export class ContinuousAudit implements Service {
   private async check(bagId: string, signal: AbortSignal): Promise<void> {
     const pkg = this.catalog.packages.get(bagId);
     let findings: Finding[];
-    let dir: string | undefined;
-    try {
-      dir = pkg?.storagePath === undefined ? undefined : this.storage.firstContentDir(bagId);
-    } catch {
-      dir = undefined;
-    }
     if (pkg?.storagePath === undefined) findings = [{ code: 'package-not-in-catalog' }];
-    else if (dir === undefined) findings = [{ code: 'package-missing' }];
     else {
       try {
-        const files = this.catalog.files.list(bagId);
-        findings = await verifyStored(
-          this.catalog,
-          bagId,
-          this.storage.objectDir(bagId),
-          dir,
-          files,
-          this.hasher,
-          {
-            algorithms: this.config.audit.algorithms,
-            signal,
-          },
-        );
-        if (this.replicas !== undefined)
-          findings.push(
-            ...(await auditCopies(
-              this.catalog,
-              this.replicas,
-              bagId,
-              contentOf(this.catalog, bagId, files),
-              signal,
-            )),
-          );
+        findings = await storedPackageFindings(this.stored, bagId, this.catalog.files.list(bagId), {
+          algorithms: this.config.audit.algorithms,
+          signal,
+        });
       } catch (err) {
         if (signal.aborted) return;
         throw err;

@@ -23,11 +23,11 @@ import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import { inSlot } from '../service/slots.js';
 import type { Storage } from '../storage/storage.js';
-import { auditCopies, type AuditedReplicas } from './copies.js';
+import type { AuditedReplicas } from './copies.js';
 import { ProgressTracker, type AuditProgress } from './progress.js';
 import { CheckRecorder, type PackageChecked } from './recorder.js';
 import type { Finding } from './findings.js';
-import { contentOf, verifyStored } from './stored.js';
+import { storedPackageFindings, type StoredCheck } from './stored.js';
 import type { PackageHasher } from './verify.js';
 import {
   deliverWebhook,
@@ -77,6 +77,8 @@ export class AuditRunner implements Service {
   private readonly tracker = new ProgressTracker();
   private readonly recorder: CheckRecorder;
   private readonly replicas: AuditRunnerOptions['replicas'];
+  /** What a package's check reads with. */
+  private readonly stored: StoredCheck;
   private readonly onContentLeft: AuditRunnerOptions['onContentLeft'];
   /** One pass works through the audits in progress; webhook deliveries are held work of the run. */
   private readonly loop: ServiceLoop;
@@ -90,6 +92,12 @@ export class AuditRunner implements Service {
     this.onChecked = opts.onChecked;
     this.replicas = opts.replicas;
     this.onContentLeft = opts.onContentLeft;
+    this.stored = {
+      catalog: opts.catalog,
+      storage: opts.storage,
+      hasher: opts.hasher,
+      replicas: opts.replicas,
+    };
     this.webhookTimeoutMs = opts.webhook?.timeoutMs ?? WEBHOOK_TIMEOUT_MS;
     this.webhookRetryDelaysMs = opts.webhook?.retryDelaysMs ?? WEBHOOK_RETRY_DELAYS_MS;
     this.loop = new ServiceLoop(
@@ -261,41 +269,16 @@ export class AuditRunner implements Service {
     if (pkg === undefined || !pkg.stored || pkg.storagePath === undefined) {
       return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-not-in-catalog' }] };
     }
-    let dir: string;
-    try {
-      dir = this.storage.firstContentDir(bagId);
-    } catch {
-      return { auditId, bagId, bytes, outcome: 'failure', findings: [{ code: 'package-missing' }] };
-    }
     this.tracker.checking(bagId);
     let findings: Finding[];
     try {
       // Walked from the catalog, not held: a package may have hundreds of thousands of files.
-      const files = this.catalog.files.view(bagId);
-      findings = await verifyStored(
-        this.catalog,
-        bagId,
-        this.storage.objectDir(bagId),
-        dir,
-        files,
-        this.hasher,
-        {
-          algorithms: this.config.audit.algorithms,
-          signal,
-          onSubmitted,
-          onFileRead: (n) => this.tracker.read(bagId, n),
-        },
-      );
-      if (this.replicas !== undefined)
-        findings.push(
-          ...(await auditCopies(
-            this.catalog,
-            this.replicas,
-            bagId,
-            contentOf(this.catalog, bagId, files),
-            signal,
-          )),
-        );
+      findings = await storedPackageFindings(this.stored, bagId, this.catalog.files.view(bagId), {
+        algorithms: this.config.audit.algorithms,
+        signal,
+        onSubmitted,
+        onFileRead: (n) => this.tracker.read(bagId, n),
+      });
     } catch (err) {
       this.tracker.forget(bagId);
       // Stopped: the package stays in the to-do set; anything else goes up to runAudit.
