@@ -23,6 +23,7 @@ import { ingestBag } from '../helpers/ingest.js';
 import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { fill, mountSmallFilesystem, type SmallFilesystem } from '../helpers/small-fs.js';
+import { stagingWhileRunning } from '../helpers/walk.js';
 
 const SIZE_MB = 64;
 
@@ -125,7 +126,7 @@ t.test('a full disk fails uploads and ingests clearly, and nothing is lost', { s
         3000,
         'the upload is back in its landing folder, whole',
       );
-      t.same(readdirSync(join(dataDir, 'staging')), [], 'nothing left in staging');
+      t.same(stagingWhileRunning(dataDir), [], 'nothing left in staging');
       t.equal((await d.request('GET', `/v1/packages/${r.bagId}`, { token })).json.stored, false);
       t.equal((await d.request('GET', '/v1/requests', { token })).status, 200, 'the daemon keeps serving');
 

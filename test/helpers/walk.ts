@@ -16,3 +16,14 @@ export function filesUnder(dir: string, options: { regularOnly?: boolean } = {})
 export function bytesUnder(dir: string): Map<string, Buffer> {
   return new Map(filesUnder(dir).map((path) => [path, readFileSync(join(dir, path))]));
 }
+
+/**
+ * What a running daemon's `staging/` holds besides the record writer's file in flight
+ * (`.preservd-record-<hex>.tmp`, renamed into storage within moments; one a crash leaves is
+ * removed at the next start). With the daemon stopped, read the folder itself.
+ */
+export function stagingWhileRunning(dataDir: string): string[] {
+  return readdirSync(join(dataDir, 'staging')).filter(
+    (n) => !/^\.preservd-record-[0-9a-f]{16}\.tmp$/.test(n),
+  );
+}

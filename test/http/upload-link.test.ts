@@ -17,6 +17,7 @@ import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { getPage, Jar, logIn } from '../helpers/session.js';
+import { stagingWhileRunning } from '../helpers/walk.js';
 
 const scratch = mkdtempSync(join(tmpdir(), 'preservd-link-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
@@ -301,7 +302,7 @@ async function crashWhileReopening(t: Test, point: string): Promise<void> {
   const fresh = (await linkAs(second, alice, open.bag_id))!;
   t.not(fresh, open.upload_link);
   t.same(landingFolders(second), [capabilityOf(fresh)], 'one landing folder, under the current link');
-  t.same(readdirSync(join(dataDir, 'staging')), [], 'nothing left in staging');
+  t.same(stagingWhileRunning(dataDir), [], 'nothing left in staging');
   // The restarted daemon's rsync listens on another port: the old capability on the new port.
   const oldLink = fresh.replace(capabilityOf(fresh), capabilityOf(open.upload_link));
   const refused = rsyncUpload(await bagFor(open), oldLink);
