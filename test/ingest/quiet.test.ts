@@ -12,7 +12,8 @@ import t, { type Test } from 'tap';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
 
-const QUIET_MS = 4_000;
+// Long enough that a tiny bag's ingest stays well under it at load ~25 (4 s ran out once).
+const QUIET_MS = 12_000;
 
 async function prepare(
   t: Test,
