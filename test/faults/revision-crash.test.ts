@@ -20,6 +20,7 @@ import t, { type Test } from 'tap';
 import { fsReader, validateObject } from '../../src/ocfl/validate/index.js';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
+import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag, writeManifests } from '../helpers/make-bag.js';
 import { filesUnder } from '../helpers/walk.js';
 
@@ -105,6 +106,7 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
     t.not(fresh, capability, 'under a new link');
     t.same(filesUnder(join(dataDir, 'landing', fresh)), filesUnder(bagDir), 'the upload is back, whole');
     await d.stop();
+    await assertInvariants(t, dataDir, 'the invariants hold at v1, the revision open again');
     return;
   }
   t.equal(item.status, 'DONE', JSON.stringify(item));
@@ -128,6 +130,7 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   t.equal(ingestions.length, 1, 'one ingestion event for version 2');
   t.notOk(existsSync(join(dataDir, 'landing', capability)), 'the upload is gone');
   await d.stop();
+  await assertInvariants(t, dataDir, 'the invariants hold over v1 and v2');
 }
 
 const scenarios: Scenario[] = [
