@@ -9,45 +9,17 @@
  * versions, and the audit passes over every version.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { fsReader, validateObject } from '../../src/ocfl/validate/index.js';
-import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
+import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
-import { writeManifests } from '../helpers/make-bag.js';
+import { revise } from '../helpers/revise.js';
 import { replicaFolder, waitForCopies } from '../replicas/fixtures/replica-world.js';
-import { filesUnder } from '../helpers/walk.js';
 
 const sha256 = (b: Uint8Array): string => createHash('sha256').update(b).digest('hex');
-
-/** Revision n of the package: `change` applied to the bag's folder, uploaded, completed, DONE. */
-async function revise(
-  d: TestDaemon,
-  bagId: string,
-  bagDir: string,
-  n: number,
-  note: string,
-  change: (data: string) => void,
-): Promise<void> {
-  const opened = await d.request('POST', `/v1/packages/${bagId}/revisions`, { json: { note } });
-  if (opened.status !== 201) throw new Error(`open revision ${n}: ${opened.status} ${opened.text}`);
-  change(join(bagDir, 'data'));
-  const payload = filesUnder(join(bagDir, 'data'), { regularOnly: true });
-  const octets = payload.reduce((n, p) => n + statSync(join(bagDir, 'data', p)).size, 0);
-  const info = join(bagDir, 'bag-info.txt');
-  writeFileSync(
-    info,
-    readFileSync(info, 'utf8').replace(/Payload-Oxum: .*/, `Payload-Oxum: ${octets}.${payload.length}`),
-  );
-  await writeManifests(bagDir);
-  const up = rsyncUpload(bagDir, opened.json.upload_link);
-  if (up.code !== 0) throw new Error(`rsync: ${up.output}`);
-  const done = await d.request('POST', `/v1/packages/${bagId}/revisions/${n}/complete`);
-  const item = await d.waitForQueueItem(done.json.id);
-  if (item.status !== 'DONE') throw new Error(`revision ${n}: ${JSON.stringify(item)}\n${d.output}`);
-}
 
 async function bytesOf(d: TestDaemon, path: string): Promise<Buffer> {
   const res = await fetch(`${d.url}${path}`, { headers: { authorization: `Bearer ${d.adminToken}` } });
