@@ -121,7 +121,7 @@ const TombstonesRecordSchema = Type.Object({
 });
 
 export type PackageRecord = Static<typeof PackageRecordSchema>;
-export type VersionEntry = PackageRecord['versions'][number];
+type VersionEntry = PackageRecord['versions'][number];
 export type TombstonesRecord = Static<typeof TombstonesRecordSchema>;
 export type Tombstone = Static<typeof TombstoneSchema>;
 export type EventsRecord = Static<typeof EventsRecordSchema>;
