@@ -10,6 +10,7 @@ import type { Database, RootDatabase } from 'lmdb';
 import type { FixityStore } from './fixity.js';
 import { PackageLog, type Audience } from './package-log.js';
 import type { PackageStore } from './packages.js';
+import type { Revision } from './revisions.js';
 import type { Transactor } from './transaction.js';
 import type { Grant, Package, PreservationEvent, QueueItem, User } from './types.js';
 
@@ -24,6 +25,7 @@ export class CatalogRestore {
   private readonly queueLog: PackageLog<QueueItem>;
   private readonly users: Database<User, string>;
   private readonly grants: Database<Grant, [string, string, string]>;
+  private readonly revisions: Database<Revision, [string, number]>;
 
   constructor(
     root: RootDatabase,
@@ -42,6 +44,7 @@ export class CatalogRestore {
     this.queueLog = new PackageLog(root, 'queue', this.queue, audience);
     this.users = root.openDB({ name: 'users' });
     this.grants = root.openDB({ name: 'grants' });
+    this.revisions = root.openDB({ name: 'revisions' });
   }
 
   /**
@@ -81,6 +84,11 @@ export class CatalogRestore {
   /** A user, with no token: the admin issues new ones. */
   user(user: User): void {
     this.catalog.transaction(() => this.users.putSync(user.name, user));
+  }
+
+  /** A stored revision as it was (never one in flight: its upload did not outlive the catalog). */
+  revision(revision: Revision): void {
+    this.catalog.transaction(() => this.revisions.putSync([revision.bagId, revision.version], revision));
   }
 
   grant(grant: Grant): void {

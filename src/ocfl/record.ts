@@ -42,6 +42,20 @@ const VersionSchema = Type.Object({
   /** The queue item (completion attempt) that produced the version. */
   queue_item: Type.Object({ id: Id, user: Type.String(), created_at: Date3339, updated_at: Date3339 }),
   stored_at: Date3339,
+  /** As the versions list shows it: kept once the package is revised (none for a package never revised). */
+  listed: Type.Optional(
+    Type.Object({
+      created_at: Date3339,
+      user: Type.String(),
+      note: Type.Union([Type.String(), Type.Null()]),
+      files: Type.Integer({ minimum: 0 }),
+      bytes: Type.Integer({ minimum: 0 }),
+    }),
+  ),
+  /** The revision that made it (version 2 on): who opened it, when, and when it ended. */
+  revision: Type.Optional(
+    Type.Object({ user: Type.String({ minLength: 1 }), created_at: Date3339, updated_at: Date3339 }),
+  ),
 });
 
 const PackageRecordSchema = Type.Object({
@@ -107,6 +121,7 @@ const TombstonesRecordSchema = Type.Object({
 });
 
 export type PackageRecord = Static<typeof PackageRecordSchema>;
+type VersionEntry = PackageRecord['versions'][number];
 export type TombstonesRecord = Static<typeof TombstonesRecordSchema>;
 export type Tombstone = Static<typeof TombstoneSchema>;
 export type EventsRecord = Static<typeof EventsRecordSchema>;
@@ -123,10 +138,29 @@ export class RecordError extends Error {
 const rfc3339 = (ms: number) => new Date(ms).toISOString();
 
 /**
- * The package record of a stored package: one version per DONE queue item (one today; a
- * revision adds one), each stored when the package record last changed for it.
+ * What the catalog keeps of a revised package's versions (catalog/revisions.ts): each version as
+ * its list shows it, and the revision that made it, so that a rebuild brings them back as they were.
  */
-export function packageRecordOf(pkg: Package, done: readonly QueueItem[]): PackageRecord {
+export interface KeptVersion {
+  version: number;
+  createdAt: number;
+  user: string;
+  note: string | null;
+  files: number;
+  bytes: number;
+  revision?: { user: string; createdAt: number; updatedAt: number } | undefined;
+}
+
+/**
+ * The package record of a stored package: one version per DONE queue item (a revision adds
+ * one), each stored when the package record last changed for it, with what `kept` holds of it.
+ */
+export function packageRecordOf(
+  pkg: Package,
+  done: readonly QueueItem[],
+  kept: readonly KeptVersion[] = [],
+): PackageRecord {
+  const keptOf = new Map(kept.map((k) => [k.version, k]));
   return {
     format: 'preservd-package/1',
     bag_id: pkg.bagId,
@@ -144,7 +178,25 @@ export function packageRecordOf(pkg: Package, done: readonly QueueItem[]): Packa
         updated_at: rfc3339(item.updatedAt),
       },
       stored_at: rfc3339(i === done.length - 1 ? pkg.updatedAt : item.updatedAt),
+      ...keptEntry(keptOf.get(i + 1)),
     })),
+  };
+}
+
+function keptEntry(k: KeptVersion | undefined): Pick<VersionEntry, 'listed' | 'revision'> {
+  if (k === undefined) return {};
+  const { createdAt, user, note, files, bytes, revision } = k;
+  return {
+    listed: { created_at: rfc3339(createdAt), user, note, files, bytes },
+    ...(revision === undefined
+      ? {}
+      : {
+          revision: {
+            user: revision.user,
+            created_at: rfc3339(revision.createdAt),
+            updated_at: rfc3339(revision.updatedAt),
+          },
+        }),
   };
 }
 
@@ -206,10 +258,11 @@ export function tombstoneOf(
   done: readonly QueueItem[],
   request: Deaccession,
   events: Iterable<PreservationEvent>,
+  kept: readonly KeptVersion[] = [],
 ): Tombstone {
   const d = pkg.deaccessioned!;
   return {
-    package: packageRecordOf(pkg, done),
+    package: packageRecordOf(pkg, done, kept),
     deaccession: {
       request: d.requestId,
       reason: d.reason,

@@ -74,7 +74,10 @@ export async function restoreObject(
   const signal = o.signal ?? new AbortController().signal;
   const record = (outcome: 'success' | 'failure', detail: string) =>
     catalog.events.add({ bagId, type: 'recovery', executor, outcome, detail });
-  const files = catalog.files.list(bagId);
+  const current = catalog.files.list(bagId);
+  // Every version's content: a revised object's earlier versions hold bytes the current one does not.
+  const files =
+    (catalog.packages.get(bagId)?.head ?? 1) > 1 ? catalog.revisions.contentFiles(bagId, current) : current;
   let restored = 0;
   /** Replicas that gave every content file: the object files come from the first of them. */
   const sources = new Set(o.targets.map((t) => t.name));

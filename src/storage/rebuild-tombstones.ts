@@ -16,6 +16,7 @@ import {
   type PackageRecord,
   type Tombstone,
 } from '../ocfl/record.js';
+import { restoreVersions } from './rebuild-versions.js';
 import type { RootReader } from './root-reader.js';
 
 /** The root's tombstones (none when it has no such file); `refuse` turns an unreadable file into the rebuild's refusal. */
@@ -58,6 +59,7 @@ export function restoreTombstone(
         createdAt: msOf(record.created_at),
         updatedAt: msOf(record.updated_at),
         version: 1,
+        ...(record.versions.length > 1 ? { head: record.versions.length } : {}),
         deaccessioned: {
           at: msOf(d.at),
           reason: d.reason,
@@ -71,6 +73,7 @@ export function restoreTombstone(
       msOf(d.at),
     );
     catalog.fixity.forget(bagId);
+    if (record.versions.length > 1) restoreVersions(catalog, bagId, record.versions);
     const { lastItem, lastEvent } = restoreHistory(catalog, bagId, record.versions, t.events);
     catalog.deaccessions.restore(
       {
@@ -111,6 +114,7 @@ export function restoreHistory(
       status: 'DONE',
       stage: 'finished',
       user: v.queue_item.user,
+      ...(v.version > 1 ? { version: v.version } : {}),
       createdAt: msOf(v.queue_item.created_at),
       updatedAt: msOf(v.queue_item.updated_at),
     };

@@ -18,8 +18,15 @@ import {
   type PackageRecord,
   type Tombstone,
 } from '../ocfl/record.js';
-import { ObjectSkipped, readObject, readRecord, type ReadObject } from './rebuild-object.js';
+import {
+  ObjectSkipped,
+  readObject,
+  readRecord,
+  type ReadObject,
+  type ReadVersion,
+} from './rebuild-object.js';
 import { readTombstones, restoreHistory, restoreTombstone } from './rebuild-tombstones.js';
+import { restoreVersions } from './rebuild-versions.js';
 import type { RootReader } from './root-reader.js';
 
 /** File records staged per transaction. */
@@ -239,19 +246,22 @@ async function packagesInOrder(
 /**
  * A package in one transaction that makes it stored, its files with it when they fit in one batch
  * (each commit is a sync to disk: the rebuild's main cost); the files of a larger one are staged
- * in batches before it.
+ * in batches before it. A revised package's every version comes back too: its files, its record
+ * as the versions list shows it, and the revision that made it (restoreVersions).
  */
 function restorePackage(catalog: Catalog, read: ReadObject, seq: number): void {
-  const { record, events, files } = read;
+  const { record, events, versions } = read;
   const bagId = record.bag_id;
+  const files = versions.at(-1)!.files;
   const stage = (): number => {
     catalog.files.unstage(bagId);
     let total = 0;
     for (let i = 0; i < files.length; i += FILE_BATCH)
       total += catalog.files.stageBatch(bagId, files.slice(i, i + FILE_BATCH));
+    if (versions.length > 1) stageVersionFiles(catalog, bagId, versions);
     return total;
   };
-  const inOne = files.length <= FILE_BATCH;
+  const inOne = versions.reduce((n, v) => n + v.files.length, 0) <= FILE_BATCH;
   const staged = inOne ? 0 : stage();
   const latest = record.versions.at(-1)!;
   catalog.transaction(() => {
@@ -268,13 +278,24 @@ function restorePackage(catalog: Catalog, read: ReadObject, seq: number): void {
         createdAt: msOf(record.created_at),
         updatedAt: msOf(record.updated_at),
         version: 1,
+        ...(versions.length > 1 ? { head: versions.length } : {}),
       },
       seq,
       msOf(latest.stored_at),
     );
+    if (versions.length > 1) restoreVersions(catalog, bagId, record.versions, versions);
     const { lastItem, lastEvent } = restoreHistory(catalog, bagId, record.versions, events.events);
     catalog.raiseSequence('package', seq);
     catalog.raiseSequence('queue', lastItem);
     catalog.raiseSequence('event', lastEvent);
   });
+}
+
+/** Every version's file records, as a revision keeps them (catalog/revisions.ts), a batch per transaction. */
+function stageVersionFiles(catalog: Catalog, bagId: string, versions: readonly ReadVersion[]): void {
+  for (const { version, files } of versions) {
+    catalog.revisions.clearFiles(bagId, version);
+    for (let i = 0; i < files.length; i += FILE_BATCH)
+      catalog.revisions.putFiles(bagId, version, files.slice(i, i + FILE_BATCH));
+  }
 }

@@ -21,6 +21,7 @@ import { OBJECT_DECLARATION } from '../ocfl/layout.js';
 import {
   EVENTS_RECORD,
   eventsRecordOf,
+  type KeptVersion,
   LOGS,
   PACKAGE_RECORD,
   packageRecordOf,
@@ -137,7 +138,7 @@ export class RecordWriter implements Service {
     // Everything read in one turn of the event loop: one state of the catalog.
     const pkg = catalog.packages.get(bagId)!;
     const done = catalog.queue.forPackage(bagId).filter((i) => i.status === 'DONE');
-    const packageRecord = recordBytes(packageRecordOf(pkg, done));
+    const packageRecord = recordBytes(packageRecordOf(pkg, done, keptVersions(catalog, bagId)));
     const events = recordBytes(eventsRecordOf(bagId, catalog.events.forPackage(bagId)));
     const verified = (this.o.targets ?? []).filter(
       (t) => catalog.replication.get(bagId, t.name)?.status === 'verified',
@@ -163,6 +164,7 @@ export class RecordWriter implements Service {
         catalog.queue.forPackage(pkg.bagId).filter((i) => i.status === 'DONE'),
         catalog.deaccessions.get(pkg.deaccessioned!.requestId)!,
         catalog.events.forPackage(pkg.bagId),
+        keptVersions(catalog, pkg.bagId),
       ),
     );
     const bytes = recordBytes(tombstonesRecordOf(tombstones));
@@ -209,6 +211,13 @@ export class RecordWriter implements Service {
       await folder.close();
     }
   }
+}
+
+/** A revised package's versions as the catalog keeps them, each with its revision. */
+function keptVersions(catalog: Catalog, bagId: string): KeptVersion[] {
+  return catalog.revisions
+    .versionsOf(bagId)
+    .map((v) => ({ ...v, revision: catalog.revisions.get(bagId, v.version) }));
 }
 
 async function isFile(path: string): Promise<boolean> {

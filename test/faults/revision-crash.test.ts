@@ -20,6 +20,7 @@ import t, { type Test } from 'tap';
 import { fsReader, validateObject } from '../../src/ocfl/validate/index.js';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
+import { assertInvariants } from '../helpers/invariants.js';
 import { makeBag, writeManifests } from '../helpers/make-bag.js';
 import { filesUnder } from '../helpers/walk.js';
 
@@ -105,6 +106,7 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
     t.same(filesUnder(join(dataDir, 'landing', fresh)), filesUnder(bagDir), 'the upload is back, whole');
     await d.stop();
     nothingInStaging(t, dataDir);
+    await assertInvariants(t, dataDir, 'the invariants hold at v1, the revision open again');
     return;
   }
   t.equal(item.status, 'DONE', JSON.stringify(item));
@@ -129,6 +131,7 @@ async function crashAndRecover(t: Test, s: Scenario): Promise<void> {
   t.notOk(existsSync(join(dataDir, 'landing', capability)), 'the upload is gone');
   await d.stop();
   nothingInStaging(t, dataDir);
+  await assertInvariants(t, dataDir, 'the invariants hold over v1 and v2');
 }
 
 /** Checked once the restarted daemon has stopped: while it runs, its record writer may hold a temporary file there. */

@@ -3,14 +3,19 @@
  * a crash and a restart that settled): what the catalog says is stored is on disk, byte for
  * byte; what is on disk belongs to the catalog; nothing is left half-done.
  *
- * - every stored package's OCFL object exists where the layout puts it, with its declaration and
- *   its root and v1 inventories (identical, each sidecar the sha256 of its inventory), and its
- *   `v1/content/` holds exactly its recorded files, each with its recorded size and sha256; it
- *   has one DONE queue item and one successful ingestion event;
+ * - every stored package's OCFL object exists where the layout puts it, a valid OCFL object (our
+ *   validator, structure and inventories) with its declaration, a folder and an inventory for
+ *   each of its versions v1..v<head> (each sidecar the sha256 of its inventory, the root's that
+ *   of the head); the content folders hold exactly the content its versions' recorded files are
+ *   kept at, each with its recorded size and sha256; each version's recorded files are the state
+ *   of its inventory, path for path and digest for digest; a revised package keeps every
+ *   version's files and record; it has one DONE queue item and one successful ingestion event
+ *   per version;
  * - storage is an OCFL root (declaration, layout files) whose every other entry is a stored
  *   package's object (no orphans, no temporary files); staging is empty;
- * - every unstored request has its landing folder, open to uploads (a failed upload is
- *   recoverable); no landing folder belongs to nobody;
+ * - every unstored request, and every stored package with a revision open, has its landing
+ *   folder, open to uploads (a failed upload is recoverable); no other package has one, and no
+ *   landing folder belongs to nobody;
  * - no hashing checkpoint outlives its ingest (none for a bag without a PENDING item);
  * - no queue item is PENDING; every audit finished, its counts add up, with exactly one
  *   fixity check event per package and nothing left to do.
@@ -24,12 +29,16 @@ import { lstat, readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
-import { INVENTORY, INVENTORY_SIDECAR } from '../../src/ocfl/inventory.js';
+import type { FileRecord } from '../../src/catalog/types.js';
+import { INVENTORY, INVENTORY_SIDECAR, type Inventory } from '../../src/ocfl/inventory.js';
+import { fsReader, validateObject } from '../../src/ocfl/validate/index.js';
 import {
+  contentPathOf,
   layoutFiles,
   OBJECT_DECLARATION,
   packageObjectPath,
   ROOT_DECLARATION,
+  versionName,
 } from '../../src/ocfl/layout.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { Storage } from '../../src/storage/storage.js';
@@ -37,6 +46,9 @@ import { filesUnder } from './walk.js';
 
 type ViolationCode =
   | 'stored-folder-missing'
+  | 'object-invalid'
+  | 'version-state'
+  | 'version-record'
   | 'object-files'
   | 'root-files'
   | 'stored-file-missing'
@@ -78,22 +90,24 @@ const listOrEmpty = (dir: string): Promise<string[]> => readdir(dir).catch(() =>
 const ROOT_RECORDS = new Set(['preservd-repository.json']);
 
 /**
- * What is wrong with a stored package's object beside its content: its declaration, its two
- * inventories (identical, for this object, with their sidecars) and nothing else at its top
- * (`logs/` aside, the preservd record's).
+ * What is wrong with a stored package's object beside its content: its declaration, its version
+ * folders v1..v<head> and nothing else at its top (`logs/` aside, the preservd record's), every
+ * inventory beside its sidecar, the root's that of the head; and what our OCFL validator finds
+ * (structure and inventories: the content's digests are checked against the catalog's below).
  */
-async function objectViolations(storage: Storage, bagId: string): Promise<Violation[]> {
+async function objectViolations(storage: Storage, bagId: string, head: number): Promise<Violation[]> {
   const dir = storage.objectDir(bagId);
   if (!existsSync(dir)) return []; // reported as stored-folder-missing
   const found: Violation[] = [];
   const wrong = (detail: string): void => void found.push({ code: 'object-files', bagId, detail });
   const top = (await readdir(dir)).sort();
-  const expected = [OBJECT_DECLARATION.name, INVENTORY, INVENTORY_SIDECAR, 'v1'];
+  const versions = Array.from({ length: head }, (_, i) => versionName(i + 1));
+  const expected = [OBJECT_DECLARATION.name, INVENTORY, INVENTORY_SIDECAR, ...versions];
   if (top.filter((n) => n !== 'logs').join() !== [...expected].sort().join()) wrong(`top: ${top.join(', ')}`);
   if (!existsSync(join(dir, OBJECT_DECLARATION.name))) return found;
   if (readFileSync(join(dir, OBJECT_DECLARATION.name), 'utf8') !== OBJECT_DECLARATION.text)
     wrong('object declaration');
-  const inventories = [dir, join(dir, 'v1')].map((d) => {
+  const inventories = [dir, ...versions.map((v) => join(dir, v))].map((d) => {
     const json = existsSync(join(d, INVENTORY)) ? readFileSync(join(d, INVENTORY)) : undefined;
     const sidecar = existsSync(join(d, INVENTORY_SIDECAR))
       ? readFileSync(join(d, INVENTORY_SIDECAR), 'utf8')
@@ -103,13 +117,130 @@ async function objectViolations(storage: Storage, bagId: string): Promise<Violat
       wrong(`sidecar of ${d}/${INVENTORY}`);
     return json;
   });
-  if (inventories[0] !== undefined && inventories[1] !== undefined && !inventories[0].equals(inventories[1]))
-    wrong('root and v1 inventories differ');
+  const [root, last] = [inventories[0], inventories.at(-1)];
+  if (root !== undefined && last !== undefined && !root.equals(last))
+    wrong(`root and ${versionName(head)} inventories differ`);
+  const report = await validateObject(fsReader(dir), '', { digests: false });
+  for (const p of report.problems)
+    if (p.severity === 'error')
+      found.push({ code: 'object-invalid', bagId, detail: `${p.code} ${p.message}` });
   return found;
 }
 
+/** The inventory of version n as stored in its folder, if it can be read. */
+function inventoryOf(storage: Storage, bagId: string, n: number): Inventory | undefined {
+  try {
+    return JSON.parse(
+      readFileSync(join(storage.objectDir(bagId), versionName(n), INVENTORY), 'utf8'),
+    ) as Inventory;
+  } catch {
+    return undefined; // reported by objectViolations
+  }
+}
+
+/**
+ * Every version's recorded files against its inventory's state (path for path, sha256 for
+ * sha256), and a revised package's version records; returns each version's files.
+ */
+function versionViolations(
+  catalog: Catalog,
+  storage: Storage,
+  bagId: string,
+  head: number,
+): { violations: Violation[]; versions: FileRecord[][] } {
+  const violations: Violation[] = [];
+  const versions: FileRecord[][] = [];
+  for (let n = 1; n <= head; n++) {
+    const files = n === head ? catalog.files.list(bagId) : [...catalog.revisions.files(bagId, n)];
+    versions.push(files);
+    if (head > 1) {
+      const kept = [...catalog.revisions.files(bagId, n)];
+      if (JSON.stringify(kept) !== JSON.stringify(files))
+        violations.push({
+          code: 'version-record',
+          bagId,
+          detail: `v${n}: its files not kept as the current ones`,
+        });
+      const record = catalog.revisions.version(bagId, n);
+      if (record?.files !== files.length || record.bytes !== files.reduce((sum, f) => sum + f.size, 0))
+        violations.push({ code: 'version-record', bagId, detail: `v${n}: ${JSON.stringify(record)}` });
+    }
+    const state = inventoryOf(storage, bagId, n)?.versions[versionName(n)]?.state;
+    if (state === undefined) continue;
+    const inInventory = Object.entries(state)
+      .flatMap(([digest, paths]) => paths.map((p) => `${p} ${digest}`))
+      .sort();
+    const recorded = files.map((f) => `${f.path} ${f.digests.sha256}`).sort();
+    for (const extra of recorded.filter((r) => !inInventory.includes(r)))
+      violations.push({
+        code: 'version-state',
+        bagId,
+        path: extra,
+        detail: `v${n}: recorded, not in its state`,
+      });
+    for (const missing of inInventory.filter((r) => !recorded.includes(r)))
+      violations.push({
+        code: 'version-state',
+        bagId,
+        path: missing,
+        detail: `v${n}: in its state, not recorded`,
+      });
+  }
+  return { violations, versions };
+}
+
+/**
+ * The object's content against every version's recorded files: each content path a recorded file
+ * is kept at present with its size and sha256, and no other content.
+ */
+async function contentViolations(
+  storage: Storage,
+  bagId: string,
+  versions: readonly FileRecord[][],
+): Promise<Violation[]> {
+  const violations: Violation[] = [];
+  const object = storage.objectDir(bagId);
+  const onDisk = new Set<string>();
+  for (let n = 1; n <= versions.length; n++) {
+    const content = join(object, versionName(n), 'content');
+    if (existsSync(content))
+      for (const p of filesUnder(content)) onDisk.add(`${versionName(n)}/content/${p}`);
+  }
+  const checked = new Set<string>();
+  for (const file of versions.flat()) {
+    const contentPath = file.contentPath ?? contentPathOf(1, file.path);
+    if (checked.has(contentPath)) continue;
+    checked.add(contentPath);
+    if (!onDisk.delete(contentPath)) {
+      violations.push({ code: 'stored-file-missing', bagId, path: contentPath });
+      continue;
+    }
+    const abs = Storage.resolveInside(object, contentPath);
+    const size = (await lstat(abs)).size;
+    if (size !== file.size) {
+      violations.push({
+        code: 'stored-file-size',
+        bagId,
+        path: contentPath,
+        detail: `catalog ${file.size}, disk ${size}`,
+      });
+      continue;
+    }
+    const digest = await sha256(abs);
+    if (digest !== file.digests.sha256)
+      violations.push({
+        code: 'stored-file-digest',
+        bagId,
+        path: contentPath,
+        detail: `catalog ${file.digests.sha256}, disk ${digest}`,
+      });
+  }
+  for (const extra of onDisk) violations.push({ code: 'stored-file-extra', bagId, path: extra });
+  return violations;
+}
+
 /** Every broken invariant of the stopped daemon's data directory; [] when all hold. */
-async function findViolations(dataDir: string): Promise<Violation[]> {
+export async function findViolations(dataDir: string): Promise<Violation[]> {
   const violations: Violation[] = [];
   const layout = new DataLayout(dataDir);
   const storage = new Storage(layout);
@@ -160,22 +291,27 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         continue;
       }
 
-      if (done.length !== 1)
+      const head = pkg.head ?? 1;
+      if (done.length !== head)
         violations.push({
           code: 'stored-without-done-item',
           bagId: pkg.bagId,
-          detail: `${done.length} DONE queue items`,
+          detail: `${done.length} DONE queue items for ${head} version(s)`,
         });
-      const ingestions = [...catalog.events.forPackage(pkg.bagId)].filter(
-        (e) => e.type === 'ingestion' && e.outcome === 'success',
-      );
-      if (ingestions.length !== 1)
+      const ingestions = [...catalog.events.forPackage(pkg.bagId)]
+        .filter((e) => e.type === 'ingestion' && e.outcome === 'success')
+        .map((e) => Number(/^version (\d+):/.exec(e.detail ?? '')?.[1] ?? 1));
+      if (ingestions.join() !== Array.from({ length: head }, (_, i) => i + 1).join())
         violations.push({
           code: 'stored-ingestion-events',
           bagId: pkg.bagId,
-          detail: `${ingestions.length} successful ingestion events`,
+          detail: `successful ingestion events of versions ${ingestions.join(', ')} for ${head}`,
         });
-      if (existsSync(landingDir))
+      // A revision open (not being ingested) has its upload, pre-filled, under the package's link.
+      const revising = catalog.revisions.open(pkg.bagId) !== undefined;
+      if (revising && !existsSync(landingDir))
+        violations.push({ code: 'upload-missing', bagId: pkg.bagId, path: `landing/${pkg.capability}` });
+      if (!revising && existsSync(landingDir))
         violations.push({ code: 'stored-upload-left', bagId: pkg.bagId, path: `landing/${pkg.capability}` });
       if (pkg.storagePath === undefined) {
         violations.push({
@@ -188,9 +324,7 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
       expectedInStorage.add(pkg.storagePath);
       if (pkg.storagePath !== packageObjectPath(pkg.bagId))
         violations.push({ code: 'stored-folder-missing', bagId: pkg.bagId, detail: `at ${pkg.storagePath}` });
-      violations.push(...(await objectViolations(storage, pkg.bagId)));
-      const dir = storage.firstContentDir(pkg.bagId);
-      if (!existsSync(dir)) {
+      if (!existsSync(storage.firstContentDir(pkg.bagId))) {
         violations.push({
           code: 'stored-folder-missing',
           bagId: pkg.bagId,
@@ -198,35 +332,10 @@ async function findViolations(dataDir: string): Promise<Violation[]> {
         });
         continue;
       }
-      const recorded = catalog.files.list(pkg.bagId);
-      const onDisk = new Set(filesUnder(dir));
-      for (const file of recorded) {
-        if (!onDisk.delete(file.path)) {
-          violations.push({ code: 'stored-file-missing', bagId: pkg.bagId, path: file.path });
-          continue;
-        }
-        const abs = Storage.resolveInside(dir, file.path);
-        const size = (await lstat(abs)).size;
-        if (size !== file.size) {
-          violations.push({
-            code: 'stored-file-size',
-            bagId: pkg.bagId,
-            path: file.path,
-            detail: `catalog ${file.size}, disk ${size}`,
-          });
-          continue;
-        }
-        const digest = await sha256(abs);
-        if (digest !== file.digests.sha256)
-          violations.push({
-            code: 'stored-file-digest',
-            bagId: pkg.bagId,
-            path: file.path,
-            detail: `catalog ${file.digests.sha256}, disk ${digest}`,
-          });
-      }
-      for (const extra of onDisk)
-        violations.push({ code: 'stored-file-extra', bagId: pkg.bagId, path: extra });
+      violations.push(...(await objectViolations(storage, pkg.bagId, head)));
+      const versions = versionViolations(catalog, storage, pkg.bagId, head);
+      violations.push(...versions.violations);
+      violations.push(...(await contentViolations(storage, pkg.bagId, versions.versions)));
     }
 
     // storage/abc/def/012/urn%3auuid%3a<bag_id>: anything that is not a stored package's object

@@ -7,6 +7,7 @@
 import t from 'tap';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
+import { assertInvariants } from '../helpers/invariants.js';
 
 t.test('a revision and a deaccession of one package never both in flight', async (t) => {
   const d = await TestDaemon.start(t);
@@ -40,4 +41,6 @@ t.test('a revision and a deaccession of one package never both in flight', async
   t.equal(rejected.status, 200, rejected.text);
   const reopened = await d.request('POST', `/v1/packages/${bagId}/revisions`, { json: {} });
   t.equal(reopened.status, 201, `a revision once the deaccession is rejected: ${reopened.text}`);
+  t.equal(await d.stop(), 0);
+  await assertInvariants(t, d.dataDir, 'the invariants hold with the revision open, its upload pre-filled');
 });

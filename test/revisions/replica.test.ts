@@ -11,6 +11,7 @@ import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { fsReader, validateObject } from '../../src/ocfl/validate/index.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
+import { assertInvariants } from '../helpers/invariants.js';
 import { writeManifests } from '../helpers/make-bag.js';
 import { filesUnder } from '../helpers/walk.js';
 import { waitForCopies } from '../replicas/fixtures/replica-world.js';
@@ -48,4 +49,6 @@ t.test('a revision is copied to a dir replica: only the new content, the new inv
   t.equal(report.valid, true, JSON.stringify(report.problems));
   const audit = await d.waitForAudit((await d.request('POST', '/v1/audits')).json.id);
   t.same(audit.failures, [], "the audit finds every version's copy good");
+  t.equal(await d.stop(), 0);
+  await assertInvariants(t, d.dataDir, 'the invariants hold over v1 and v2');
 });

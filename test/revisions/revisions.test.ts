@@ -14,6 +14,7 @@ import { fsReader } from '../../src/ocfl/validate/index.js';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { rsyncUpload, TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
+import { assertInvariants, findViolations } from '../helpers/invariants.js';
 import { writeManifests } from '../helpers/make-bag.js';
 import { getPage, Jar, logIn } from '../helpers/session.js';
 
@@ -184,6 +185,23 @@ t.test('a revision: pre-filled, only changes sent and read, stored as v2 with on
       events.some((e) => e.type === type && e.outcome === 'success' && /version 2/.test(e.detail ?? '')),
       `the ${type} event names version 2`,
     );
+
+  // Stopped, the data dir holds every invariant over both versions; a broken v2 is caught.
+  t.equal(await d.stop(), 0);
+  await assertInvariants(t, d.dataDir, 'the invariants hold over v1 and v2');
+  const v2b = join(object, 'v2', 'content', 'data', 'b.txt');
+  rmSync(v2b);
+  writeFileSync(join(object, 'v1', 'content', 'data', 'b.txt'), 'BRAVX\n');
+  const violations = await findViolations(d.dataDir);
+  t.match(violations, [{ code: 'object-invalid', bagId }], "the object without v2's content is invalid OCFL");
+  t.same(
+    violations.filter((v) => v.code.startsWith('stored-file')).map((v) => [v.code, v.path]),
+    [
+      ['stored-file-digest', 'v1/content/data/b.txt'],
+      ['stored-file-missing', 'v2/content/data/b.txt'],
+    ],
+    'a v2 content file gone and a superseded v1 file changed, each named',
+  );
 });
 
 t.test('a revision completed as pre-filled: nothing read again, nothing new stored', async (t) => {
@@ -205,6 +223,8 @@ t.test('a revision completed as pre-filled: nothing read again, nothing new stor
   t.notOk(readdirSync(join(object, 'v2')).includes('content'), 'v2 stores no content');
   t.equal((await validateObject(fsReader(object), '', { digests: true })).valid, true);
   t.equal((await d.request('GET', `/v1/packages/${bagId}/versions/2/a.txt`)).text, 'alpha\n');
+  t.equal(await d.stop(), 0);
+  await assertInvariants(t, d.dataDir, 'the invariants hold over a v2 with no content of its own');
 });
 
 t.test('an invalid revision fails with every problem and leaves the package as it was', async (t) => {
@@ -247,6 +267,8 @@ t.test('an invalid revision fails with every problem and leaves the package as i
   const fixed = await completeRevision(d, bagId, 2);
   t.equal(fixed.status, 'DONE', `fixed, it is stored ${JSON.stringify(fixed)}`);
   t.same((await d.request('GET', `/v1/packages/${bagId}`)).json.files, ['a.txt', 'b.txt', 'c.txt']);
+  t.equal(await d.stop(), 0);
+  await assertInvariants(t, d.dataDir, 'the invariants hold once the fixed revision is v2');
 });
 
 t.test('abandoning, and who may revise', async (t) => {
@@ -305,4 +327,6 @@ t.test('abandoning, and who may revise', async (t) => {
     'not stored yet',
   );
   rmSync(join(d.dataDir, 'nothing'), { force: true });
+  t.equal(await d.stop(), 0);
+  await assertInvariants(t, d.dataDir, 'the invariants hold with a revision open');
 });
