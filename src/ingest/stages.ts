@@ -117,6 +117,8 @@ export class IngestStages {
     }
     logger.info({ queueItem: item.id, bagId: pkg.bagId, stage: item.stage }, 'ingest started');
     let stage = item.stage;
+    /** The upload's files flushed while it was validated (the store need not flush them again). */
+    let flushed: Promise<ReadonlySet<string>> | undefined;
     try {
       if (stage === 'waiting') {
         failpoint('ingest:before-stage');
@@ -129,6 +131,7 @@ export class IngestStages {
         // Again after a crash: the bag may be back in landing/.
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
+        flushed = this.deps.landed?.takeOver(pkg.bagId, this.deps.storage.stagingDir(pkg.bagId));
         const checked = await this.validate(pkg);
         try {
           if (!checked.valid) {
@@ -148,7 +151,7 @@ export class IngestStages {
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
         if (versionOf(item) > 1) await storeRevisionVersion(this.deps, item, pkg);
-        else await this.store(item, pkg);
+        else await this.store(item, pkg, await flushed);
         failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
         failpoint('ingest:after-result');
@@ -299,7 +302,7 @@ export class IngestStages {
    * it may be part-assembled (finished here) or already there. Its inventory is made from the
    * catalog's records, the depositor the version's user.
    */
-  private async store(item: QueueItem, pkg: Package): Promise<void> {
+  private async store(item: QueueItem, pkg: Package, flushed?: ReadonlySet<string>): Promise<void> {
     const { storage, catalog } = this.deps;
     if (await exists(storage.objectDir(pkg.bagId))) return;
     const files = [...catalog.files.iterate(pkg.bagId)].map((f) => {
@@ -312,8 +315,11 @@ export class IngestStages {
       message: 'deposit',
     });
     const { landed } = this.deps;
-    await assembleObject(storage, pkg.bagId, inventory, (path, abs) =>
-      landed === undefined ? false : landed.onDisk(pkg.bagId, path, abs),
+    await assembleObject(
+      storage,
+      pkg.bagId,
+      inventory,
+      (path, abs) => flushed?.has(path) === true || (landed?.onDisk(pkg.bagId, path, abs) ?? false),
     );
     failpoint('ingest:after-assembly');
     await commitObject(storage, pkg.bagId);
