@@ -94,12 +94,12 @@ class CheckWorker implements PreparedCheck {
 
   constructor() {
     this.worker = new Worker(CHECK_WORKER_URL, { execArgv: workerExecArgv() });
-    this.worker.unref(); // until it has an upload to check
     this.worker.on('message', (message: FromCheckWorker) => this.receive(message));
     this.worker.on('error', (err) => this.end(err));
     this.worker.on('exit', (code) =>
       this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`)),
     );
+    this.worker.unref(); // until it has an upload to check (after the listeners: they ref it)
   }
 
   /** Not started on an upload yet, and not ended. */

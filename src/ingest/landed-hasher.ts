@@ -55,7 +55,10 @@ const SETTLE_COARSE_MS = 2_100;
 const HOLD_MS = 100;
 /** Flushes at once: few, as each holds one of libuv's four threads, which downloads read with. */
 const FLUSHING = 2;
-/** Flushes at once of files taken over at complete: the store's own number (storage/assembly.ts). */
+/**
+ * Flushes at once of the files taken over at complete: the store's number (storage/assembly.ts),
+ * whose flush they replace; 2 at a time left the store waiting (docs/performance.md).
+ */
 const TAKEN_OVER_FLUSHING = 16;
 /** rsync logs a file just before renaming it into place: looks again this often, then gives up. */
 const RETRY_MS = [100, 400, 1_000, 3_000];
