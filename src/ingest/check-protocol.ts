@@ -9,7 +9,7 @@ import type { StoredProblem } from '../catalog/types.js';
 import type { Algorithm, FileDigests, SerializedError } from '../fixity/index.js';
 import type { ContentTypeRules, ExpectedRequest } from './chipmunk/index.js';
 
-/** What the worker is started with (`workerData`). */
+/** The upload the worker is to check: its first message, sent when there is one (a worker may start ahead). */
 export interface CheckWorkerData {
   dir: string;
   request?: ExpectedRequest | undefined;
@@ -42,6 +42,7 @@ export type FromCheckWorker =
 export type CrossingDigests = { ok: FileDigests } | { error: SerializedError };
 
 export type ToCheckWorker =
+  | ({ kind: 'check' } & CheckWorkerData)
   | { kind: 'hashed'; id: number; digests: FileDigests }
   | { kind: 'hashedAll'; id: number; results: CrossingDigests[] }
   | { kind: 'hashFailed'; id: number; error: SerializedError }

@@ -3,9 +3,11 @@
  * validator builds and drops for a bag of many files lives and dies with this thread's heap
  * instead of growing the daemon's for good (docs/decisions.md, "Uploads are checked in a worker
  * thread"). It hashes nothing itself: every file goes to the ingest, which hands it to the
- * daemon's pool. It sends the verdict, then the files in batches as the ingest asks for them.
+ * daemon's pool. It may be started before its upload is ready (isolated-check.ts, `prepareCheck`):
+ * it loads its modules, then waits for the upload to check. It sends the verdict, then the files
+ * in batches as the ingest asks for them.
  */
-import { parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
 import { deserializeError, type Algorithm, type FileDigests } from '../fixity/index.js';
 import { checkUpload } from './check-upload.js';
@@ -17,7 +19,6 @@ import type {
 } from './check-protocol.js';
 
 const port = parentPort!;
-const { dir, request, rules, batches } = workerData as CheckWorkerData;
 const post = (message: FromCheckWorker): void => port.postMessage(message);
 
 /** Hashing calls waiting for the ingest's answer, by id. */
@@ -57,9 +58,6 @@ async function hashFiles(
   throw failure(answer, `${files.length} files`);
 }
 
-/** The ingest's hasher, seen from here: batches only if it takes them. */
-const hasher: FileHasher = batches ? { hashFile, hashFiles } : { hashFile };
-
 function failure(answer: ToCheckWorker, path: string): Error {
   return answer.kind === 'hashFailed'
     ? deserializeError(answer.error, path)
@@ -71,6 +69,10 @@ let files: BagFile[] = [];
 let sent = 0;
 
 port.on('message', (message: ToCheckWorker) => {
+  if (message.kind === 'check') {
+    void check(message);
+    return;
+  }
   if (message.kind === 'files') {
     const batch = files.slice(sent, sent + message.count);
     sent += batch.length;
@@ -84,13 +86,17 @@ port.on('message', (message: ToCheckWorker) => {
   call?.settle(message);
 });
 
-// A throw here ends the thread with an 'error' event, which the ingest turns into its failure.
-const verdict = await checkUpload(dir, { hasher, request, rules });
-const { files: all, ...summary } = verdict.report;
-files = all;
-post({
-  kind: 'verdict',
-  report: { ...summary, fileCount: all.length },
-  problems: verdict.problems,
-  valid: verdict.valid,
-});
+/** Checks the upload; a throw ends the thread with an 'error' event, which the ingest turns into its failure. */
+async function check({ dir, request, rules, batches }: CheckWorkerData): Promise<void> {
+  // The ingest's hasher, seen from here: batches only if it takes them.
+  const hasher: FileHasher = batches ? { hashFile, hashFiles } : { hashFile };
+  const verdict = await checkUpload(dir, { hasher, request, rules });
+  const { files: all, ...summary } = verdict.report;
+  files = all;
+  post({
+    kind: 'verdict',
+    report: { ...summary, fileCount: all.length },
+    problems: verdict.problems,
+    valid: verdict.valid,
+  });
+}

@@ -7,11 +7,15 @@
  * own item (and the wait has a deadline). Each depositor may have `ingest.concurrency` items
  * waiting at once; the slots (`ingest.concurrency`) go to quiet items, the depositor with the
  * fewest items in a slot first, so one depositor's many bags do not shut out another's.
+ *
+ * While an upload is made quiet, the thread that will check it starts (`prepareCheck`), at most
+ * as many at once as there are slots: its start overlaps the wait instead of following it.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueueItem } from '../catalog/types.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import type { IngestDeps } from './deps.js';
+import { prepareCheck, type PreparedCheck } from './isolated-check.js';
 import { IngestStages } from './stages.js';
 
 export type { IngestDeps } from './deps.js';
@@ -28,6 +32,8 @@ export class IngestWorker implements Service {
   private readonly waiting = new Map<number, Held>();
   /** Items whose upload is quiet (or that are past that stage), waiting for a slot. */
   private readonly ready = new Map<number, QueueItem>();
+  /** Check workers started for items not in a slot yet, by item. */
+  private readonly prepared = new Map<number, PreparedCheck>();
   private readonly loop: ServiceLoop;
 
   constructor(private readonly deps: IngestDeps) {
@@ -92,21 +98,36 @@ export class IngestWorker implements Service {
   }
 
   private async awaitQuiet(stages: IngestStages, item: QueueItem): Promise<void> {
+    if (this.prepared.size < this.deps.config.ingest.concurrency) this.prepared.set(item.id, prepareCheck());
+    let quiet = false;
     try {
-      if (await stages.awaitQuiet(item)) this.ready.set(item.id, item);
+      quiet = await stages.awaitQuiet(item);
+      if (quiet) this.ready.set(item.id, item);
     } catch (err) {
       if (stages.signal.aborted) return; // resumed at the next start, where it waits again
       await this.retryLater(stages.signal, item, err);
+    } finally {
+      if (!quiet) this.dropPrepared(item.id);
     }
   }
 
   private async run(stages: IngestStages, item: QueueItem): Promise<void> {
+    const prepared = this.prepared.get(item.id);
+    this.prepared.delete(item.id);
     try {
-      await stages.ingest(item);
+      await stages.ingest(item, prepared);
     } catch (err) {
       if (stages.signal.aborted) return; // parked: resumed at next start from its recorded stage
       await this.retryLater(stages.signal, item, err);
+    } finally {
+      await prepared?.close();
     }
+  }
+
+  private dropPrepared(id: number): void {
+    const prepared = this.prepared.get(id);
+    this.prepared.delete(id);
+    void prepared?.close();
   }
 
   /**
@@ -126,6 +147,7 @@ export class IngestWorker implements Service {
   /** Stops taking work and parks what is in flight (it resumes at the next start). */
   async stop(): Promise<void> {
     await this.loop.stop();
+    for (const id of [...this.prepared.keys()]) this.dropPrepared(id);
     this.deps.replication?.ingestsRunning(0);
   }
 }

@@ -8,6 +8,9 @@
  * daemon's pool, resumable for huge files), so ingest and audits still share one pool, its
  * priorities and its rate limit. After the verdict the files follow in batches, as the caller
  * writes them, so the daemon never holds them all. A stop ends the thread at once.
+ *
+ * The thread may be started ahead (`prepareCheck`, when complete is accepted), so that its start
+ * and module loading overlap the wait for a quiet upload; idle, it does not keep the process alive.
  */
 import { Worker } from 'node:worker_threads';
 import type { BagFile, FileHasher } from '../bagit/index.js';
@@ -41,9 +44,31 @@ export interface CheckedUpload {
 
 type Reply = Extract<FromCheckWorker, { kind: 'verdict' | 'files' }>;
 
-/** `checkUpload` in a worker thread: resolves with the verdict, rejects if the worker fails or `signal` stops it. */
-export async function checkUploadIsolated(dir: string, options: UploadCheckOptions): Promise<CheckedUpload> {
-  const check = new CheckWorker(dir, options);
+/** A check worker started ahead of its upload: give it to `checkUploadIsolated`, or close it. */
+export interface PreparedCheck {
+  close(): Promise<void>;
+}
+
+/** Starts a check worker now, to be given its upload later. */
+export function prepareCheck(): PreparedCheck {
+  return new CheckWorker();
+}
+
+/**
+ * `checkUpload` in a worker thread (`prepared`, if it is still there, else a new one): resolves
+ * with the verdict, rejects if the worker fails or `signal` stops it.
+ */
+export async function checkUploadIsolated(
+  dir: string,
+  options: UploadCheckOptions,
+  prepared?: PreparedCheck,
+): Promise<CheckedUpload> {
+  let check = prepared instanceof CheckWorker && prepared.usable ? prepared : undefined;
+  if (check === undefined) {
+    await prepared?.close();
+    check = new CheckWorker();
+  }
+  check.start(dir, options);
   try {
     const verdict = await check.reply('verdict');
     return {
@@ -59,29 +84,41 @@ export async function checkUploadIsolated(dir: string, options: UploadCheckOptio
   }
 }
 
-class CheckWorker {
+class CheckWorker implements PreparedCheck {
   private readonly worker: Worker;
-  private readonly hasher: FileHasher;
-  private readonly signal: AbortSignal | undefined;
+  private hasher: FileHasher | undefined;
+  private signal: AbortSignal | undefined;
   private expecting: { resolve: (reply: Reply) => void; reject: (err: unknown) => void } | undefined;
   /** Why the worker can answer no more, once it cannot. */
   private ended: unknown;
 
-  constructor(dir: string, options: UploadCheckOptions) {
-    this.hasher = options.hasher;
-    this.signal = options.signal;
-    const workerData: CheckWorkerData = {
-      dir,
-      request: options.request,
-      rules: options.rules,
-      batches: this.hasher.hashFiles !== undefined,
-    };
-    this.worker = new Worker(CHECK_WORKER_URL, { workerData, execArgv: workerExecArgv() });
+  constructor() {
+    this.worker = new Worker(CHECK_WORKER_URL, { execArgv: workerExecArgv() });
     this.worker.on('message', (message: FromCheckWorker) => this.receive(message));
     this.worker.on('error', (err) => this.end(err));
     this.worker.on('exit', (code) =>
       this.end(new Error(`the upload check ended unexpectedly (exit code ${code})`)),
     );
+    this.worker.unref(); // until it has an upload to check (after the listeners: they ref it)
+  }
+
+  /** Not started on an upload yet, and not ended. */
+  get usable(): boolean {
+    return this.hasher === undefined && this.ended === undefined;
+  }
+
+  /** Sends the worker its upload (once). */
+  start(dir: string, options: UploadCheckOptions): void {
+    this.hasher = options.hasher;
+    this.signal = options.signal;
+    this.worker.ref();
+    const upload: CheckWorkerData = {
+      dir,
+      request: options.request,
+      rules: options.rules,
+      batches: this.hasher.hashFiles !== undefined,
+    };
+    this.post({ kind: 'check', ...upload });
     if (this.signal?.aborted === true) this.stop();
     else this.signal?.addEventListener('abort', this.stop, { once: true });
   }
@@ -131,15 +168,13 @@ class CheckWorker {
   private receive(message: FromCheckWorker): void {
     switch (message.kind) {
       case 'hashFile':
-        this.hasher
-          .hashFile(message.path, message.algorithms, {
-            ...message.opts,
-            ...(this.signal === undefined ? {} : { signal: this.signal }),
-          })
-          .then(
-            (digests) => this.post({ kind: 'hashed', id: message.id, digests }),
-            (err: unknown) => this.post({ kind: 'hashFailed', id: message.id, error: serializeError(err) }),
-          );
+        this.hasher!.hashFile(message.path, message.algorithms, {
+          ...message.opts,
+          ...(this.signal === undefined ? {} : { signal: this.signal }),
+        }).then(
+          (digests) => this.post({ kind: 'hashed', id: message.id, digests }),
+          (err: unknown) => this.post({ kind: 'hashFailed', id: message.id, error: serializeError(err) }),
+        );
         return;
       case 'hashFiles':
         this.hashFiles(message.files, message.opts).then(
@@ -162,7 +197,7 @@ class CheckWorker {
     files: Extract<FromCheckWorker, { kind: 'hashFiles' }>['files'],
     opts: Extract<FromCheckWorker, { kind: 'hashFiles' }>['opts'],
   ): Promise<CrossingDigests[]> {
-    const results = await this.hasher.hashFiles!(files, {
+    const results = await this.hasher!.hashFiles!(files, {
       ...opts,
       ...(this.signal === undefined ? {} : { signal: this.signal }),
     });

@@ -9,7 +9,8 @@ import { relative, sep } from 'node:path';
 import type { FileHasher } from '../bagit/index.js';
 import type { LandedHash } from '../catalog/landed-hashes.js';
 import type { Algorithm } from '../fixity/index.js';
-import { identityOf, sameIdentity, type LandedHasher } from './landed-hasher.js';
+import { identityOf, sameIdentity } from './file-identity.js';
+import type { LandedHasher } from './landed-hasher.js';
 
 type Result = Awaited<ReturnType<FileHasher['hashFile']>>;
 type Opts = Parameters<FileHasher['hashFile']>[2];

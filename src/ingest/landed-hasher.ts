@@ -16,14 +16,14 @@
  * No read starts while a download is being answered (`holdWhile`): on a machine of few cores
  * the background hashing would otherwise slow it, and what is not hashed by complete is read then.
  */
-import { lstatSync, type BigIntStats } from 'node:fs';
-import { lstat, open, readdir } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
 import { ALGORITHMS, type Algorithm, type FileDigests, type HashOptions } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
+import { flush, identityOf, identityOfSync, sameIdentity } from './file-identity.js';
 import type { LandingZone } from './landing.js';
 import type { LandedFile } from './rsync/index.js';
 
@@ -55,6 +55,11 @@ const SETTLE_COARSE_MS = 2_100;
 const HOLD_MS = 100;
 /** Flushes at once: few, as each holds one of libuv's four threads, which downloads read with. */
 const FLUSHING = 2;
+/**
+ * Flushes at once of the files taken over at complete: the store's number (storage/assembly.ts),
+ * whose flush they replace; 2 at a time left the store waiting (docs/performance.md).
+ */
+const TAKEN_OVER_FLUSHING = 16;
 /** rsync logs a file just before renaming it into place: looks again this often, then gives up. */
 const RETRY_MS = [100, 400, 1_000, 3_000];
 
@@ -85,6 +90,8 @@ interface Job {
 export class LandedHasher {
   readonly stats: LandedStats = { hashed: 0, known: 0, rehashed: 0, unreported: 0 };
   private readonly jobs = new Map<string, Job>();
+  /** A file's key → the keys of its jobs (two while a newer copy waits for a read under way). */
+  private readonly byFile = new Map<string, string[]>();
   private inPool = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -133,7 +140,7 @@ export class LandedHasher {
         resolve,
       };
       // A job already running for the old bytes finishes; this one waits its turn under another key.
-      this.jobs.set(queued === undefined ? key : `${key}\0${Date.now()}`, job);
+      this.add(key, queued === undefined ? key : `${key}\0${Date.now()}`, job);
       waits.push(done);
     }
     this.kick();
@@ -147,13 +154,41 @@ export class LandedHasher {
    * queued one is dropped (the validation reads it now, at the ingest's priority).
    */
   async claim(bagId: string, path: string): Promise<LandedHash | undefined> {
-    const key = keyOf(bagId, path);
-    for (const [k, job] of this.jobs) {
-      if (k !== key && !k.startsWith(`${key}\0`)) continue;
+    for (const k of this.byFile.get(keyOf(bagId, path)) ?? []) {
+      const job = this.jobs.get(k);
+      if (job === undefined) continue;
       if (job.started) await job.done;
       else this.finish(k, job);
     }
     return this.o.catalog.landedHashes.get(bagId, path);
+  }
+
+  /**
+   * At complete, once the upload is staged at `dir`: the bag's files still queued leave the
+   * queue (the validation reads them at the ingest's priority) and are flushed to disk now, while
+   * the validation runs, rather than by the store after it. Resolves with the paths flushed
+   * (those it could not open are left to the store).
+   */
+  async takeOver(bagId: string, dir: string): Promise<ReadonlySet<string>> {
+    const paths: string[] = [];
+    for (const [k, job] of this.jobs) {
+      if (job.bagId !== bagId || job.started) continue;
+      this.finish(k, job);
+      paths.push(job.path);
+    }
+    const flushed = new Set<string>();
+    const limit = pLimit(TAKEN_OVER_FLUSHING);
+    await Promise.all(
+      paths.map((path) =>
+        limit(() =>
+          flush(join(dir, path)).then(
+            (ok) => ok && flushed.add(path),
+            () => undefined,
+          ),
+        ),
+      ),
+    );
+    return flushed;
   }
 
   /** Files reported and neither recorded nor given up on yet. */
@@ -168,8 +203,21 @@ export class LandedHasher {
     for (const [k, job] of this.jobs) if (!job.started) this.finish(k, job);
   }
 
+  private add(fileKey: string, key: string, job: Job): void {
+    this.jobs.set(key, job);
+    const keys = this.byFile.get(fileKey);
+    if (keys === undefined) this.byFile.set(fileKey, [key]);
+    else keys.push(key);
+  }
+
   private finish(key: string, job: Job): void {
-    if (this.jobs.get(key) === job) this.jobs.delete(key);
+    if (this.jobs.get(key) === job) {
+      this.jobs.delete(key);
+      const fileKey = keyOf(job.bagId, job.path);
+      const keys = this.byFile.get(fileKey)?.filter((k) => k !== key) ?? [];
+      if (keys.length > 0) this.byFile.set(fileKey, keys);
+      else this.byFile.delete(fileKey);
+    }
     job.resolve();
   }
 
@@ -326,57 +374,6 @@ export class LandedHasher {
   }
 }
 
-/** fdatasync of a file; one that went meanwhile is the next read's concern, not this one's. */
-async function flush(abs: string): Promise<void> {
-  let handle;
-  try {
-    handle = await open(abs, 'r');
-  } catch {
-    return;
-  }
-  try {
-    await handle.datasync();
-  } finally {
-    await handle.close();
-  }
-}
-
 function keyOf(bagId: string, path: string): string {
   return `${bagId}\0${path}`;
-}
-
-/** The file's identity, or undefined when it is not a regular file there. */
-export async function identityOf(abs: string): Promise<FileIdentity | undefined> {
-  try {
-    return identityFrom(await lstat(abs, { bigint: true }));
-  } catch {
-    return undefined;
-  }
-}
-
-/** `identityOf` on the calling thread: a few microseconds for an inode in the cache. */
-function identityOfSync(abs: string): FileIdentity | undefined {
-  const s = lstatSync(abs, { bigint: true, throwIfNoEntry: false });
-  return s === undefined ? undefined : identityFrom(s);
-}
-
-function identityFrom(s: BigIntStats): FileIdentity | undefined {
-  if (!s.isFile()) return undefined;
-  return {
-    size: Number(s.size),
-    mtimeNs: String(s.mtimeNs),
-    ctimeNs: String(s.ctimeNs),
-    ino: String(s.ino),
-    dev: String(s.dev),
-  };
-}
-
-export function sameIdentity(a: FileIdentity, b: FileIdentity): boolean {
-  return (
-    a.size === b.size &&
-    a.mtimeNs === b.mtimeNs &&
-    a.ctimeNs === b.ctimeNs &&
-    a.ino === b.ino &&
-    a.dev === b.dev
-  );
 }

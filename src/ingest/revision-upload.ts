@@ -16,7 +16,7 @@ import type { LandedHash } from '../catalog/landed-hashes.js';
 import type { FileRecord, Package } from '../catalog/types.js';
 import { runBounded } from '../process/run-bounded.js';
 import type { Storage } from '../storage/storage.js';
-import { identityOf } from './landed-hasher.js';
+import { identityOf } from './file-identity.js';
 import type { LandingZone } from './landing.js';
 
 export interface RevisionUploadDeps {

@@ -24,7 +24,7 @@ import { objectIdOf } from '../ocfl/layout.js';
 import { assembleObject, commitObject } from '../storage/assembly.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
-import { checkUploadIsolated, type CheckedUpload } from './isolated-check.js';
+import { checkUploadIsolated, type CheckedUpload, type PreparedCheck } from './isolated-check.js';
 import { KnownDigestsHasher } from './known-digests.js';
 import { ingestProblem } from './problems.js';
 import { returnUpload } from './recovery.js';
@@ -98,9 +98,9 @@ export class IngestStages {
 
   /**
    * Drives one PENDING item to DONE or FAILED, from whatever stage it had reached; an item still
-   * `waiting` has been through `awaitQuiet`.
+   * `waiting` has been through `awaitQuiet`. `prepared`: a check worker started for it (used or closed by the caller).
    */
-  async ingest(item: QueueItem): Promise<void> {
+  async ingest(item: QueueItem, prepared?: PreparedCheck): Promise<void> {
     const { catalog, logger } = this.deps;
     const started = Date.now();
     const pkg = catalog.packages.get(item.bagId);
@@ -117,6 +117,8 @@ export class IngestStages {
     }
     logger.info({ queueItem: item.id, bagId: pkg.bagId, stage: item.stage }, 'ingest started');
     let stage = item.stage;
+    /** The upload's files flushed while it was validated (the store need not flush them again). */
+    let flushed: Promise<ReadonlySet<string>> | undefined;
     try {
       if (stage === 'waiting') {
         failpoint('ingest:before-stage');
@@ -129,7 +131,8 @@ export class IngestStages {
         // Again after a crash: the bag may be back in landing/.
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
-        const checked = await this.validate(pkg);
+        flushed = this.deps.landed?.takeOver(pkg.bagId, this.deps.storage.stagingDir(pkg.bagId));
+        const checked = await this.validate(pkg, prepared);
         try {
           if (!checked.valid) {
             await returnUpload(this.deps, pkg);
@@ -148,7 +151,7 @@ export class IngestStages {
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
         if (versionOf(item) > 1) await storeRevisionVersion(this.deps, item, pkg);
-        else await this.store(item, pkg);
+        else await this.store(item, pkg, await flushed);
         failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
         failpoint('ingest:after-result');
@@ -234,7 +237,7 @@ export class IngestStages {
   }
 
   /** Checks the staged upload in a worker thread (isolated-check.ts); the caller closes what it returns. */
-  private async validate(pkg: Package): Promise<CheckedUpload> {
+  private async validate(pkg: Package, prepared?: PreparedCheck): Promise<CheckedUpload> {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
     const checkpointed = new CheckpointedHasher(
@@ -248,12 +251,8 @@ export class IngestStages {
     const bag = { bagId: pkg.bagId, dir };
     const hasher = landed === undefined ? checkpointed : new KnownDigestsHasher(checkpointed, landed, bag);
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
-    const verdict = await checkUploadIsolated(dir, {
-      hasher,
-      request,
-      rules: config.contentTypes[pkg.contentType],
-      signal: this.signal,
-    });
+    const rules = config.contentTypes[pkg.contentType];
+    const verdict = await checkUploadIsolated(dir, { hasher, request, rules, signal: this.signal }, prepared);
     if (verdict.report.fileCount === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
       const empty = ingestProblem({ code: 'upload-empty', bagId: pkg.bagId });
@@ -299,7 +298,7 @@ export class IngestStages {
    * it may be part-assembled (finished here) or already there. Its inventory is made from the
    * catalog's records, the depositor the version's user.
    */
-  private async store(item: QueueItem, pkg: Package): Promise<void> {
+  private async store(item: QueueItem, pkg: Package, flushed?: ReadonlySet<string>): Promise<void> {
     const { storage, catalog } = this.deps;
     if (await exists(storage.objectDir(pkg.bagId))) return;
     const files = [...catalog.files.iterate(pkg.bagId)].map((f) => {
@@ -312,8 +311,11 @@ export class IngestStages {
       message: 'deposit',
     });
     const { landed } = this.deps;
-    await assembleObject(storage, pkg.bagId, inventory, (path, abs) =>
-      landed === undefined ? false : landed.onDisk(pkg.bagId, path, abs),
+    await assembleObject(
+      storage,
+      pkg.bagId,
+      inventory,
+      (path, abs) => flushed?.has(path) === true || (landed?.onDisk(pkg.bagId, path, abs) ?? false),
     );
     failpoint('ingest:after-assembly');
     await commitObject(storage, pkg.bagId);

@@ -14,7 +14,7 @@ import t from 'tap';
 import type { BagFile, FileHasher } from '../../src/bagit/index.js';
 import { FixityError } from '../../src/fixity/index.js';
 import { checkUpload } from '../../src/ingest/check-upload.js';
-import { checkUploadIsolated, type CheckedUpload } from '../../src/ingest/isolated-check.js';
+import { checkUploadIsolated, prepareCheck, type CheckedUpload } from '../../src/ingest/isolated-check.js';
 import { SimpleHasher } from '../bagit/simple-hasher.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { writeManyFilesBag } from '../helpers/many-files-bag.js';
@@ -210,4 +210,44 @@ t.test("the validator's work stays out of the daemon thread's heap", async (t) =
     isolated * 2 < inline,
     "checked in a worker, the daemon thread's old generation grows by less than half of what the same check grows it by in the thread",
   );
+});
+
+t.test('a check worker started ahead checks the upload it is given later, as a new one does', async (t) => {
+  const dir = await makeBag(join(root, 'prepared'), { files: { 'a.txt': 'a\n', 'b/c.txt': 'c\n' } });
+  const inline = await checkUpload(dir, { hasher: new SimpleHasher() });
+  const prepared = prepareCheck();
+  await new Promise((resolve) => setTimeout(resolve, 200)); // idle a while, as during a wait for quiet
+  const checked = await checkUploadIsolated(dir, { hasher: new SimpleHasher() }, prepared);
+  try {
+    t.equal(checked.valid, true);
+    t.same(checked.problems, inline.problems);
+    t.same((await allFiles(checked)).files, inline.report.files);
+  } finally {
+    await checked.close();
+  }
+  // One closed before its upload came (its worker gone): a new one checks instead.
+  const closed = prepareCheck();
+  await closed.close();
+  const again = await checkUploadIsolated(dir, { hasher: new SimpleHasher() }, closed);
+  try {
+    t.equal(again.valid, true);
+  } finally {
+    await again.close();
+  }
+});
+
+t.test('a check worker started ahead and never given an upload keeps no process alive', async (t) => {
+  const module = new URL('../../src/ingest/isolated-check.js', import.meta.url).href;
+  const started = Date.now();
+  const { stdout } = await promisify(execFile)(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `const m = await import(${JSON.stringify(module)}); m.prepareCheck(); console.log('prepared');`,
+    ],
+    { timeout: 60_000 },
+  );
+  t.equal(stdout.trim(), 'prepared');
+  t.ok(Date.now() - started < 60_000, 'the process ended by itself');
 });

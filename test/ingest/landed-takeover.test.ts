@@ -1,0 +1,76 @@
+/**
+ * At complete the ingest takes over what the landed hasher has not started (src/ingest/
+ * landed-hasher.ts, `takeOver`): the bag's queued files leave the queue unread and unrecorded
+ * (the validation reads them), are flushed where the upload is staged, and are named as flushed
+ * so that the store does not flush them again; a file that is gone is not named; another bag's
+ * queue is left alone.
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import t from 'tap';
+import { Catalog } from '../../src/catalog/catalog.js';
+import { FixityPool } from '../../src/fixity/index.js';
+import { newCapability } from '../../src/ingest/capability.js';
+import { LandedHasher } from '../../src/ingest/landed-hasher.js';
+import { LandingZone } from '../../src/ingest/landing.js';
+import { silentLogger } from '../../src/logger.js';
+import { DataLayout } from '../../src/storage/layout.js';
+
+t.test("the ingest takes over a bag's queued files and flushes them where they are staged", async (t) => {
+  const dataDir = mkdtempSync(join(tmpdir(), 'preservd-takeover-'));
+  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
+  const layout = new DataLayout(dataDir);
+  await layout.ensure();
+  const catalog = Catalog.open(layout);
+  t.teardown(() => catalog.close());
+  const pool = new FixityPool({ workers: 1 });
+  t.teardown(() => pool.close());
+  const landing = new LandingZone(layout);
+  // Held as while a download is answered: nothing queued starts.
+  const landed = new LandedHasher({ catalog, landing, pool, logger: silentLogger, holdWhile: () => true });
+  t.teardown(() => landed.stop());
+
+  const bag = (files: Record<string, string>) => {
+    const capability = newCapability();
+    const bagId = randomUUID();
+    catalog.packages.create({
+      bagId,
+      externalId: `ext-${bagId}`,
+      contentType: 'digital',
+      user: 'alice',
+      capability,
+    });
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(landing.path(capability), path, '..'), { recursive: true });
+      writeFileSync(join(landing.path(capability), path), text);
+    }
+    const reported = Object.entries(files).map(([path, text]) => ({ capability, path, size: text.length }));
+    return { capability, bagId, recorded: landed.accept(reported) };
+  };
+  const one = bag({ 'data/a.txt': 'a\n', 'data/b.txt': 'b\n', 'bagit.txt': 'x\n' });
+  const other = bag({ 'data/c.txt': 'c\n' });
+  t.equal(landed.pending, 4, 'every file queued, none started');
+
+  const staged = join(dataDir, 'staged-one');
+  renameSync(landing.path(one.capability), staged);
+  rmSync(join(staged, 'bagit.txt'));
+  const flushed = await landed.takeOver(one.bagId, staged);
+  t.same(
+    [...flushed].sort(),
+    ['data/a.txt', 'data/b.txt'],
+    'the files there flushed; the one gone not named',
+  );
+  await one.recorded; // the landed log's wait for them ends
+  t.equal(catalog.landedHashes.count(one.bagId), 0, 'none read or recorded: the validation reads them');
+  t.equal(await landed.claim(one.bagId, 'data/a.txt'), undefined);
+  t.equal(landed.pending, 1, "the other bag's file still queued");
+  t.equal(catalog.landedHashes.count(other.bagId), 0);
+  landed.stop();
+  await t.rejects(
+    other.recorded,
+    { message: /stopped before every file was read/ },
+    'its log is kept for the next start',
+  );
+});
