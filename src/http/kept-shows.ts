@@ -75,7 +75,8 @@ export class KeptShows {
    */
   keep(pkg: Package, record: Buffer | undefined, storage: StorageBytes | undefined, body: Buffer): Buffer {
     const entry = this.entries.get(pkg.bagId);
-    const same = entry !== undefined && (record === undefined ? entry.pkg === pkg : entry.record.equals(record));
+    const same =
+      entry !== undefined && (record === undefined ? entry.pkg === pkg : entry.record.equals(record));
     if (!same && record === undefined) return body; // dropped since: nothing to hold it by
     const shows: Entry['shows'] = same ? [entry.shows[0], entry.shows[1]] : [undefined, undefined];
     shows[storage === undefined ? 0 : 1] = { storage, body };

@@ -152,6 +152,27 @@ t.test('a show of a stored package', async (t) => {
     'counted by the metrics',
   );
 
+  // Held: the records' bytes are compared, nothing is decoded (kept-shows.ts).
+  const decoded: string[] = [];
+  const spy = <T extends object>(label: string, store: T, name: keyof T & string) => {
+    const real = (store[name] as (...args: unknown[]) => unknown).bind(store);
+    Object.assign(store, { [name]: (...args: unknown[]) => (decoded.push(label), real(...args)) });
+  };
+  spy('packages.find', catalog.packages, 'find');
+  spy('packages.get', catalog.packages, 'get');
+  spy('fixity.get', catalog.fixity, 'get');
+  t.same(
+    (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).rawPayload,
+    show.rawPayload,
+    'held: the same bytes',
+  );
+  t.same(decoded, [], 'held: neither the package nor its fixity state decoded');
+  catalog.fixity.checked(bagId, Date.now() + 1000, 'success');
+  const audited = (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json();
+  t.not(audited.last_fixity_check, null, 'its fixity record changed: rendered again');
+  t.same(decoded, ['fixity.get'], 'the package held, its fixity state read');
+  decoded.length = 0;
+
   // Files recorded again without a write to the record itself: the payload list is part of the version.
   catalog.files.put(bagId, ['bagit.txt', 'data/c.wav'].map(file));
   t.same(

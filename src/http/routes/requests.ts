@@ -111,7 +111,8 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
         reply.type(JSON_TYPE);
         // Without a promise for a stored package (the hot path); the handler's throws are answered as errors all the same.
         // Its body is held already serialised (by this route's schema, on a miss), so fastify sends the Buffer as it is.
-        if (shown.pkg.stored) return void reply.send(storedPackageBody(ctx, request, reply, shown, keptShows));
+        if (shown.pkg.stored)
+          return void reply.send(storedPackageBody(ctx, request, reply, shown, keptShows));
         return requestView(ctx, request, shown.pkg).then((view) => reply.send(view));
       },
     );
