@@ -53,6 +53,11 @@ export class FixityStore {
     return this.states.get(bagId);
   }
 
+  /** The package's state as stored, undecoded (a copy): what a held show compares (http/kept-shows.ts). */
+  stateBytes(bagId: string): Buffer | undefined {
+    return this.states.getBinary(bagId);
+  }
+
   /** A package just stored: verified now, by its ingest. Joins the caller's transaction. */
   stored(bagId: string, at: number): void {
     this.catalog.transaction(() => this.put(bagId, { verifiedAt: at }));

@@ -87,6 +87,23 @@ export class PackageStore {
     return this.withExternalId(idOrExternalId);
   }
 
+  /**
+   * The record of a package (by bag_id or external_id, as `find`) as stored, undecoded, with its
+   * bag_id: the held show compares these bytes instead of decoding them (http/kept-shows.ts).
+   * The bytes are a view of lmdb's own buffer, overwritten by the next read of the catalog.
+   */
+  recordBytes(idOrExternalId: string): { bagId: string; bytes: Buffer } | undefined {
+    if (!fitsKey(idOrExternalId)) return undefined;
+    if (isUuid(idOrExternalId)) {
+      const bagId = idOrExternalId.toLowerCase();
+      const bytes = this.packages.getBinaryFast(bagId);
+      if (bytes !== undefined) return { bagId, bytes: exactly(bytes) };
+    }
+    const bagId = this.byExternalId.get(idOrExternalId);
+    const bytes = bagId === undefined ? undefined : this.packages.getBinaryFast(bagId);
+    return bytes === undefined ? undefined : { bagId: bagId!, bytes: exactly(bytes) };
+  }
+
   /** By external_id only: a new request's must be free whatever bag_ids exist. */
   private withExternalId(externalId: string): Package | undefined {
     const bagId = fitsKey(externalId) ? this.byExternalId.get(externalId) : undefined;
@@ -325,6 +342,11 @@ export class PackageStore {
 /** The version of a record's next write (records written before versions were kept have none: 0). */
 function nextVersion(current: Package): number {
   return (current.version ?? 0) + 1;
+}
+
+/** lmdb's fast buffer with only the value's bytes: it sets `length` on a larger buffer, which `equals` and `Buffer.from` do not read. */
+function exactly(bytes: Buffer): Buffer {
+  return bytes.subarray(0, bytes.length);
 }
 
 function strip(p: (Package & { seq?: number }) | undefined): Package | undefined {

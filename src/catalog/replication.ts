@@ -48,6 +48,11 @@ export class ReplicationStore {
     return this.copies.get([bagId, replica]);
   }
 
+  /** The copy as stored, undecoded (a copy of the bytes): what a held show compares (http/kept-shows.ts). */
+  copyBytes(bagId: string, replica: string): Buffer | undefined {
+    return this.copies.getBinary([bagId, replica]);
+  }
+
   /** The copies of one package, by replica name. */
   forPackage(bagId: string): ReplicaCopy[] {
     return [...this.copies.getRange({ start: [bagId], end: [bagId, '\uffff'] })].map((e) => e.value);

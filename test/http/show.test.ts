@@ -11,7 +11,7 @@ import Fastify from 'fastify';
 import t from 'tap';
 import type { FileRecord, Package, PreservationEvent } from '../../src/catalog/types.js';
 import { defaults, type Config } from '../../src/config/config.js';
-import { KeptShows, type StorageState } from '../../src/http/kept-shows.js';
+import { KeptShows, type StorageBytes } from '../../src/http/kept-shows.js';
 import { offlineServer } from '../../src/http/offline.js';
 import { ref, sharedSchemas } from '../../src/http/schemas.js';
 import { packageView } from '../../src/http/views.js';
@@ -31,58 +31,65 @@ t.test(
     let reads = 0;
     let renders = 0;
     const lists = new Map<string, string>();
-    const shows = new KeptShows(40);
-    /** As the route shows: the held body, else one rendered (the list read) and held. */
-    const show = (p: Package, storage: StorageState | undefined): Buffer => {
-      const held = shows.get(p, storage);
-      if (held !== undefined) return held;
+    const shows = new KeptShows(60);
+    /** A package record as the catalog stores it: its bytes, which any write changes. */
+    const record = (bagId: string, version?: number) =>
+      Buffer.from(JSON.stringify(version === undefined ? { bagId } : { bagId, version }));
+    /** As the route shows: the held package and body, else the record decoded, rendered and held. */
+    const show = (bytes: Buffer, storage: StorageBytes | undefined): Buffer => {
+      const { bagId } = JSON.parse(bytes.toString()) as Package;
+      const held = shows.package(bagId, bytes);
+      const pkg = held ?? (JSON.parse(bytes.toString()) as Package);
+      const body = held === undefined ? undefined : shows.get(held, storage);
+      if (body !== undefined) return body;
       reads++;
       renders++;
       return shows.keep(
-        p,
+        pkg,
+        held === undefined ? Buffer.from(bytes) : undefined,
         storage,
-        Buffer.from(`${p.bagId}${storage === undefined ? '' : '+'}:${lists.get(p.bagId)!}${renders}`),
+        Buffer.from(`${bagId}${storage === undefined ? '' : '+'}:${lists.get(bagId)!}${renders}`),
       );
     };
-    const pkg = (bagId: string, version = 1) => ({ bagId, version }) as Package;
     const text = (body: Buffer) => body.toString();
-    const storage: StorageState = { fixity: undefined, replicas: [] };
+    const storage: StorageBytes = [undefined];
     lists.set('a', '[1,2]');
-    t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1');
-    t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'held');
-    t.equal(text(show(pkg('a'), storage)), 'a+:[1,2]2', 'the other flavour: rendered');
-    t.equal(
-      text(show(pkg('a'), { fixity: undefined, replicas: [] })),
-      'a+:[1,2]2',
-      'the same storage state read again: held',
-    );
+    t.equal(text(show(record('a', 1), undefined)), 'a:[1,2]1');
+    t.equal(text(show(record('a', 1), undefined)), 'a:[1,2]1', 'held');
+    t.equal(text(show(record('a', 1), storage)), 'a+:[1,2]2', 'the other flavour: rendered');
+    t.equal(text(show(record('a', 1), [undefined])), 'a+:[1,2]2', 'the same storage state read again: held');
     t.equal(reads, 2, 'one rendering per flavour');
     t.equal(
-      text(show(pkg('a'), { fixity: { verifiedAt: 1 }, replicas: [] })),
+      text(show(record('a', 1), [Buffer.from('{"verifiedAt":1}')])),
       'a+:[1,2]3',
       'another storage state: rendered again',
     );
-    t.equal(text(show(pkg('a'), undefined)), 'a:[1,2]1', 'the other flavour still held');
-    lists.set('a', '[3]');
-    t.equal(text(show(pkg('a', 2), undefined)), 'a:[3]4', 'the record changed: read and rendered again');
-    t.equal(text(show(pkg('a', 2), storage)), 'a+:[3]5', 'both flavours');
     t.equal(
-      text(show({ bagId: 'a' } as Package, storage)),
-      'a+:[3]6',
-      'a record without a version (an older catalog): version 0, rendered again',
+      text(show(record('a', 1), [Buffer.from('{"verifiedAt":1}'), undefined])),
+      'a+:[1,2]4',
+      'a replica more: rendered again',
     );
-    t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'and held');
+    t.equal(text(show(record('a', 1), undefined)), 'a:[1,2]1', 'the other flavour still held');
+    lists.set('a', '[3]');
+    t.equal(text(show(record('a', 2), undefined)), 'a:[3]5', 'the record changed: read and rendered again');
+    t.equal(text(show(record('a', 2), storage)), 'a+:[3]6', 'both flavours');
+    t.equal(
+      text(show(record('a'), storage)),
+      'a+:[3]7',
+      'a record without a version (an older catalog): other bytes, rendered again',
+    );
+    t.equal(text(show(record('a'), storage)), 'a+:[3]7', 'and held');
     lists.set('b', '[4,5]');
-    show(pkg('b'), undefined); // 'b:[4,5]7': 8 bytes, a's 'a+:[3]6': 7
-    show({ bagId: 'a' } as Package, storage); // a is now the most recently shown
-    lists.set('c', '[6,7,8,9,10,11,12,13,14]');
-    show(pkg('c'), undefined); // 7 + 8 + 27 > 40: b goes
-    t.equal(text(show({ bagId: 'a' } as Package, storage)), 'a+:[3]6', 'kept');
-    t.equal(text(show(pkg('b'), undefined)), 'b:[4,5]9', 'dropped, rendered again');
-    lists.set('big', `[${'1,'.repeat(20)}1]`);
+    show(record('b', 1), undefined); // 'b:[4,5]8': 8 bytes and its record's 25, a's 7 and 14
+    show(record('a'), storage); // a is now the most recently shown
+    lists.set('c', '[6]');
+    show(record('c', 1), undefined); // 'c:[6]9' and 25: 21 + 33 + 31 > 60, b goes
+    t.equal(text(show(record('a'), storage)), 'a+:[3]7', 'kept');
+    t.equal(text(show(record('b', 1), undefined)), 'b:[4,5]10', 'dropped, rendered again');
+    lists.set('big', `[${'1,'.repeat(30)}1]`);
     const reads0 = reads;
-    show(pkg('big'), undefined);
-    show(pkg('big'), undefined);
+    show(record('big', 1), undefined);
+    show(record('big', 1), undefined);
     t.equal(reads - reads0, 2, 'larger than the limit: never held');
   },
 );
@@ -144,6 +151,27 @@ t.test('a show of a stored package', async (t) => {
     /preservd_http_requests_total\{route="\/v1\/packages\/:bag_id",method="GET",status="200"\} 2/,
     'counted by the metrics',
   );
+
+  // Held: the records' bytes are compared, nothing is decoded (kept-shows.ts).
+  const decoded: string[] = [];
+  const spy = <T extends object>(label: string, store: T, name: keyof T & string) => {
+    const real = (store[name] as (...args: unknown[]) => unknown).bind(store);
+    Object.assign(store, { [name]: (...args: unknown[]) => (decoded.push(label), real(...args)) });
+  };
+  spy('packages.find', catalog.packages, 'find');
+  spy('packages.get', catalog.packages, 'get');
+  spy('fixity.get', catalog.fixity, 'get');
+  t.same(
+    (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).rawPayload,
+    show.rawPayload,
+    'held: the same bytes',
+  );
+  t.same(decoded, [], 'held: neither the package nor its fixity state decoded');
+  catalog.fixity.checked(bagId, Date.now() + 1000, 'success');
+  const audited = (await app.inject({ method: 'GET', url: `/v1/packages/${bagId}`, headers })).json();
+  t.not(audited.last_fixity_check, null, 'its fixity record changed: rendered again');
+  t.same(decoded, ['fixity.get'], 'the package held, its fixity state read');
+  decoded.length = 0;
 
   // Files recorded again without a write to the record itself: the payload list is part of the version.
   catalog.files.put(bagId, ['bagit.txt', 'data/c.wav'].map(file));

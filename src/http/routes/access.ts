@@ -10,16 +10,45 @@ import type { Package } from '../../catalog/types.js';
 import type { UploadProgress } from '../../ingest/watcher.js';
 import { access } from '../auth.js';
 import type { HttpContext } from '../context.js';
-import type { KeptShows, StorageState } from '../kept-shows.js';
+import type { KeptShows, StorageBytes, StorageState } from '../kept-shows.js';
 import { forbidden, notFound } from '../errors.js';
 import { packageView } from '../views.js';
 
 export function loadPackage(ctx: HttpContext, request: FastifyRequest, idOrExternalId: string): Package {
-  const pkg = ctx.catalog.packages.find(idOrExternalId);
+  return visible(request, ctx.catalog.packages.find(idOrExternalId), idOrExternalId);
+}
+
+/** The package if the caller may see it: 404 when there is none, 403 when it is another's. */
+function visible(request: FastifyRequest, pkg: Package | undefined, idOrExternalId: string): Package {
   if (pkg === undefined) throw notFound(`no package "${idOrExternalId}"`);
   // In the caller's own words: asked by external_id, the bag_id behind it stays unsaid (docs/access.md).
   if (!access(request).canSee(pkg)) throw forbidden(`package "${idOrExternalId}" belongs to another user`);
   return pkg;
+}
+
+/** A package to show, and the bytes of its record (a copy) when it was decoded now rather than held. */
+export interface ToShow {
+  pkg: Package;
+  record: Buffer | undefined;
+}
+
+/**
+ * The package to show, as `loadPackage` finds it (the same 404 and 403), read as stored bytes
+ * first: a stored package whose record is unchanged since its show was held is the one held,
+ * not decoded again (kept-shows.ts).
+ */
+export function packageToShow(
+  ctx: HttpContext,
+  request: FastifyRequest,
+  idOrExternalId: string,
+  shows: KeptShows,
+): ToShow {
+  const raw = ctx.catalog.packages.recordBytes(idOrExternalId);
+  const held = raw === undefined ? undefined : shows.package(raw.bagId, raw.bytes);
+  if (held !== undefined) return { pkg: visible(request, held, idOrExternalId), record: undefined };
+  // Copied before the next read of the catalog overwrites lmdb's buffer.
+  const record = raw === undefined ? undefined : Buffer.from(raw.bytes);
+  return { pkg: loadPackage(ctx, request, idOrExternalId), record };
 }
 
 /**
@@ -108,24 +137,33 @@ function packageViewFor(
 
 /**
  * A stored package as the caller may see it, with `files`, as the body to send: serialised by
- * the route's response schema (`reply.serialize`) once per view flavour and held in `shows` while what
- * it shows is unchanged; only the state it depends on is read per show. No promise: the show of
- * a stored package is the hot path.
+ * the route's response schema (`reply.serialize`) once per view flavour and held in `shows` while
+ * what it shows is unchanged; per show only the storage records' bytes are read, for a caller who
+ * may see them. No promise: the show of a stored package is the hot path.
  */
 export function storedPackageBody(
   ctx: HttpContext,
   request: FastifyRequest,
   reply: FastifyReply,
-  pkg: Package,
+  { pkg, record }: ToShow,
   shows: KeptShows,
 ): Buffer {
-  const storage = storageStateFor(ctx, request, pkg);
-  const held = shows.get(pkg, storage);
+  const storage = access(request).canSeeStorage(pkg) ? storageBytesOf(ctx, pkg.bagId) : undefined;
+  const held = record === undefined ? shows.get(pkg, storage) : undefined;
   if (held !== undefined) return held;
   const files = JSON.parse(ctx.catalog.files.payloadListJson(pkg.bagId).toString('utf8')) as string[];
   // A stored package's upload_link is null for every caller (views.ts).
-  const body = reply.serialize(packageViewFor(ctx, pkg, storage, null, undefined, files)) as string;
-  return shows.keep(pkg, storage, Buffer.from(body, 'utf8'));
+  const view = packageViewFor(ctx, pkg, storageStateFor(ctx, request, pkg), null, undefined, files);
+  const body = Buffer.from(reply.serialize(view) as string, 'utf8');
+  // A tombstone's removals are not among the bytes compared: its show is rendered each time.
+  return pkg.deaccessioned === undefined ? shows.keep(pkg, record, storage, body) : body;
+}
+
+/** The bytes of the storage records a show with storage details shows (kept-shows.ts), read now. */
+function storageBytesOf(ctx: HttpContext, bagId: string): StorageBytes {
+  const bytes: StorageBytes = [ctx.catalog.fixity.stateBytes(bagId)];
+  for (const { name } of ctx.config.replicas) bytes.push(ctx.catalog.replication.copyBytes(bagId, name));
+  return bytes;
 }
 
 /** An open request as the caller may see it, with what has arrived, and no files yet. */

@@ -14,7 +14,7 @@ import { packageFilters, pagingOf, pagingQuery, sendList, storedFilterOf } from 
 import { KeptShows } from '../kept-shows.js';
 import { queueItemView } from '../views.js';
 import { revisionRoutes } from './revisions.js';
-import { loadPackage, requestView, scopeOf, storedPackageBody, viewPackage } from './access.js';
+import { packageToShow, requestView, scopeOf, storedPackageBody, viewPackage } from './access.js';
 
 interface ListQuery {
   limit?: string;
@@ -107,12 +107,13 @@ export async function requestRoutes(app: FastifyInstance, ctx: HttpContext): Pro
       `${prefix}/:bag_id`,
       { schema: { ...show, summary: 'One request or package, with its files', deprecated } },
       (request, reply) => {
-        const pkg = loadPackage(ctx, request, request.params.bag_id);
+        const shown = packageToShow(ctx, request, request.params.bag_id, keptShows);
         reply.type(JSON_TYPE);
         // Without a promise for a stored package (the hot path); the handler's throws are answered as errors all the same.
         // Its body is held already serialised (by this route's schema, on a miss), so fastify sends the Buffer as it is.
-        if (pkg.stored) return void reply.send(storedPackageBody(ctx, request, reply, pkg, keptShows));
-        return requestView(ctx, request, pkg).then((view) => reply.send(view));
+        if (shown.pkg.stored)
+          return void reply.send(storedPackageBody(ctx, request, reply, shown, keptShows));
+        return requestView(ctx, request, shown.pkg).then((view) => reply.send(view));
       },
     );
   }
