@@ -57,7 +57,7 @@ export async function storedPackageFindings(
 const revised = (catalog: Catalog, bagId: string) => (catalog.packages.get(bagId)?.head ?? 1) > 1;
 
 /** Every content file of the package's object (for its copies): its files, or every version's. */
-export function contentOf(catalog: Catalog, bagId: string, files: Iterable<FileRecord>): FileRecord[] {
+function contentOf(catalog: Catalog, bagId: string, files: Iterable<FileRecord>): FileRecord[] {
   return revised(catalog, bagId) ? catalog.revisions.contentFiles(bagId, files) : [...files];
 }
 
