@@ -14,7 +14,7 @@
  */
 import { isDeepStrictEqual } from 'node:util';
 import { LRUCache } from 'lru-cache';
-import type { Removal } from '../catalog/deaccessions.js';
+import type { AbandonedRemoval, Removal } from '../catalog/deaccessions.js';
 import type { FixityState } from '../catalog/fixity.js';
 import type { Package, ReplicaCopy } from '../catalog/types.js';
 
@@ -25,6 +25,8 @@ export interface StorageState {
   replicas: Array<{ name: string; copy: ReplicaCopy | undefined }>;
   /** A tombstone's removals still to do (its replicas show them instead of copies). */
   removals?: Removal[];
+  /** A tombstone's removals given up (their replica left the configuration): shown `unknown`. */
+  abandoned?: AbandonedRemoval[];
 }
 
 interface HeldShow {

@@ -2,17 +2,25 @@
  * The remover at start-up, in process on a real LMDB catalog and real folders, with the state a
  * kill -9 leaves: the primary's removal a crash left is finished, and its emptied layout folders
  * gone, by the time `start` resolves (before the daemon serves or audits); and the removals owed
- * to a replica no longer configured are abandoned in one transaction, with an event and a warning.
+ * to a replica no longer configured are abandoned in one transaction, with an event and a warning;
+ * a dir replica whose folder is not there never counts its removal done.
  */
 import { randomUUID } from 'node:crypto';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { pino } from 'pino';
 import t, { type Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { NO_LONGER_CONFIGURED } from '../../src/catalog/deaccessions.js';
-import { checkTargets, PRIMARY, Remover, targetsFor } from '../../src/replicas/index.js';
+import {
+  checkTargets,
+  objectPrefix,
+  PRIMARY,
+  Remover,
+  ReplicaDown,
+  targetsFor,
+} from '../../src/replicas/index.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { writeRootFiles } from '../../src/storage/ocfl-root.js';
 import { RecordWriter } from '../../src/storage/record-writer.js';
@@ -147,5 +155,32 @@ t.test(
     t.same(catalog.deaccessions.abandonedOf(bagId), [], 'not abandoned once its replica is back');
     t.match(deaccessionEvents()[2], { outcome: 'success', detail: /replica gone is configured again/ });
     t.same(catalog.deaccessions.removalsOf(bagId), [], 'and removed there');
+  },
+);
+
+t.test(
+  'a dir replica whose folder is not there (not mounted) is down: its removal is not done',
+  async (t) => {
+    const dir = mkdtempSync(join(tmpdir(), 'preservd-remover-'));
+    t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+    const root = join(dir, 'mirror');
+    mkdirSync(root);
+    const [target] = await targetsFor([{ name: 'mirror', kind: 'dir', path: root }]);
+    await checkTargets([target!]);
+    const bagId = randomUUID();
+    const object = join(root, Storage.storagePath(bagId));
+    mkdirSync(object, { recursive: true });
+    writeFileSync(join(object, '0=ocfl_object_1.1'), 'ocfl_object_1.1\n');
+
+    renameSync(root, `${root}-away`);
+    await t.rejects(target!.removeObject(objectPrefix(bagId), new AbortController().signal), ReplicaDown);
+    renameSync(`${root}-away`, root);
+    t.ok(existsSync(object), 'the copy is still there');
+    t.same(await target!.removeObject(objectPrefix(bagId), new AbortController().signal), {});
+    t.same(
+      readdirSync(root).sort(),
+      ['0=ocfl_1.1', 'extensions', 'ocfl_layout.json'],
+      'and then removed, folders and all',
+    );
   },
 );
