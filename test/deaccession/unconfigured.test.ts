@@ -12,6 +12,7 @@ import t from 'tap';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
+import { getPage, Jar, logIn } from '../helpers/session.js';
 import { replicaFolder, waitForCopies } from '../replicas/fixtures/replica-world.js';
 
 t.test(
@@ -78,6 +79,16 @@ t.test(
         detail: /replica mirror .*no longer configured/,
       },
     );
+
+    const jar = new Jar();
+    await logIn(after, jar, after.adminToken);
+    const page = await getPage(after, jar, `/packages/${bagId}`);
+    t.match(
+      page.text,
+      /<td>mirror<\/td>\s*<td class="replica-unknown">unknown<\/td>/,
+      'its page shows it unknown',
+    );
+    t.match(page.text, 'not removed: replica no longer configured');
 
     const listed = after.cli(['deaccessions']);
     t.equal(listed.code, 0);
