@@ -218,6 +218,7 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       onBytes: (replica, bytes) => metrics.replicated(replica, bytes),
     }),
   );
+  const repairer = await lifecycle.start('repairs', new Repairer({ catalog, storage, targets, logger }));
   // Deaccessioned content a crash left in storage goes first, before audits could look at it.
   const remover = await lifecycle.start(
     'deaccession removals',
@@ -227,10 +228,9 @@ async function startServices(lifecycle: Lifecycle, parts: ServiceParts): Promise
       targets,
       logger,
       writeRecords: () => records.flush(),
-      copying: (bagId) => replicator.isCopying(bagId),
+      writing: (bagId) => replicator.isCopying(bagId) || repairer.isRepairing(bagId),
     }),
   );
-  const repairer = await lifecycle.start('repairs', new Repairer({ catalog, storage, targets, logger }));
   const ingest = await lifecycle.start(
     'ingest',
     new IngestWorker({

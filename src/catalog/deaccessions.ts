@@ -30,6 +30,20 @@ export interface Removal {
   createdAt: number;
 }
 
+/**
+ * A removal given up: the replica it was owed to is no longer configured, so whether that copy of
+ * the package's content is gone is unknown (never claimed removed).
+ */
+export interface AbandonedRemoval {
+  bagId: string;
+  copy: string;
+  reason: string;
+  at: number;
+}
+
+/** Why a removal is abandoned when its replica left the configuration. */
+export const NO_LONGER_CONFIGURED = 'not removed: replica no longer configured';
+
 export type RequestResult = { created: Deaccession } | { existing: Deaccession } | { refused: string };
 
 export type DecisionResult = { decided: Deaccession } | { refused: 'not-requested' | 'own-request' };
@@ -45,6 +59,8 @@ export class DeaccessionStore {
   private readonly requested: Database<number, string>;
   /** `[bag_id, copy]` → a removal still to do. */
   private readonly removals: Database<Removal, [string, string]>;
+  /** `[bag_id, copy]` → a removal abandoned (its replica left the configuration). */
+  private readonly abandoned: Database<AbandonedRemoval, [string, string]>;
   /** Other work that makes a request wait (a revision in flight); wired by whoever owns it. */
   otherWorkOn: BusyCheck = () => undefined;
 
@@ -64,6 +80,7 @@ export class DeaccessionStore {
     this.byPackage = root.openDB({ name: 'deaccessionsByPackage' });
     this.requested = root.openDB({ name: 'deaccessionsRequested' });
     this.removals = root.openDB({ name: 'deaccessionRemovals' });
+    this.abandoned = root.openDB({ name: 'deaccessionRemovalsAbandoned' });
   }
 
   get(id: number): Deaccession | undefined {
@@ -204,6 +221,56 @@ export class DeaccessionStore {
   /** The removals still to do of one package (what its page and the audit show). */
   removalsOf(bagId: string): Removal[] {
     return [...this.removals.getRange({ start: [bagId], end: [bagId, '\uffff'] })].map((e) => e.value);
+  }
+
+  /** The removals of one package given up (their replica left the configuration). */
+  abandonedOf(bagId: string): AbandonedRemoval[] {
+    return [...this.abandoned.getRange({ start: [bagId], end: [bagId, '\uffff'] })].map((e) => e.value);
+  }
+
+  /**
+   * At start-up, with the replicas configured now, in one transaction: a removal owed to a
+   * replica no longer configured is abandoned, with a `deaccession` failure event naming it (that
+   * copy may still hold the content); one abandoned earlier whose replica is configured again is
+   * owed again, with an event saying so. The packages left with no removal to do are returned.
+   */
+  settleRemovals(configured: readonly string[], primary: string): { abandoned: Removal[]; done: string[] } {
+    const known = new Set([primary, ...configured]);
+    return this.catalog.transaction(() => {
+      const abandoned = this.pendingRemovals().filter((r) => !known.has(r.copy));
+      const at = Date.now();
+      for (const { bagId, copy } of abandoned) {
+        this.removals.removeSync([bagId, copy]);
+        this.abandoned.putSync([bagId, copy], { bagId, copy, reason: NO_LONGER_CONFIGURED, at });
+        this.stores.events.add({
+          bagId,
+          type: 'deaccession',
+          executor: 'preservd',
+          outcome: 'failure',
+          detail: `its content on replica ${copy} was not removed and never will be: replica ${copy} is no longer configured; whether that copy is gone is unknown`,
+          date: at,
+        });
+      }
+      for (const { value } of [...this.abandoned.getRange()])
+        if (configured.includes(value.copy)) {
+          this.abandoned.removeSync([value.bagId, value.copy]);
+          this.removals.putSync([value.bagId, value.copy], {
+            bagId: value.bagId,
+            copy: value.copy,
+            createdAt: at,
+          });
+          this.stores.events.add({
+            bagId: value.bagId,
+            type: 'deaccession',
+            executor: 'preservd',
+            outcome: 'success',
+            detail: `replica ${value.copy} is configured again: its content there is to be removed`,
+            date: at,
+          });
+        }
+      const done = [...new Set(abandoned.map((r) => r.bagId))].filter((b) => this.removalsOf(b).length === 0);
+      return { abandoned, done };
+    });
   }
 
   /** A copy's removal did not finish: retained by Object Lock until a date, or failed for now. */

@@ -6,7 +6,7 @@
  * be read.
  */
 import { Catalog } from '../catalog/catalog.js';
-import type { Removal } from '../catalog/deaccessions.js';
+import type { AbandonedRemoval, Removal } from '../catalog/deaccessions.js';
 import type { Config } from '../config/config.js';
 import { DataLayout } from '../storage/layout.js';
 import type { CommandIO } from './users.js';
@@ -31,7 +31,12 @@ export async function runDeaccessions(argv: string[], io: CommandIO, config: Con
       const page = catalog.deaccessions.page(after, 256, () => true);
       for (const d of page.items) {
         const content =
-          d.status === 'approved' ? removalState(catalog.deaccessions.removalsOf(d.bagId)) : 'kept';
+          d.status === 'approved'
+            ? removalState(
+                catalog.deaccessions.removalsOf(d.bagId),
+                catalog.deaccessions.abandonedOf(d.bagId),
+              )
+            : 'kept';
         lines.push(
           [
             d.id,
@@ -55,14 +60,18 @@ export async function runDeaccessions(argv: string[], io: CommandIO, config: Con
   }
 }
 
-/** What is left of an approved deaccession's content: removed, or the copies still holding it. */
-function removalState(removals: readonly Removal[]): string {
-  if (removals.length === 0) return 'removed';
-  return removals
-    .map((r) =>
+/**
+ * What is left of an approved deaccession's content: removed, or the copies still holding it,
+ * and those whose removal was given up (never called removed).
+ */
+function removalState(removals: readonly Removal[], abandoned: readonly AbandonedRemoval[]): string {
+  const left = [
+    ...removals.map((r) =>
       r.retainedUntil === undefined
         ? `removing from ${r.copy}`
         : `${r.copy} retained until ${new Date(r.retainedUntil).toISOString()}`,
-    )
-    .join(', ');
+    ),
+    ...abandoned.map((a) => `${a.copy} unknown (${a.reason})`),
+  ];
+  return left.length === 0 ? 'removed' : left.join(', ');
 }

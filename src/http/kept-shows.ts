@@ -15,7 +15,7 @@
  * tombstones (their removals are not among the bytes compared) are not held here.
  */
 import { LRUCache } from 'lru-cache';
-import type { Removal } from '../catalog/deaccessions.js';
+import type { AbandonedRemoval, Removal } from '../catalog/deaccessions.js';
 import type { FixityState } from '../catalog/fixity.js';
 import type { Package, ReplicaCopy } from '../catalog/types.js';
 
@@ -26,6 +26,8 @@ export interface StorageState {
   replicas: Array<{ name: string; copy: ReplicaCopy | undefined }>;
   /** A tombstone's removals still to do (its replicas show them instead of copies). */
   removals?: Removal[];
+  /** A tombstone's removals given up (their replica left the configuration): shown `unknown`. */
+  abandoned?: AbandonedRemoval[];
 }
 
 /** The storage records a show with storage details shows, as stored: the fixity state, then each configured replica's copy (undefined: none). */

@@ -44,16 +44,19 @@ const packageSchema = Type.Object(
         Type.Object({
           name: Type.Optional(Type.String()),
           status: Type.Optional(
-            StringEnum(['pending', 'verified', 'failed', 'removing', 'retained', 'removed'], {
+            StringEnum(['pending', 'verified', 'failed', 'removing', 'retained', 'removed', 'unknown'], {
               description:
-                "A tombstone's copies: removing (to do), retained (S3 Object Lock keeps it until retained_until; hidden, removed then), removed.",
+                "A tombstone's copies: removing (to do), retained (S3 Object Lock keeps it until retained_until; hidden, removed then), removed, unknown (its replica is no longer configured: not removed by preservd; error says so).",
             }),
           ),
           verified_at: Type.Optional(Nullable(date)),
-          error: Type.Optional(Type.String({ description: 'Failed only: what is wrong.' })),
+          error: Type.Optional(Type.String({ description: 'Failed or unknown only: what is wrong.' })),
           retained_until: Type.Optional(date),
         }),
-        { description: "Admins only: the package's copy on each configured replica." },
+        {
+          description:
+            "Admins only: the package's copy on each configured replica; a tombstone's on a replica no longer configured too (unknown).",
+        },
       ),
     ),
     stored: Type.Optional(Type.Boolean()),

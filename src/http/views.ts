@@ -2,7 +2,7 @@
  * Wire shapes of the API (API.md): snake_case, RFC 3339 UTC dates with milliseconds, fields in
  * the documented order, `storage_location` for admins only.
  */
-import type { Removal } from '../catalog/deaccessions.js';
+import type { AbandonedRemoval, Removal } from '../catalog/deaccessions.js';
 import type { FixityState } from '../catalog/fixity.js';
 import {
   errorsOf,
@@ -42,6 +42,8 @@ export interface PackageViewOptions {
   replicas?: Array<{ name: string; copy: ReplicaCopy | undefined }> | undefined;
   /** Admins only, of a tombstone: the removals of its copies still to do. */
   removals?: Removal[] | undefined;
+  /** Admins only, of a tombstone: the removals given up, their replica no longer configured. */
+  abandoned?: AbandonedRemoval[] | undefined;
   /** Admins only: the package's verification state (undefined for an open request). */
   fixity?: FixityState | undefined;
   files?: string[] | undefined;
@@ -61,14 +63,23 @@ export function packageView(pkg: Package, o: PackageViewOptions): PackageWire {
   };
   if (o.storageVisible) view.storage_location = pkg.stored ? (o.storageLocation ?? null) : null;
   if (o.storageVisible && o.replicas !== undefined)
-    view.replicas = o.replicas.map(({ name, copy }) =>
-      pkg.deaccessioned === undefined
-        ? replicaView(name, copy)
-        : removalView(
-            name,
-            o.removals?.find((r) => r.copy === name),
-          ),
-    );
+    view.replicas = [
+      ...o.replicas.map(({ name, copy }) =>
+        pkg.deaccessioned === undefined
+          ? replicaView(name, copy)
+          : removalView(
+              name,
+              o.removals?.find((r) => r.copy === name),
+            ),
+      ),
+      // Never `removed`: nothing could remove a copy on a replica no longer configured.
+      ...(o.abandoned ?? []).map((a): ReplicaCopyWire => ({
+        name: a.copy,
+        status: 'unknown',
+        verified_at: null,
+        error: a.reason,
+      })),
+    ];
   view.stored = pkg.stored;
   if (pkg.stored) view.version = o.version ?? pkg.head ?? 1;
   if (pkg.deaccessioned !== undefined)

@@ -108,6 +108,20 @@ export class DirTarget implements ReplicaTarget {
       );
   }
 
+  /**
+   * A root that is not there (its volume not mounted) is down: a write never makes it again, and
+   * a removal never takes its absence for a copy removed.
+   */
+  private async rootThere(): Promise<void> {
+    if (
+      !(await stat(this.root).then(
+        (s) => s.isDirectory(),
+        () => false,
+      ))
+    )
+      throw new ReplicaDown(this.name, `folder ${this.root} is not there`);
+  }
+
   private temporaryName(): string {
     return join(this.scratch, `${process.pid}-${randomBytes(8).toString('hex')}.tmp`);
   }
@@ -134,6 +148,7 @@ export class DirTarget implements ReplicaTarget {
         source.destroy();
         return 'exists';
       }
+      await this.rootThere();
       await mkdir(folder, { recursive: true, mode: 0o750 });
       if (!this.scratchMade) await mkdir(this.scratch, { recursive: true, mode: 0o750 });
       this.scratchMade = true;
@@ -252,17 +267,23 @@ export class DirTarget implements ReplicaTarget {
 
   /**
    * The object folder renamed whole into the scratch folder (the root holds all of it or none),
-   * deleted there, and the layout's folders it leaves empty removed.
+   * the layout's folders it leaves empty removed at once (the root stays a valid OCFL root), then
+   * deleted there. A root that is not there (a volume not mounted) is down, not a removal done.
    */
   async removeObject(prefix: string): Promise<{ retainedUntil?: Date }> {
     const folder = this.path(prefix.replace(/\/+$/, ''));
     const removing = join(this.scratch, `${process.pid}-${randomBytes(8).toString('hex')}.removing`);
     try {
+      await this.rootThere();
       await mkdir(this.scratch, { recursive: true, mode: 0o750 });
       await rename(folder, removing).catch((err: unknown) => {
         if (errorCode(err) !== 'ENOENT') throw err;
       });
       failpoint('deaccession:replica-renamed');
+      for (let up = dirname(folder); up.startsWith(`${this.root}/`); up = dirname(up)) {
+        if ((await readdir(up).catch(() => ['?'])).length > 0) break;
+        await rmdir(up);
+      }
       // This one, and any an earlier run was killed before it could delete.
       for (const name of await readdir(this.scratch))
         if (
@@ -270,10 +291,6 @@ export class DirTarget implements ReplicaTarget {
           (name === basename(removing) || Number(REMOVING.exec(name)![1]) !== process.pid)
         )
           await rm(join(this.scratch, name), { recursive: true, force: true });
-      for (let up = dirname(folder); up.startsWith(`${this.root}/`); up = dirname(up)) {
-        if ((await readdir(up).catch(() => ['?'])).length > 0) break;
-        await rmdir(up);
-      }
     } catch (err) {
       throw this.down(err);
     }

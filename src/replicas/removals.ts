@@ -4,8 +4,10 @@
  * the catalog. Before a root loses the object it must hold the package's tombstone (the record
  * writer's `preservd-tombstones.json`), so a rebuild from any root brings the tombstone back.
  * Every step is idempotent, and start-up runs the removals a crash left: storage always ends as
- * the catalog says. A copy under S3 Object Lock retention is hidden at once and removed when its
- * date has passed.
+ * the catalog says: the primary's removals before the daemon serves or audits, so the root it
+ * serves from is never left half emptied. A copy under S3 Object Lock retention is hidden at once
+ * and removed when its date has passed. A removal owed to a replica no longer configured is
+ * abandoned at start-up (catalog/deaccessions.ts, `settleRemovals`): nothing could remove it.
  */
 import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/catalog.js';
@@ -31,8 +33,11 @@ export interface RemoverOptions {
   logger: Logger;
   /** Writes the preservd records that are behind now (the tombstones file among them). */
   writeRecords: () => Promise<void>;
-  /** Whether the replicator is making a copy of the package now: its removal there waits for it. */
-  copying: (bagId: string) => boolean;
+  /**
+   * Whether the package is being written now (the replicator copying it, a repair restoring it):
+   * its removals wait, so nothing writes into an object, or makes its folders, after it went.
+   */
+  writing: (bagId: string) => boolean;
 }
 
 export class Remover implements Service {
@@ -51,7 +56,11 @@ export class Remover implements Service {
     );
   }
 
-  start(signal: AbortSignal): void {
+  /** Settles the removals owed to replicas no longer configured, finishes the primary's, then runs. */
+  async start(signal: AbortSignal): Promise<void> {
+    this.abandonUnconfigured();
+    for (const removal of this.o.catalog.deaccessions.pendingRemovals())
+      if (removal.copy === PRIMARY && !signal.aborted) await this.remove(removal, true, signal);
     this.loop.start(signal);
   }
 
@@ -73,7 +82,12 @@ export class Remover implements Service {
     let next = Infinity;
     const recheck = Date.now() >= this.recheckAfter;
     if (recheck) this.recheckAfter = Date.now() + LONGEST_WAIT_MS;
-    for (const removal of this.o.catalog.deaccessions.pendingRemovals()) {
+    // The primary's first: it is local and quick, and the root the daemon serves from.
+    const removals = this.o.catalog.deaccessions.pendingRemovals();
+    for (const removal of [
+      ...removals.filter((r) => r.copy === PRIMARY),
+      ...removals.filter((r) => r.copy !== PRIMARY),
+    ]) {
       if (signal.aborted) return;
       const at = await this.remove(removal, recheck, signal);
       next = Math.min(next, at);
@@ -90,12 +104,12 @@ export class Remover implements Service {
       return removal.retainedUntil;
     if (catalog.records.isBehind(bagId)) await this.o.writeRecords();
     if (catalog.records.isBehind(bagId)) return now + RETRY_MS / 10; // the tombstone is not in every root yet
+    if (this.o.writing(bagId)) return now + 1000;
     try {
       if (copy === PRIMARY) await removeObjectFromPrimary(this.o.storage, bagId);
       else {
         const target = this.o.targets.find((t) => t.name === copy);
-        if (target === undefined) return now + RETRY_MS; // a replica no longer configured: its removal waits
-        if (this.o.copying(bagId)) return now + 1000;
+        if (target === undefined) return Infinity; // abandoned at start-up (abandonUnconfigured)
         const { retainedUntil } = await target.removeObject(objectPrefix(bagId), signal);
         if (retainedUntil !== undefined) {
           const known = removal.retainedUntil === retainedUntil.getTime();
@@ -122,5 +136,20 @@ export class Remover implements Service {
       );
       return now + RETRY_MS;
     }
+  }
+
+  /** The removals owed to replicas no longer configured: abandoned, each logged and recorded as an event. */
+  private abandonUnconfigured(): void {
+    const { catalog, logger, targets } = this.o;
+    const { abandoned, done } = catalog.deaccessions.settleRemovals(
+      targets.map((t) => t.name),
+      PRIMARY,
+    );
+    for (const { bagId, copy } of abandoned)
+      logger.warn(
+        { bagId, replica: copy },
+        `deaccessioned ${bagId}: replica ${copy} is no longer configured, so its copy of the content was not removed; that removal is abandoned (the copy's state is unknown)`,
+      );
+    for (const bagId of done) catalog.files.unstage(bagId);
   }
 }

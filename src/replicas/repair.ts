@@ -72,6 +72,11 @@ export class Repairer implements Service {
     return run;
   }
 
+  /** Whether a repair of the package is under way (a deaccession's removals wait for it). */
+  isRepairing(bagId: string): boolean {
+    return this.running.has(bagId);
+  }
+
   /** Starts a repair in the background; its failure is logged. */
   repairSoon(bagId: string, executor: string): void {
     this.repair(bagId, executor).catch((err: unknown) => {
@@ -92,6 +97,8 @@ export class Repairer implements Service {
     const { catalog, storage, logger } = this.opts;
     const pkg = catalog.packages.get(bagId);
     if (pkg?.storagePath === undefined) throw new Error(`package ${bagId} is not stored`);
+    // A tombstone's content is being removed: nothing is restored, and no folder made, for it.
+    if (pkg.deaccessioned !== undefined) return { restored: 0, unrecoverable: 0 };
     // Replicas whose copy was made (or was, before it was found damaged); a pending copy is the replicator's.
     const copies = catalog.replication.forPackage(bagId);
     const targets = this.opts.targets.filter((t) =>

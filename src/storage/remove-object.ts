@@ -1,8 +1,9 @@
 /**
  * A deaccessioned package's object taken out of the primary root (catalog/deaccessions.ts): the
  * object folder is renamed whole into `staging/` (one rename: the root holds the whole object or
- * none of it, so it stays a valid OCFL root at every moment), then deleted there, and the layout's
- * folders it leaves empty go. Run again after a crash at any point, it finishes the job.
+ * none of it), the layout's folders it leaves empty go at once (an empty folder is no valid OCFL
+ * root, E073), then it is deleted there, however long that takes. Run again after a crash at any
+ * point, it finishes the job.
  */
 import { constants } from 'node:fs';
 import { open, readdir, rename, rm, rmdir } from 'node:fs/promises';
@@ -25,9 +26,14 @@ export async function removeObjectFromPrimary(storage: Storage, bagId: string): 
     // Gone already (an earlier run renamed it, or it never reached this root).
     if (errorCode(err) !== 'ENOENT') throw err;
   }
+  await pruneEmptyFolders(storage, dirname(object));
   await rm(removing, { recursive: true, force: true });
-  for (let folder = dirname(object); folder.startsWith(`${storage.storageRoot}/`); folder = dirname(folder)) {
-    if ((await readdir(folder).catch(() => ['?'])).length > 0) break;
+}
+
+/** Removes `folder` and the parents below the root it leaves empty, up to the first that is not. */
+async function pruneEmptyFolders(storage: Storage, folder: string): Promise<void> {
+  for (; folder.startsWith(`${storage.storageRoot}/`); folder = dirname(folder)) {
+    if ((await readdir(folder).catch(() => ['?'])).length > 0) return;
     await rmdir(folder).catch((err: unknown) => {
       if (errorCode(err) !== 'ENOENT' && errorCode(err) !== 'ENOTEMPTY') throw err;
     });

@@ -164,7 +164,9 @@ export async function makeBag(dir: string, opts: MakeBagOptions): Promise<string
   if (opts.algorithms !== undefined) manifestOptions.algorithms = opts.algorithms;
   if (opts.tagAlgorithms !== undefined) manifestOptions.tagAlgorithms = opts.tagAlgorithms;
   await writeManifests(dir, manifestOptions);
-  const mtime = opts.mtime ?? new Date(Math.floor(Date.now() / 1000) * 1000);
+  // A minute back, in whole seconds: rsync's quick check compares whole seconds, so a file a test
+  // changes at the same size within the second the bag was made would not be sent again.
+  const mtime = opts.mtime ?? new Date((Math.floor(Date.now() / 1000) - 60) * 1000);
   for (const rel of filesUnder(dir, { regularOnly: true })) await utimes(join(dir, rel), mtime, mtime);
 
   for (const rel of opts.corrupt ?? []) {

@@ -198,13 +198,16 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
 function replicaRows(ctx: HttpContext, pkg: Package) {
   const removals =
     pkg.deaccessioned === undefined ? undefined : ctx.catalog.deaccessions.removalsOf(pkg.bagId);
-  return ctx.config.replicas.map(({ name }) => {
+  const rows = ctx.config.replicas.map(({ name }) => {
     if (removals === undefined) return { name, copy: ctx.catalog.replication.get(pkg.bagId, name) };
     const removal = removals.find((r) => r.copy === name);
     if (removal === undefined) return { name, removal: 'removed' };
     if (removal.retainedUntil === undefined) return { name, removal: 'removing' };
     return { name, removal: 'retained', retainedUntil: removal.retainedUntil };
   });
+  if (removals === undefined) return rows;
+  const abandoned = ctx.catalog.deaccessions.abandonedOf(pkg.bagId);
+  return [...rows, ...abandoned.map((a) => ({ name: a.copy, removal: 'unknown', problem: a.reason }))];
 }
 
 function requireAuditor(request: Parameters<typeof access>[0]) {

@@ -108,7 +108,12 @@ function storageStateFor(ctx: HttpContext, request: FastifyRequest, pkg: Package
       name,
       copy: ctx.catalog.replication.get(pkg.bagId, name),
     })),
-    ...(pkg.deaccessioned === undefined ? {} : { removals: ctx.catalog.deaccessions.removalsOf(pkg.bagId) }),
+    ...(pkg.deaccessioned === undefined
+      ? {}
+      : {
+          removals: ctx.catalog.deaccessions.removalsOf(pkg.bagId),
+          abandoned: ctx.catalog.deaccessions.abandonedOf(pkg.bagId),
+        }),
   };
 }
 
@@ -129,6 +134,7 @@ function packageViewFor(
         : undefined,
     replicas: storage?.replicas,
     removals: storage?.removals,
+    abandoned: storage?.abandoned,
     fixity: storage?.fixity,
     files,
     upload,
