@@ -93,6 +93,9 @@ export function restoreTombstone(
     catalog.raiseSequence('queue', lastItem);
     catalog.raiseSequence('event', lastEvent);
     catalog.raiseSequence('deaccession', d.request);
+    // The root read may be the only one that still holds the tombstones file (a lost primary, a
+    // new disk for a replica): the writer puts it back in every root.
+    catalog.records.markPackage(bagId);
   });
 }
 

@@ -200,6 +200,8 @@ t.test('two people: asked with a reason, decided by a second admin; a tombstone 
   t.test('a rebuild from the replica brings the tombstone back', async (t) => {
     t.equal(await d.stop(), 0);
     rmSync(join(d.dataDir, 'catalog'), { recursive: true, force: true });
+    // As from a new primary disk: the tombstones file only in the root rebuilt from.
+    rmSync(join(storage, TOMBSTONES_RECORD));
     const rebuilt = d.cli(['rebuild', '--from', 'mirror']);
     t.equal(rebuilt.code, 0, `${rebuilt.stdout}${rebuilt.stderr}`);
     const after = await TestDaemon.start(t, {
@@ -228,5 +230,13 @@ t.test('two people: asked with a reason, decided by a second admin; a tombstone 
     t.equal((await after.request('GET', `/v1/packages/${a}/a.txt`, { token })).status, 410);
     t.match((await after.request('GET', where, { token })).json, { status: 'approved', decided_by: 'admin' });
     t.equal((await after.request('GET', `/v1/packages/${b}/b.txt`, { token })).text, 'stays\n');
+    const deadline = Date.now() + 60_000;
+    while (!existsSync(join(storage, TOMBSTONES_RECORD)) && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 100));
+    t.same(
+      tombstonesOf(storage),
+      [a],
+      "the primary's tombstones file written again from the rebuilt catalog",
+    );
   });
 });
