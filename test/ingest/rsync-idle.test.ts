@@ -71,7 +71,13 @@ t.test('200 idle connections neither block an upload nor cost an rsync process e
   await holder.open(100, 'greeting');
   await holder.open(100, 'bare');
   await new Promise((r) => setTimeout(r, 500)); // the greetings and module names are in
-  const rsyncs = rsyncsOf(d.proc.pid!).length;
+  // The holder re-opens what the server drops, so for a moment one more may be starting while the
+  // oldest is being killed (33 was seen once at load ~10); without the bound there would be ~200.
+  let rsyncs = rsyncsOf(d.proc.pid!).length;
+  for (let tries = 0; rsyncs > 32 && tries < 20; tries++) {
+    await new Promise((r) => setTimeout(r, 100));
+    rsyncs = rsyncsOf(d.proc.pid!).length;
+  }
   t.ok(rsyncs <= 32, `at most 32 rsync processes for 200 idle connections from one address (${rsyncs})`);
 
   // Three uploads while the holder keeps re-opening what the server drops.
