@@ -61,6 +61,7 @@ import { TestDaemon } from '../test/helpers/daemon.js';
 import { makeBag } from '../test/helpers/make-bag.js';
 import { fileRecordOf } from '../test/helpers/stored-package.js';
 import { filesUnder } from '../test/helpers/walk.js';
+import { rcloneEnv } from './lib/rclone.js';
 import { median, range } from './stats.js';
 
 const USAGE =
@@ -559,18 +560,7 @@ async function main(): Promise<void> {
  * rate rather than the replicator's verified one (that copy is bench/replicate's measure).
  */
 function rcloneCopy(root: string, replica: CephReplica): number {
-  // An AWS_CA_BUNDLE in the environment makes rclone's S3 backend fail on a plain-http endpoint.
-  const { AWS_CA_BUNDLE: _bundle, ...inherited } = process.env;
-  const env = {
-    ...inherited,
-    RCLONE_CONFIG: '/dev/null',
-    RCLONE_S3_PROVIDER: 'Ceph',
-    RCLONE_S3_ENDPOINT: replica.endpoint,
-    RCLONE_S3_ACCESS_KEY_ID: replica.accessKeyId,
-    RCLONE_S3_SECRET_ACCESS_KEY: replica.secretAccessKey,
-    RCLONE_S3_REGION: replica.region,
-    RCLONE_S3_FORCE_PATH_STYLE: 'true',
-  };
+  const env = rcloneEnv(replica);
   const started = performance.now();
   const run = spawnSync(
     'rclone',

@@ -29,6 +29,7 @@ import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { CreateBucketCommand, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
+import { rcloneEnv } from './lib/rclone.js';
 import { startCeph, type Ceph } from '../test/helpers/ceph.js';
 import { TestDaemon } from '../test/helpers/daemon.js';
 import { ingestBag } from '../test/helpers/ingest.js';
@@ -138,18 +139,7 @@ function rawPut(dir: string, paths: string[]): Promise<number> {
 /** Seconds of `rclone copy dir :s3:bench/rclone` with the defaults. */
 function rclone(dir: string): Promise<number> {
   return withCeph(async (ceph) => {
-    // An AWS_CA_BUNDLE in the environment makes rclone's S3 backend fail on a plain-http endpoint.
-    const { AWS_CA_BUNDLE: _bundle, ...inherited } = process.env;
-    const env = {
-      ...inherited,
-      RCLONE_CONFIG: '/dev/null',
-      RCLONE_S3_PROVIDER: 'Ceph',
-      RCLONE_S3_ENDPOINT: endpointOf(ceph),
-      RCLONE_S3_ACCESS_KEY_ID: ceph.accessKeyId,
-      RCLONE_S3_SECRET_ACCESS_KEY: ceph.secretAccessKey,
-      RCLONE_S3_REGION: ceph.region,
-      RCLONE_S3_FORCE_PATH_STYLE: 'true',
-    };
+    const env = rcloneEnv({ ...ceph, endpoint: endpointOf(ceph) });
     const started = performance.now();
     const run = spawnSync(
       'rclone',
