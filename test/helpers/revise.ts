@@ -3,7 +3,7 @@
  * (files changed, added, removed), its Payload-Oxum and manifests rewritten, rsync'd to the
  * revision's link, completed, and waited for until DONE.
  */
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { rsyncUpload, type TestDaemon } from './daemon.js';
 import { writeManifests } from './make-bag.js';
@@ -29,6 +29,10 @@ export async function revise(
     readFileSync(info, 'utf8').replace(/Payload-Oxum: .*/, `Payload-Oxum: ${octets}.${payload.length}`),
   );
   await writeManifests(bagDir);
+  // rsync's quick check compares size and whole-second mtime: a file rewritten with the same size
+  // within the second of the last upload would not be sent. Every file is dated n minutes on.
+  const later = new Date(Date.now() + n * 60_000);
+  for (const p of filesUnder(bagDir, { regularOnly: true })) utimesSync(join(bagDir, p), later, later);
   const up = rsyncUpload(bagDir, opened.json.upload_link);
   if (up.code !== 0) throw new Error(`rsync: ${up.output}`);
   const done = await d.request('POST', `/v1/packages/${bagId}/revisions/${n}/complete`);
