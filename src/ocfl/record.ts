@@ -9,6 +9,7 @@
  */
 import { Type, type Static, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
+import type { VersionRecord } from '../catalog/revisions.js';
 import {
   EVENT_TYPES,
   OUTCOMES,
@@ -141,13 +142,7 @@ const rfc3339 = (ms: number) => new Date(ms).toISOString();
  * What the catalog keeps of a revised package's versions (catalog/revisions.ts): each version as
  * its list shows it, and the revision that made it, so that a rebuild brings them back as they were.
  */
-export interface KeptVersion {
-  version: number;
-  createdAt: number;
-  user: string;
-  note: string | null;
-  files: number;
-  bytes: number;
+export interface KeptVersion extends VersionRecord {
   revision?: { user: string; createdAt: number; updatedAt: number } | undefined;
 }
 
