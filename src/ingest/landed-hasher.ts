@@ -83,6 +83,11 @@ interface Job {
   due: number;
   tries: number;
   started: boolean;
+  /**
+   * Complete has come for its upload (a claim waits for it, or the upload was taken over): if
+   * its read under way does not record it, it is given up at once, not tried again later.
+   */
+  claimed: boolean;
   done: Promise<void>;
   resolve: () => void;
 }
@@ -136,6 +141,7 @@ export class LandedHasher {
         due: Date.now(),
         tries: 0,
         started: false,
+        claimed: false,
         done,
         resolve,
       };
@@ -157,8 +163,10 @@ export class LandedHasher {
     for (const k of this.byFile.get(keyOf(bagId, path)) ?? []) {
       const job = this.jobs.get(k);
       if (job === undefined) continue;
-      if (job.started) await job.done;
-      else this.finish(k, job);
+      if (job.started) {
+        job.claimed = true;
+        await job.done;
+      } else this.finish(k, job);
     }
     return this.o.catalog.landedHashes.get(bagId, path);
   }
@@ -172,7 +180,11 @@ export class LandedHasher {
   async takeOver(bagId: string, dir: string): Promise<ReadonlySet<string>> {
     const paths: string[] = [];
     for (const [k, job] of this.jobs) {
-      if (job.bagId !== bagId || job.started) continue;
+      if (job.bagId !== bagId) continue;
+      if (job.started) {
+        job.claimed = true; // its file has left the landing folder: not looked for there again
+        continue;
+      }
       this.finish(k, job);
       paths.push(job.path);
     }
@@ -366,9 +378,12 @@ export class LandedHasher {
     return algorithms;
   }
 
-  /** Back to the queue after `delayMs`; undefined: given up (the file is read at complete). */
+  /**
+   * Back to the queue after `delayMs`; undefined, or a job complete has claimed: given up (the
+   * file is read at complete, which must not wait out the retries).
+   */
   private again(key: string, job: Job, delayMs: number | undefined): void {
-    if (delayMs === undefined || this.stopped) return this.finish(key, job);
+    if (delayMs === undefined || this.stopped || job.claimed) return this.finish(key, job);
     job.started = false;
     job.due = Date.now() + delayMs;
   }
