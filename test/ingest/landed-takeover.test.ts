@@ -124,13 +124,17 @@ t.test(
       return { bagId, staged, recorded };
     };
     // Before, such a job went back to the queue to look for its file again (after 0.1, 0.4, 1 and
-    // 3 s), and the validation's claim waited all of that out: 4.5 s per complete.
+    // 3 s), and the validation's claim waited all of that out: never less than 4.5 s. Now it ends
+    // with the read (one failed read of a warm pool and an lstat): the bound is that, not a speed.
     const within = async <T>(what: string, promise: Promise<T>): Promise<T> => {
       const began = Date.now();
       const value = await promise;
-      t.ok(Date.now() - began < 2_000, `${what} in ${Date.now() - began} ms, without the retries`);
+      t.ok(Date.now() - began < 4_000, `${what} in ${Date.now() - began} ms, without the retries`);
       return value;
     };
+    // The pool's worker started, so that its start is not in what is timed.
+    writeFileSync(join(dataDir, 'warm.txt'), 'warm\n');
+    await real.hashFile(join(dataDir, 'warm.txt'), ['sha256']);
 
     const claimed = await reading();
     const claim = landed.claim(claimed.bagId, 'data/a.txt');
