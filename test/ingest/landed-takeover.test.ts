@@ -3,45 +3,21 @@
  * landed-hasher.ts, `takeOver`): the bag's queued files leave the queue unread and unrecorded
  * (the validation reads them), are flushed where the upload is staged, and are named as flushed
  * so that the store does not flush them again; a file that is gone is not named; another bag's
- * queue is left alone.
+ * queue is left alone; a read under way that complete claims is given up once its file has left.
  */
-import { randomUUID } from 'node:crypto';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { Catalog } from '../../src/catalog/catalog.js';
-import { FixityPool } from '../../src/fixity/index.js';
-import { newCapability } from '../../src/ingest/capability.js';
-import { LandedHasher, type LandedPool } from '../../src/ingest/landed-hasher.js';
-import { LandingZone } from '../../src/ingest/landing.js';
-import { silentLogger } from '../../src/logger.js';
-import { DataLayout } from '../../src/storage/layout.js';
+import type { FixityPool } from '../../src/fixity/index.js';
+import type { LandedPool } from '../../src/ingest/landed-hasher.js';
+import { landedWorld } from '../helpers/landed-world.js';
 
 t.test("the ingest takes over a bag's queued files and flushes them where they are staged", async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'preservd-takeover-'));
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const layout = new DataLayout(dataDir);
-  await layout.ensure();
-  const catalog = Catalog.open(layout);
-  t.teardown(() => catalog.close());
-  const pool = new FixityPool({ workers: 1 });
-  t.teardown(() => pool.close());
-  const landing = new LandingZone(layout);
   // Held as while a download is answered: nothing queued starts.
-  const landed = new LandedHasher({ catalog, landing, pool, logger: silentLogger, holdWhile: () => true });
-  t.teardown(() => landed.stop());
+  const { dataDir, catalog, landing, landed, request } = await landedWorld(t, { holdWhile: () => true });
 
   const bag = (files: Record<string, string>) => {
-    const capability = newCapability();
-    const bagId = randomUUID();
-    catalog.packages.create({
-      bagId,
-      externalId: `ext-${bagId}`,
-      contentType: 'digital',
-      user: 'alice',
-      capability,
-    });
+    const { bagId, capability } = request();
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(join(landing.path(capability), path, '..'), { recursive: true });
       writeFileSync(join(landing.path(capability), path), text);
@@ -78,18 +54,10 @@ t.test("the ingest takes over a bag's queued files and flushes them where they a
 t.test(
   'a read under way when complete comes is given up, not tried again, once its file has left',
   async (t) => {
-    const dataDir = mkdtempSync(join(tmpdir(), 'preservd-takeover-'));
-    t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-    const layout = new DataLayout(dataDir);
-    await layout.ensure();
-    const catalog = Catalog.open(layout);
-    t.teardown(() => catalog.close());
-    const real = new FixityPool({ workers: 1 });
-    t.teardown(() => real.close());
     // The real pool, behind a gate: a read starts, and waits there until the test lets it go on.
     let entered: () => void = () => undefined;
     let release: () => void = () => undefined;
-    const pool: LandedPool = {
+    const gated = (real: FixityPool): LandedPool => ({
       hashFile: (...args) => real.hashFile(...args),
       hashFiles: async (...args) => {
         const gate = new Promise<void>((resolve) => (release = resolve));
@@ -97,22 +65,12 @@ t.test(
         await gate;
         return real.hashFiles(...args);
       },
-    };
-    const landing = new LandingZone(layout);
-    const landed = new LandedHasher({ catalog, landing, pool, logger: silentLogger });
-    t.teardown(() => landed.stop());
+    });
+    const { dataDir, catalog, landing, pool, landed, request } = await landedWorld(t, { pool: gated });
 
     /** A bag whose one small file is being read (held at the gate) when this resolves. */
     const reading = async () => {
-      const capability = newCapability();
-      const bagId = randomUUID();
-      catalog.packages.create({
-        bagId,
-        externalId: `ext-${bagId}`,
-        contentType: 'digital',
-        user: 'alice',
-        capability,
-      });
+      const { bagId, capability } = request();
       mkdirSync(join(landing.path(capability), 'data'), { recursive: true });
       writeFileSync(join(landing.path(capability), 'data/a.txt'), 'a\n');
       const started = new Promise<void>((resolve) => (entered = resolve));
@@ -134,7 +92,7 @@ t.test(
     };
     // The pool's worker started, so that its start is not in what is timed.
     writeFileSync(join(dataDir, 'warm.txt'), 'warm\n');
-    await real.hashFile(join(dataDir, 'warm.txt'), ['sha256']);
+    await pool.hashFile(join(dataDir, 'warm.txt'), ['sha256']);
 
     const claimed = await reading();
     const claim = landed.claim(claimed.bagId, 'data/a.txt');

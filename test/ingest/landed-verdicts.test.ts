@@ -5,49 +5,24 @@
  * hasher (the real pool and catalog), then checked both ways; the second way reads no file that
  * was recorded. (The hostile bags run both ways through the daemon: test/hostile/bags.test.ts.)
  */
-import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, rmSync, statSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { cpSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
-import { Catalog } from '../../src/catalog/catalog.js';
-import { FixityPool } from '../../src/fixity/index.js';
-import { newCapability } from '../../src/ingest/capability.js';
 import { checkUpload } from '../../src/ingest/check-upload.js';
 import { KnownDigestsHasher } from '../../src/ingest/known-digests.js';
-import { LANDED_ALGORITHMS, LandedHasher } from '../../src/ingest/landed-hasher.js';
-import { LandingZone } from '../../src/ingest/landing.js';
-import { silentLogger } from '../../src/logger.js';
-import { DataLayout } from '../../src/storage/layout.js';
+import { LANDED_ALGORITHMS } from '../../src/ingest/landed-hasher.js';
 import { suiteCases } from '../helpers/conformance-suite.js';
+import { landedWorld } from '../helpers/landed-world.js';
 import { filesUnder } from '../helpers/walk.js';
 
 t.test('conformance suite: hashed as files land = full validation', async (t) => {
-  const dataDir = mkdtempSync(join(tmpdir(), 'preservd-landed-verdicts-'));
-  t.teardown(() => rmSync(dataDir, { recursive: true, force: true }));
-  const layout = new DataLayout(dataDir);
-  await layout.ensure();
-  const catalog = Catalog.open(layout);
-  t.teardown(() => catalog.close());
-  const pool = new FixityPool({ workers: 2 });
-  t.teardown(() => pool.close());
-  const landing = new LandingZone(layout);
-  const landed = new LandedHasher({ catalog, landing, pool, logger: silentLogger });
-  t.teardown(() => landed.stop());
+  const { catalog, landing, pool, landed, request } = await landedWorld(t, { workers: 2 });
 
   t.same(LANDED_ALGORITHMS, ['md5', 'sha1', 'sha256', 'sha512']);
   const cases = suiteCases();
   t.ok(cases.length > 40, `${cases.length} bags`);
   for (const c of cases) {
-    const capability = newCapability();
-    const bagId = randomUUID();
-    catalog.packages.create({
-      bagId,
-      externalId: `ext-${bagId}`,
-      contentType: 'digital',
-      user: 'alice',
-      capability,
-    });
+    const { bagId, capability } = request();
     const dir = landing.path(capability);
     cpSync(c.dir, dir, { recursive: true, verbatimSymlinks: true });
     const files = filesUnder(dir, { regularOnly: true });
