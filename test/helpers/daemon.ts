@@ -98,29 +98,39 @@ export class TestDaemon {
     const bound = options.boundByPermissions === true;
     if (options.dataDir === undefined && bound && process.getuid?.() === 0)
       chownSync(dataDir, checkoutOwner().uid, checkoutOwner().gid);
-    const httpPort = await freePort();
-    const rsyncPort = await freePort();
     const configPath = join(dataDir, '..', `${dataDir.split('/').pop()}-config.json`);
     const config = { upload: { quietMs: 200 }, logLevel: 'warn', ...options.config };
     writeFileSync(configPath, JSON.stringify(config));
-    const env = {
-      ...process.env,
-      PRESERVD_CONFIG: configPath,
-      PRESERVD_DATA_DIR: dataDir,
-      PRESERVD_HTTP_PORT: String(httpPort),
-      PRESERVD_RSYNC_PORT: String(rsyncPort),
-      ...options.env,
-    };
-    const [command, args] = TestDaemon.command([cliPath, 'serve'], bound);
-    const proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
-    const daemon = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity, bound);
+    let current: TestDaemon | undefined;
     t.teardown(async () => {
-      await daemon.stop();
+      await current?.stop();
       rmSync(configPath, { force: true }); // read at start-up only; a later start writes its own
       if (options.keepDataDir !== true) rmSync(dataDir, { recursive: true, force: true });
     });
-    await daemon.waitUntilServing();
-    return daemon;
+    // A port found free may be taken by another test's process before the daemon binds it: then
+    // the daemon stops at once (EADDRINUSE) and is started again on other ports.
+    for (let attempt = 1; ; attempt++) {
+      const httpPort = await freePort();
+      const rsyncPort = await freePort();
+      const env = {
+        ...process.env,
+        PRESERVD_CONFIG: configPath,
+        PRESERVD_DATA_DIR: dataDir,
+        PRESERVD_HTTP_PORT: String(httpPort),
+        PRESERVD_RSYNC_PORT: String(rsyncPort),
+        ...options.env,
+      };
+      const [command, args] = TestDaemon.command([cliPath, 'serve'], bound);
+      const proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
+      current = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity, bound);
+      try {
+        await current.waitUntilServing();
+        return current;
+      } catch (err) {
+        if (attempt < 3 && proc.exitCode !== null && current.output.includes('EADDRINUSE')) continue;
+        throw err;
+      }
+    }
   }
 
   /** node with `args`, bound by file permissions when asked. */
