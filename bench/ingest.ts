@@ -19,8 +19,11 @@
  *   the bag into its upload link as a depositor does (the upload is not timed), then, the moment
  *   the client's rsync exits, starts the clock, POSTs …/complete and waits for the queue item's
  *   DONE (target ≤ 0.25 × validate: the files were hashed as they landed, and only what is not
- *   hashed yet or changed since is read at complete), while polling the daemon's VmRSS; its
- *   VmHWM at the end is the peak RSS (target < 200 MB). The upload runs at a depositor's network
+ *   hashed yet or changed since is read at complete). The daemon's peak RSS is taken for each such
+ *   upload and its ingest alone (VmHWM, reset through /proc/PID/clear_refs before the request is
+ *   declared): target < 200 MB for every one; its VmHWM over the whole bench, the step below
+ *   that runs an upload, an ingest and a zip at once included, is printed beside it without a
+ *   target. The upload runs at a depositor's network
  *   rate (`--network-mbit`, default 1000: rsync's --bwlimit). Unthrottled over loopback, rsync
  *   itself (three processes) outruns what two cores can hash beside it, so files are still
  *   unhashed at its exit: that ingest is measured too and printed without a target;
@@ -277,6 +280,14 @@ function buildTinyBag(dir: string): string {
   return dir;
 }
 
+/**
+ * Sets the process's peak RSS (VmHWM) back to its RSS now (Linux ≥ 4.0: `5` to clear_refs), so a
+ * later VmHWM is the peak of what came after. Needs the process's user or root, as the bench is.
+ */
+function resetPeakRss(pid: number): void {
+  writeFileSync(`/proc/${pid}/clear_refs`, '5');
+}
+
 /** kB → MB of one field of /proc/PID/status, or NaN when it cannot be read. */
 function procStatusMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   try {
@@ -289,7 +300,6 @@ function procStatusMB(pid: number, field: 'VmRSS' | 'VmHWM'): number {
   }
 }
 
-/** One ingest: declare, upload (untimed), then from the rsync's exit POST complete → DONE; seconds and the VmRSS peak seen. */
 /** The daemon's counters of files hashed as they landed and at complete (metrics.ts, watchLanded). */
 interface LandedCounts {
   onArrival: number;
@@ -325,8 +335,8 @@ function rsyncInto(bag: BenchBag, link: string, mbit: number): void {
 
 /**
  * One ingest: declare, upload (untimed; with `reupload`, a second rsync run after one file was
- * changed), then from the rsync's exit POST complete → DONE; seconds, the VmRSS peak seen, and
- * how many files were hashed on arrival and at complete.
+ * changed), then from the rsync's exit POST complete → DONE; seconds, the daemon's peak RSS from
+ * the request's declaration to DONE, and how many files were hashed on arrival and at complete.
  */
 async function ingestOnce(
   daemon: TestDaemon,
@@ -334,7 +344,9 @@ async function ingestOnce(
   bag: BenchBag,
   mbit: number,
   reupload?: { round: number },
-): Promise<{ bagId: string; seconds: number; rssMB: number; files: LandedCounts }> {
+): Promise<{ bagId: string; seconds: number; peakRssMB: number; files: LandedCounts }> {
+  const pid = daemon.proc.pid!;
+  resetPeakRss(pid);
   const { bagId, externalId, link } = await declare(daemon, token, bag);
   const before = await landedCounts(daemon);
   rsyncInto(bag, link, mbit);
@@ -352,7 +364,8 @@ async function ingestOnce(
       utimesSync(join(bag.dir, path), later, later);
     rsyncInto(bag, link, mbit);
   }
-  const { seconds, rssMB } = await completeToDone(daemon, token, bagId);
+  const seconds = await completeToDone(daemon, token, bagId);
+  const peakRssMB = procStatusMB(pid, 'VmHWM');
   const after = await landedCounts(daemon);
   const files = {
     onArrival: after.onArrival - before.onArrival,
@@ -360,7 +373,7 @@ async function ingestOnce(
     rehashed: after.rehashed - before.rehashed,
     unreported: after.unreported - before.unreported,
   };
-  return { bagId, seconds, rssMB, files };
+  return { bagId, seconds, peakRssMB, files };
 }
 
 /**
@@ -368,7 +381,8 @@ async function ingestOnce(
  * request at the network rate, an ingest (complete → DONE of a bag put into its landing folder
  * without our rsync, as an ssh-style link does, so it is read whole at complete either way) and
  * a zip download of a stored package run at once. Seconds of each, to compare with the same on a
- * daemon that hashes uploads at complete only (`upload.rsync.hashOnArrival: false`).
+ * daemon that hashes uploads at complete only (`upload.rsync.hashOnArrival: false`), and the
+ * daemon's peak RSS meanwhile.
  */
 async function underUpload(
   daemon: TestDaemon,
@@ -376,7 +390,8 @@ async function underUpload(
   bag: BenchBag,
   stored: string,
   mbit: number,
-): Promise<{ ingest: number; download: number }> {
+): Promise<{ ingest: number; download: number; peakRssMB: number }> {
+  resetPeakRss(daemon.proc.pid!);
   const placed = await declare(daemon, token, bag);
   const landing = join(daemon.dataDir, 'landing', placed.link.replace(/\/$/, '').split('/').pop()!);
   run('cp', ['-r', `${bag.dir}/.`, landing]);
@@ -395,7 +410,7 @@ async function underUpload(
   ]);
   await upload;
   await hashingSettled(daemon); // what follows must not share the machine with this upload's hashing
-  return { ingest: ingest.seconds, download };
+  return { ingest, download, peakRssMB: procStatusMB(daemon.proc.pid!, 'VmHWM') };
 }
 
 /** Until the daemon's count of files hashed on arrival has not moved for 1.5 s. */
@@ -443,20 +458,13 @@ async function declare(
   return { bagId, externalId, link: req.upload_link as string };
 }
 
-/** From now (the client's rsync has just exited): POST complete, wait for DONE; seconds and the VmRSS peak seen. */
-async function completeToDone(
-  daemon: TestDaemon,
-  token: string,
-  bagId: string,
-): Promise<{ seconds: number; rssMB: number }> {
+/** From now (the client's rsync has just exited): POST complete, wait for DONE; seconds. */
+async function completeToDone(daemon: TestDaemon, token: string, bagId: string): Promise<number> {
   const start = process.hrtime.bigint();
-  const pid = daemon.proc.pid!;
-  let rssMB = procStatusMB(pid, 'VmRSS');
   const complete = await daemon.request('POST', `/v1/requests/${bagId}/complete`, { token });
   if (complete.status !== 201) throw new Error(`complete: ${complete.status} ${complete.text}`);
   for (;;) {
     const item = await daemon.request('GET', `/v1/queue/${complete.json.id}`, { token });
-    rssMB = Math.max(rssMB, procStatusMB(pid, 'VmRSS'));
     if (item.json?.status === 'DONE') break;
     if (item.json?.status !== 'PENDING')
       throw new Error(
@@ -464,7 +472,7 @@ async function completeToDone(
       );
     await sleep(10);
   }
-  return { seconds: Number(process.hrtime.bigint() - start) / 1e9, rssMB };
+  return Number(process.hrtime.bigint() - start) / 1e9;
 }
 
 async function main(): Promise<void> {
@@ -506,20 +514,24 @@ async function main(): Promise<void> {
     const validates: number[] = [];
     const startups: number[] = [];
     const ingests: number[] = [];
-    const rss: number[] = [];
+    /** The daemon's peak RSS during each single upload and its ingest (all three kinds). */
+    const uploadPeaks: number[] = [];
     const onceFiles: LandedCounts[] = [];
     const reuploads: number[] = [];
     const reuploadFiles: LandedCounts[] = [];
     const unthrottled: number[] = [];
     const unthrottledFiles: LandedCounts[] = [];
-    const busy: Record<'on' | 'off', Array<{ ingest: number; download: number }>> = { on: [], off: [] };
+    const busy: Record<'on' | 'off', Array<{ ingest: number; download: number; peakRssMB: number }>> = {
+      on: [],
+      off: [],
+    };
     for (let round = 0; round < o.rounds; round++) {
       sums.push(coreutils(bag));
       validates.push(validate(bag.dir));
       startups.push(validate(tinyBag));
       const ingest = await ingestOnce(daemon, token, bag, o.networkMbit);
       ingests.push(ingest.seconds);
-      rss.push(ingest.rssMB);
+      uploadPeaks.push(ingest.peakRssMB);
       onceFiles.push(ingest.files);
       for (const on of round % 2 === 0 ? [true, false] : [false, true]) {
         if (on) busy.on.push(await underUpload(daemon, token, bag, ingest.bagId, o.networkMbit));
@@ -527,14 +539,16 @@ async function main(): Promise<void> {
       }
       const fast = await ingestOnce(daemon, token, bag, 0);
       unthrottled.push(fast.seconds);
-      rss.push(fast.rssMB);
+      uploadPeaks.push(fast.peakRssMB);
       unthrottledFiles.push(fast.files);
       const again = await ingestOnce(daemon, token, bag, o.networkMbit, { round });
       reuploads.push(again.seconds);
-      rss.push(again.rssMB);
+      uploadPeaks.push(again.peakRssMB);
       reuploadFiles.push(again.files);
     }
-    const peakRssMB = procStatusMB(daemon.proc.pid!, 'VmHWM');
+    const uploadPeakRssMB = Math.max(...uploadPeaks);
+    // The whole bench's: the largest of the per-upload peaks and the concurrent steps'.
+    const wholeBenchPeakMB = Math.max(uploadPeakRssMB, ...busy.on.map((b) => b.peakRssMB));
     await daemon.stop();
     await plain.stop();
     const busyRatios = {
@@ -570,8 +584,9 @@ async function main(): Promise<void> {
         seconds: ingests,
         mbps: mbps(ingests),
         ratioToValidate: median(ingestRatios),
-        rssDuringIngestMB: rss,
-        peakRssMB,
+        peakRssMBPerUpload: uploadPeaks,
+        peakRssMB: uploadPeakRssMB,
+        peakRssMBWithConcurrentWork: wholeBenchPeakMB,
         files: onceFiles,
       },
       networkMbit: o.networkMbit,
@@ -591,7 +606,7 @@ async function main(): Promise<void> {
       pass: {
         validateToCoreutils: median(validateRatios) <= TARGETS.validateToCoreutils,
         ingestToValidate: median(ingestRatios) <= TARGETS.ingestToValidate,
-        peakRssMB: peakRssMB < TARGETS.peakRssMB,
+        peakRssMB: uploadPeakRssMB < TARGETS.peakRssMB,
         underUpload:
           median(busyRatios.ingest) <= TARGETS.underUpload &&
           median(busyRatios.download) <= TARGETS.underUpload,
@@ -629,7 +644,11 @@ async function main(): Promise<void> {
           busy.off.map((b) => b.download),
           3,
         )} s, ratio ${range(busyRatios.download, 3)}   target ≤ ${TARGETS.underUpload}   ${verdict(result.pass.underUpload)}`,
-        `  daemon peak RSS (VmHWM): ${peakRssMB.toFixed(0)} MB (VmRSS polled during ingests: ${range(rss, 0)} MB)   target < ${TARGETS.peakRssMB}   ${verdict(result.pass.peakRssMB)}`,
+        `daemon peak RSS (VmHWM) during each upload ${network} or unthrottled and its ingest: highest ${uploadPeakRssMB.toFixed(0)} MB (${range(uploadPeaks, 0)} MB)   target < ${TARGETS.peakRssMB}   ${verdict(result.pass.peakRssMB)}`,
+        `  for reference, during the step that runs an upload, an ingest and a zip at once: ${range(
+          busy.on.map((b) => b.peakRssMB),
+          0,
+        )} MB (no target)`,
         `(${o.rounds} rounds after a warm-up round, medians [min–max]; total ${result.totalSeconds.toFixed(1)} s)`,
       ];
       process.stdout.write(`${lines.join('\n')}\n`);

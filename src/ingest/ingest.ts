@@ -8,12 +8,14 @@
  * waiting at once; the slots (`ingest.concurrency`) go to quiet items, the depositor with the
  * fewest items in a slot first, so one depositor's many bags do not shut out another's.
  *
- * While an upload is made quiet, the thread that will check it starts (`prepareCheck`), at most
- * as many at once as there are slots: its start overlaps the wait instead of following it.
+ * While an upload of many files is made quiet, the thread that will check it starts
+ * (`prepareCheck`), at most as many at once as there are slots: its start overlaps the wait
+ * instead of following it. A small upload is checked on this thread (check-here.ts).
  */
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { QueueItem } from '../catalog/types.js';
 import { ServiceLoop, type Service } from '../service/service.js';
+import { CHECKED_HERE_MAX_ENTRIES, holdsAtMost } from './check-here.js';
 import type { IngestDeps } from './deps.js';
 import { prepareCheck, type PreparedCheck } from './isolated-check.js';
 import { IngestStages } from './stages.js';
@@ -98,7 +100,8 @@ export class IngestWorker implements Service {
   }
 
   private async awaitQuiet(stages: IngestStages, item: QueueItem): Promise<void> {
-    if (this.prepared.size < this.deps.config.ingest.concurrency) this.prepared.set(item.id, prepareCheck());
+    if (this.prepared.size < this.deps.config.ingest.concurrency && this.checkedInWorker(item))
+      this.prepared.set(item.id, prepareCheck());
     let quiet = false;
     try {
       quiet = await stages.awaitQuiet(item);
@@ -122,6 +125,13 @@ export class IngestWorker implements Service {
     } finally {
       await prepared?.close();
     }
+  }
+
+  /** Whether the item's upload looks large enough now to be checked in a worker (check-here.ts). */
+  private checkedInWorker(item: QueueItem): boolean {
+    const pkg = this.deps.catalog.packages.get(item.bagId);
+    if (pkg === undefined) return false;
+    return !holdsAtMost(this.deps.landing.path(pkg.capability), CHECKED_HERE_MAX_ENTRIES);
   }
 
   private dropPrepared(id: number): void {

@@ -20,6 +20,11 @@ export class KnownDigestsHasher implements FileHasher {
     private readonly inner: Required<FileHasher>,
     private readonly landed: LandedHasher,
     private readonly bag: { bagId: string; dir: string },
+    /**
+     * Receives the path of each file answered from its record: flushed as it landed (the landed
+     * hasher flushes before it records) and unchanged since, so the store need not flush it.
+     */
+    private readonly onDisk?: Set<string>,
   ) {}
 
   async hashFiles(
@@ -52,12 +57,13 @@ export class KnownDigestsHasher implements FileHasher {
       stats.unreported++;
       return undefined;
     }
-    const now = await identityOf(absPath);
+    const now = identityOf(absPath);
     if (now === undefined || !sameIdentity(now, record)) {
       stats.rehashed++;
       return undefined;
     }
     stats.known++;
+    this.onDisk?.add(path);
     const digests: Partial<Record<Algorithm, string>> = {};
     for (const a of algorithms) digests[a] = record.digests[a]!;
     return crc32 === true

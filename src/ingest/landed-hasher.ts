@@ -23,7 +23,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
 import { ALGORITHMS, type Algorithm, type FileDigests, type HashOptions } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
-import { flush, identityOf, identityOfSync, sameIdentity } from './file-identity.js';
+import { flush, identityOf, sameIdentity } from './file-identity.js';
 import type { LandingZone } from './landing.js';
 import type { LandedFile } from './rsync/index.js';
 
@@ -53,7 +53,10 @@ const SETTLE_MS = 50;
 const SETTLE_COARSE_MS = 2_100;
 /** While held (a download is under way), looks again this often. */
 const HOLD_MS = 100;
-/** Flushes at once: few, as each holds one of libuv's four threads, which downloads read with. */
+/**
+ * Flushes at once: few, as each holds one of libuv's four threads, which downloads read with;
+ * TAKEN_OVER_FLUSHING while complete waits for a job under way (`hurry`).
+ */
 const FLUSHING = 2;
 /**
  * Flushes at once of the files taken over at complete: the store's number (storage/assembly.ts),
@@ -164,7 +167,7 @@ export class LandedHasher {
       const job = this.jobs.get(k);
       if (job === undefined) continue;
       if (job.started) {
-        job.claimed = true;
+        this.hurry(job);
         await job.done;
       } else this.finish(k, job);
     }
@@ -182,7 +185,7 @@ export class LandedHasher {
     for (const [k, job] of this.jobs) {
       if (job.bagId !== bagId) continue;
       if (job.started) {
-        job.claimed = true; // its file has left the landing folder: not looked for there again
+        this.hurry(job); // its file has left the landing folder: not looked for there again
         continue;
       }
       this.finish(k, job);
@@ -213,6 +216,15 @@ export class LandedHasher {
     this.signal.abort(new Error('the landed hasher stopped'));
     clearTimeout(this.timer);
     for (const [k, job] of this.jobs) if (!job.started) this.finish(k, job);
+  }
+
+  /**
+   * Complete has come for a job under way: it is not tried again, and flushes go at the store's
+   * rate until no such job is left, as a claim waits for the job's flushes.
+   */
+  private hurry(job: Job): void {
+    job.claimed = true;
+    this.flushing.concurrency = TAKEN_OVER_FLUSHING;
   }
 
   private add(fileKey: string, key: string, job: Job): void {
@@ -284,7 +296,7 @@ export class LandedHasher {
     const ready: Array<{ key: string; job: Job; abs: string; before: FileIdentity }> = [];
     for (const [key, job] of batch) {
       const abs = join(this.o.landing.path(job.capability), job.path);
-      const before = await identityOf(abs);
+      const before = identityOf(abs);
       if (before === undefined || before.size !== job.size) {
         this.again(key, job, RETRY_MS[job.tries++]);
         continue;
@@ -323,7 +335,7 @@ export class LandedHasher {
     const finished: typeof ready = [];
     for (const [i, r] of ready.entries()) {
       const result = results[i]!;
-      const after = await identityOf(r.abs);
+      const after = identityOf(r.abs);
       if (
         result instanceof Error ||
         after === undefined ||
@@ -345,6 +357,8 @@ export class LandedHasher {
     if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
     this.stats.hashed += records.length;
     for (const r of finished) this.finish(r.key, r.job);
+    if (this.flushing.concurrency !== FLUSHING && ![...this.jobs.values()].some((j) => j.claimed))
+      this.flushing.concurrency = FLUSHING;
   }
 
   /**
@@ -354,7 +368,7 @@ export class LandedHasher {
   onDisk(bagId: string, path: string, abs: string): boolean {
     const record = this.o.catalog.landedHashes.get(bagId, path);
     if (record === undefined) return false;
-    const now = identityOfSync(abs);
+    const now = identityOf(abs);
     return now !== undefined && sameIdentity(now, record);
   }
 

@@ -88,7 +88,7 @@ async function recordCopies(
   catalog.landedHashes.clearPackage(bagId);
   let batch: Array<{ bagId: string; path: string; hash: LandedHash }> = [];
   for (const file of files) {
-    const identity = await identityOf(join(root, file.path));
+    const identity = identityOf(join(root, file.path));
     if (identity === undefined || identity.size !== file.size) continue;
     batch.push({ bagId, path: file.path, hash: { ...identity, crc32: file.crc32, digests: file.digests } });
     if (batch.length === CP_BATCH) {

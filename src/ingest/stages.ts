@@ -24,6 +24,7 @@ import { objectIdOf } from '../ocfl/layout.js';
 import { assembleObject, commitObject } from '../storage/assembly.js';
 import { Storage } from '../storage/storage.js';
 import { CheckpointedHasher } from './checkpointed-hasher.js';
+import { checkUploadHere, CHECKED_HERE_MAX_ENTRIES, holdsAtMost } from './check-here.js';
 import { checkUploadIsolated, type CheckedUpload, type PreparedCheck } from './isolated-check.js';
 import { KnownDigestsHasher } from './known-digests.js';
 import { ingestProblem } from './problems.js';
@@ -119,6 +120,8 @@ export class IngestStages {
     let stage = item.stage;
     /** The upload's files flushed while it was validated (the store need not flush them again). */
     let flushed: Promise<ReadonlySet<string>> | undefined;
+    /** Its files the validation found as they were hashed and flushed on landing (known-digests.ts). */
+    const unchanged = new Set<string>();
     try {
       if (stage === 'waiting') {
         failpoint('ingest:before-stage');
@@ -132,7 +135,7 @@ export class IngestStages {
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
         flushed = this.deps.landed?.takeOver(pkg.bagId, this.deps.storage.stagingDir(pkg.bagId));
-        const checked = await this.validate(pkg, prepared);
+        const checked = await this.validate(pkg, unchanged, prepared);
         try {
           if (!checked.valid) {
             await returnUpload(this.deps, pkg);
@@ -151,7 +154,7 @@ export class IngestStages {
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
         if (versionOf(item) > 1) await storeRevisionVersion(this.deps, item, pkg);
-        else await this.store(item, pkg, await flushed);
+        else await this.store(item, pkg, [await flushed, unchanged]);
         failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
         failpoint('ingest:after-result');
@@ -236,8 +239,15 @@ export class IngestStages {
     return { ok: true };
   }
 
-  /** Checks the staged upload in a worker thread (isolated-check.ts); the caller closes what it returns. */
-  private async validate(pkg: Package, prepared?: PreparedCheck): Promise<CheckedUpload> {
+  /**
+   * Checks the staged upload, on this thread if it is small (check-here.ts), else in a worker
+   * thread (isolated-check.ts); the caller closes what it returns.
+   */
+  private async validate(
+    pkg: Package,
+    unchanged: Set<string>,
+    prepared?: PreparedCheck,
+  ): Promise<CheckedUpload> {
     const { storage, catalog, config, logger } = this.deps;
     const dir = storage.stagingDir(pkg.bagId);
     const checkpointed = new CheckpointedHasher(
@@ -249,10 +259,14 @@ export class IngestStages {
     );
     const { landed } = this.deps;
     const bag = { bagId: pkg.bagId, dir };
-    const hasher = landed === undefined ? checkpointed : new KnownDigestsHasher(checkpointed, landed, bag);
+    const hasher =
+      landed === undefined ? checkpointed : new KnownDigestsHasher(checkpointed, landed, bag, unchanged);
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
     const rules = config.contentTypes[pkg.contentType];
-    const verdict = await checkUploadIsolated(dir, { hasher, request, rules, signal: this.signal }, prepared);
+    const options = { hasher, request, rules, signal: this.signal };
+    const verdict = holdsAtMost(dir, CHECKED_HERE_MAX_ENTRIES)
+      ? await checkUploadHere(dir, options)
+      : await checkUploadIsolated(dir, options, prepared);
     if (verdict.report.fileCount === 0) {
       // One clear problem instead of "no bagit.txt, no data/, no manifest".
       const empty = ingestProblem({ code: 'upload-empty', bagId: pkg.bagId });
@@ -298,7 +312,12 @@ export class IngestStages {
    * it may be part-assembled (finished here) or already there. Its inventory is made from the
    * catalog's records, the depositor the version's user.
    */
-  private async store(item: QueueItem, pkg: Package, flushed?: ReadonlySet<string>): Promise<void> {
+  /** `flushed`: paths of files known to be on disk already (none known after a restart). */
+  private async store(
+    item: QueueItem,
+    pkg: Package,
+    flushed: ReadonlyArray<ReadonlySet<string> | undefined> = [],
+  ): Promise<void> {
     const { storage, catalog } = this.deps;
     if (await exists(storage.objectDir(pkg.bagId))) return;
     const files = [...catalog.files.iterate(pkg.bagId)].map((f) => {
@@ -315,7 +334,8 @@ export class IngestStages {
       storage,
       pkg.bagId,
       inventory,
-      (path, abs) => flushed?.has(path) === true || (landed?.onDisk(pkg.bagId, path, abs) ?? false),
+      (path, abs) =>
+        flushed.some((set) => set?.has(path) === true) || (landed?.onDisk(pkg.bagId, path, abs) ?? false),
     );
     failpoint('ingest:after-assembly');
     await commitObject(storage, pkg.bagId);

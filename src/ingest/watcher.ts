@@ -63,7 +63,11 @@ export interface QuietOptions {
 /** How a wait for quiet ended. */
 export type QuietOutcome = 'quiet' | 'timed-out';
 
-/** How often `waitForQuiet` looks again while a transfer into the upload runs. */
+/**
+ * How often `waitForQuiet` looks again while a transfer into the upload runs: soon at first (at
+ * complete our rsync is usually ending, its post-transfer hook still running), then less often.
+ */
+const ACTIVE_POLL_FIRST_MS = 10;
 const ACTIVE_POLL_MS = 50;
 
 export interface LandingWatcherOptions {
@@ -216,12 +220,14 @@ export class LandingWatcher {
       sleep(Math.max(0, Math.min(ms, deadline - Date.now())), undefined, { signal });
     let signature: string | undefined;
     let changedAt = -Infinity;
+    let activePollMs = ACTIVE_POLL_FIRST_MS;
     for (;;) {
       signal?.throwIfAborted();
       if (Date.now() >= deadline) return 'timed-out';
       // While rsync still writes (or runs its post-xfer hook), a scan says nothing new.
       if ((await options.activeTransfers()) > 0) {
-        await pause(Math.min(pollMs, ACTIVE_POLL_MS));
+        await pause(Math.min(pollMs, activePollMs));
+        activePollMs = Math.min(2 * activePollMs, ACTIVE_POLL_MS);
         continue;
       }
       let scan: UploadScan;

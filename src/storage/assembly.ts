@@ -73,7 +73,7 @@ async function writeObjectFiles(objectDir: string, inventory: Inventory): Promis
     [join(objectDir, INVENTORY), json],
     [join(objectDir, INVENTORY_SIDECAR), sidecar],
   ];
-  for (const [path, data] of files) await writeFile(path, data, { mode: 0o640 });
+  await Promise.all(files.map(([path, data]) => writeFile(path, data, { mode: 0o640 })));
   return [...files.map(([path]) => path), head];
 }
 
