@@ -4,6 +4,7 @@
  * catalog size, replica copies. Gauges are read when scraped.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { AuditRunner } from './audit/runner.js';
 import type { Catalog } from './catalog/catalog.js';
 import type { StoredProblem } from './catalog/types.js';
 import type { IngestObserver } from './ingest/deps.js';
@@ -15,10 +16,6 @@ interface PoolStats {
 }
 interface RsyncStats {
   readonly restarts: number;
-}
-interface AuditProgress {
-  progress():
-    { auditId: number; packages: number; done: number; bytes: number; totalBytes: number } | undefined;
 }
 
 export class Metrics {
@@ -168,7 +165,7 @@ export class Metrics {
     );
   }
 
-  watchAudits(audits: AuditProgress): void {
+  watchAudits(audits: Pick<AuditRunner, 'progress'>): void {
     const registers = [this.registry];
     new Gauge({
       name: 'preservd_audit_packages',

@@ -9,8 +9,7 @@
  * It reads at the pool's 'audit' priority (ingest jobs go first) and at most at
  * `config.audit.rateLimitMBps`. When an audit finishes it logs one summary line and, if
  * `config.audit.webhookUrl` is set, has the summary delivered (webhook.ts). Progress within
- * packages is kept by progress.ts. `formatBytes` is here because its callers (the log lines
- * below, commands/status.ts and commands/audit.ts) import it from here.
+ * packages is kept by progress.ts.
  *
  * It does not decide when audits happen (POST /v1/audits and the systemd timer do) and does not
  * serve HTTP.
@@ -19,6 +18,7 @@ import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { Audit } from '../catalog/types.js';
 import type { Config } from '../config/config.js';
+import { formatBytes } from '../format.js';
 import type { Logger } from '../logger.js';
 import { ServiceLoop, type Service } from '../service/service.js';
 import { inSlot } from '../service/slots.js';
@@ -320,13 +320,4 @@ export class AuditRunner implements Service {
       }),
     );
   }
-}
-
-/** 1.07 GB, 640 MB, 12 kB: decimal units, as MB/s is. */
-export function formatBytes(n: number): string {
-  if (n >= 1e12) return `${(n / 1e12).toFixed(2)} TB`;
-  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} GB`;
-  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
-  if (n >= 1e3) return `${(n / 1e3).toFixed(1)} kB`;
-  return `${n} B`;
 }

@@ -3,7 +3,7 @@
  * subject (which file, which manifest, expected vs found), and their table (`defineProblems`):
  * each code's severity and the one sentence for people it becomes. Nothing here reads the disk.
  */
-import type { Algorithm } from '../fixity/index.js';
+import type { Algorithm, EntryKind } from '../fixity/index.js';
 import { defineProblems, type Problem, type Severity } from '../problems.js';
 
 export type { Severity };
@@ -36,7 +36,8 @@ export type UnsafePathReason =
 export type NonPortableReason =
   'reserved-character' | 'control-character' | 'trailing-dot-or-space' | 'reserved-name';
 
-export type SpecialFileKind = 'fifo' | 'socket' | 'block-device' | 'character-device' | 'unknown';
+/** What a bag may not hold besides symbolic links, as fixity spells the kinds of entries. */
+export type SpecialFileKind = Exclude<EntryKind, 'file' | 'directory' | 'symlink'>;
 
 /** A problem before its severity and sentence are attached: what `makeProblem` takes. */
 export type BagProblemInit =
@@ -307,8 +308,7 @@ const BAG_PROBLEMS = defineProblems<BagProblemInit>({
   },
   symlink: { describe: (p) => `${showPath(p.path)} is a symbolic link; bags must hold regular files only.` },
   'special-file': {
-    describe: (p) =>
-      `${showPath(p.path)} is a ${p.kind.replace('-', ' ')}; bags must hold regular files only.`,
+    describe: (p) => `${showPath(p.path)} is a ${p.kind}; bags must hold regular files only.`,
   },
   'hard-link': {
     describe: (p) =>

@@ -9,6 +9,7 @@ import { lstatSync, type Stats } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
+import { kindOf } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
 import { nonPortableNameReason, unsafePathReason } from './paths.js';
 import type { BagProblemInit, SpecialFileKind } from './problems.js';
@@ -55,11 +56,8 @@ function sameStamp(file: ScannedFile, st: Stats): boolean {
 }
 
 function specialKind(st: Stats): SpecialFileKind {
-  if (st.isFIFO()) return 'fifo';
-  if (st.isSocket()) return 'socket';
-  if (st.isBlockDevice()) return 'block-device';
-  if (st.isCharacterDevice()) return 'character-device';
-  return 'unknown';
+  const kind = kindOf(st);
+  return kind === 'file' || kind === 'directory' || kind === 'symlink' ? 'unknown' : kind;
 }
 
 /**

@@ -7,7 +7,7 @@
  * Exit codes: 0 every package passed, 1 some package failed (they are listed with what was
  * wrong), 2 the audit could not be run or followed (daemon down, bad token, bad arguments).
  */
-import { formatBytes } from '../audit/runner.js';
+import { formatBytes } from '../format.js';
 import type { Config } from '../config/config.js';
 import { DataLayout } from '../storage/layout.js';
 import { DaemonClient, DaemonError } from './daemon-client.js';

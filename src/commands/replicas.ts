@@ -8,7 +8,7 @@
  * It reads the catalog (read-only, safe while the daemon runs), so it works with the daemon down
  * too, e.g. from a monitoring check. `replicaLines` is also used by `preservd status`.
  */
-import { formatBytes } from '../audit/runner.js';
+import { formatBytes } from '../format.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
 import { DataLayout } from '../storage/layout.js';

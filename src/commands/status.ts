@@ -5,7 +5,7 @@
  * line per replica (both from the catalog, read-only, as `preservd replicas` does).
  * Exit 0, or 2 when the daemon cannot be asked (down, bad token).
  */
-import { formatBytes } from '../audit/runner.js';
+import { formatBytes } from '../format.js';
 import { Catalog } from '../catalog/catalog.js';
 import type { Config } from '../config/config.js';
 import { DataLayout } from '../storage/layout.js';

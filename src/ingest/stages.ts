@@ -138,7 +138,7 @@ export class IngestStages {
         const checked = await this.validate(pkg, unchanged, prepared);
         try {
           if (!checked.valid) {
-            await returnUpload(this.deps, pkg);
+            await this.returnUpload(pkg);
             failpoint('ingest:after-return');
             this.fail(item, pkg, checked.problems, started, 'validation-and-ingestion');
             return;
@@ -164,17 +164,11 @@ export class IngestStages {
       if (this.deps.storage.isOutOfSpace(err)) {
         // The operator's problem, but the depositor must know why and that nothing is lost.
         logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed: the disk is full');
-        await returnUpload(this.deps, pkg).catch((e: unknown) =>
-          logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
-        );
-        this.fail(item, pkg, [ingestProblem({ code: 'disk-full', bagId: pkg.bagId })], started, 'ingestion');
-        return;
+        const full = ingestProblem({ code: 'disk-full', bagId: pkg.bagId });
+        return await this.giveBack(item, pkg, full, started);
       }
       logger.error({ err, queueItem: item.id, bagId: pkg.bagId }, 'ingest failed unexpectedly');
-      await returnUpload(this.deps, pkg).catch((e: unknown) =>
-        logger.error({ err: e, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
-      );
-      this.fail(item, pkg, [ingestProblem({ code: 'internal-error' })], started, 'ingestion');
+      await this.giveBack(item, pkg, ingestProblem({ code: 'internal-error' }), started);
     }
   }
 
@@ -185,10 +179,15 @@ export class IngestStages {
     problem: StoredProblem,
     started: number,
   ): Promise<void> {
+    await this.returnUpload(pkg);
+    this.fail(item, pkg, [problem], started, 'ingestion');
+  }
+
+  /** Gives the upload back (recovery.ts); if that fails, it waits in staging/ for the next start. */
+  private async returnUpload(pkg: Package): Promise<void> {
     await returnUpload(this.deps, pkg).catch((err: unknown) =>
       this.deps.logger.error({ err, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
     );
-    this.fail(item, pkg, [problem], started, 'ingestion');
   }
 
   /**

@@ -7,10 +7,10 @@
 import type { FastifyInstance } from 'fastify';
 import { errorsOf, type Package } from '../../catalog/types.js';
 import { summarizeReplicas } from '../../replicas/index.js';
-import { access, caller } from '../auth.js';
+import { access, requireAdmin } from '../auth.js';
 import type { HttpContext } from '../context.js';
 import { decodeCursor } from '../../catalog/scan.js';
-import { badRequest, forbidden, notFound } from '../errors.js';
+import { badRequest, notFound } from '../errors.js';
 import { parseTime, queueReport, queueSummary } from '../queue-report.js';
 import { loadPackage, scopeFor, visibleCount } from '../routes/access.js';
 import { searchPackages, SEARCH_BUDGET } from './search.js';
@@ -18,6 +18,9 @@ import { errorText } from '../views.js';
 import { renderPage } from './site.js';
 
 const PAGE = { config: { page: true }, schema: { hide: true } } as const;
+
+/** What a non-administrator is told on the audit pages (the API's words are for programs). */
+const AUDITS_ARE_FOR_ADMINS = 'Audits are for administrators.';
 
 /** Characters a path segment may hold as they are in a URL. */
 const URL_SAFE = /^[A-Za-z0-9._~/-]*$/;
@@ -155,7 +158,7 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
   });
 
   app.get('/audits', PAGE, async (request, reply) => {
-    requireAuditor(request);
+    requireAdmin(request, AUDITS_ARE_FOR_ADMINS);
     const audits = [...ctx.catalog.audits.list()].reverse();
     return renderPage(
       request,
@@ -167,14 +170,14 @@ export async function pageRoutes(app: FastifyInstance, ctx: HttpContext): Promis
   });
 
   app.post('/audits', { ...PAGE, preHandler: app.csrfProtection }, async (request, reply) => {
-    const user = requireAuditor(request);
+    const user = requireAdmin(request, AUDITS_ARE_FOR_ADMINS);
     const result = ctx.startAudit(user.name);
     const audit = 'created' in result ? result.created : result.existing;
     return reply.redirect(`/audits/${audit.id}`, 303);
   });
 
   app.get<{ Params: { id: string } }>('/audits/:id', PAGE, async (request, reply) => {
-    requireAuditor(request); // before looking: a non-admin learns nothing of which audits exist
+    requireAdmin(request, AUDITS_ARE_FOR_ADMINS); // before looking: a non-admin learns nothing of which audits exist
     const id = /^[0-9]{1,15}$/.test(request.params.id) ? Number(request.params.id) : NaN;
     const audit = Number.isNaN(id) ? undefined : ctx.catalog.audits.get(id);
     if (audit === undefined) throw notFound(`There is no audit ${request.params.id}.`);
@@ -208,9 +211,4 @@ function replicaRows(ctx: HttpContext, pkg: Package) {
   if (removals === undefined) return rows;
   const abandoned = ctx.catalog.deaccessions.abandonedOf(pkg.bagId);
   return [...rows, ...abandoned.map((a) => ({ name: a.copy, removal: 'unknown', problem: a.reason }))];
-}
-
-function requireAuditor(request: Parameters<typeof access>[0]) {
-  if (!access(request).isAdmin) throw forbidden('Audits are for administrators.');
-  return caller(request);
 }

@@ -14,6 +14,7 @@ import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../../config/config.js';
+import { formatBytes } from '../../format.js';
 import type { HttpContext } from '../context.js';
 
 const here = (path: string) => fileURLToPath(new URL(path, import.meta.url));
@@ -148,18 +149,8 @@ const thousands = new Intl.NumberFormat('en-US');
 const FORMAT = {
   /** 1,234,567 */
   count: (n: number) => thousands.format(n),
-  /** 1.2 MB (decimal units, as disks are sold), bytes below 1 kB. */
-  bytes: (n: number) => {
-    if (n < 1000) return `${n} B`;
-    const units = ['kB', 'MB', 'GB', 'TB', 'PB'];
-    let v = n;
-    let u = -1;
-    while (v >= 1000 && u < units.length - 1) {
-      v /= 1000;
-      u++;
-    }
-    return `${v.toFixed(v < 10 ? 2 : v < 100 ? 1 : 0)} ${units[u]}`;
-  },
+  /** 1.2 MB, as the CLI writes it. */
+  bytes: formatBytes,
   /** RFC 3339 for the machine-readable attribute. */
   iso: (ms: number) => new Date(ms).toISOString(),
   /** 2026-11-25 09:18:27 UTC for people. */

@@ -56,10 +56,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
     '/v1/packages/:bag_id/download',
     { schema: zipSchema },
     async (request, reply) => {
-      const pkg = loadPackage(ctx, request, request.params.bag_id);
-      refuseTombstone(pkg);
-      if (!pkg.stored || pkg.storagePath === undefined)
-        throw notFound(`package ${pkg.bagId} is not stored yet`);
+      const pkg = storedPackage(ctx, request, request.params.bag_id);
       const zip = {
         bagId: pkg.bagId,
         dir: ctx.storage.objectDir(pkg.bagId),
@@ -84,10 +81,7 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       schema: fileSchema,
     },
     async (request, reply) => {
-      const pkg = loadPackage(ctx, request, request.params.bag_id);
-      refuseTombstone(pkg);
-      if (!pkg.stored || pkg.storagePath === undefined)
-        throw notFound(`package ${pkg.bagId} is not stored yet`);
+      const pkg = storedPackage(ctx, request, request.params.bag_id);
       const name = request.params['*'];
       // Only payload files listed in the catalog; the user's string is a lookup key, never a path.
       const record = name === '' ? undefined : ctx.catalog.files.get(pkg.bagId, `data/${name}`);
@@ -95,6 +89,14 @@ export async function downloadRoutes(app: FastifyInstance, ctx: HttpContext): Pr
       return sendStoredFile(ctx, request, reply, pkg, record);
     },
   );
+}
+
+/** The package to download from: visible to the caller, not deaccessioned (410), stored (else 404). */
+function storedPackage(ctx: HttpContext, request: FastifyRequest, bagId: string): Package {
+  const pkg = loadPackage(ctx, request, bagId);
+  refuseTombstone(pkg);
+  if (!pkg.stored || pkg.storagePath === undefined) throw notFound(`package ${pkg.bagId} is not stored yet`);
+  return pkg;
 }
 
 /** A deaccessioned package's downloads answer 410 Gone, whatever file is asked for. */

@@ -112,11 +112,6 @@ export class RsyncDaemon {
     return [...this.front.children.keys()];
   }
 
-  /** True while the rsync port is listened on. */
-  get ready(): boolean {
-    return this.running && this.front.listening;
-  }
-
   /** `rsync://HOST:PORT/MODULE/<capability>/`; HOST is `advertisedHost` or the listen address. */
   uploadLink(capability: string, advertisedHost?: string): string {
     return rsyncLink(advertisedHost ?? this.host, this.port, this.module, capability);

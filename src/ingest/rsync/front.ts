@@ -48,10 +48,6 @@ export class RsyncFront {
     this.server = net.createServer({ pauseOnConnect: true }, (socket) => this.accept(socket));
   }
 
-  get listening(): boolean {
-    return this.server.listening;
-  }
-
   /** Starts listening; rejects with a clear message when the port is taken. */
   listen(): Promise<void> {
     return new Promise((resolve, reject) => {
