@@ -77,15 +77,7 @@ async function main(argv: string[]): Promise<number> {
     (command === undefined ? process.stderr : process.stdout).write(HELP);
     return command === undefined ? 2 : 0;
   }
-  if (command === 'validate') {
-    // The hashing threads start first, so their start overlaps the loading of the validator.
-    const hasher = (await import('./fixity/index.js')).createHasher();
-    try {
-      return await (await import('./commands/validate.js')).runValidate(rest, io, { hasher });
-    } finally {
-      await hasher.close();
-    }
-  }
+  if (command === 'validate') return (await import('./commands/validate.js')).runValidate(rest, io);
   // After validate: the configuration's schema (ajv, typebox) is a good part of validate's start-up.
   const { ConfigError, loadConfig } = await import('./config/config.js');
   let config: Config;

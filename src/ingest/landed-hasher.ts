@@ -16,19 +16,16 @@
  * No read starts while a download is being answered (`holdWhile`): on a machine of few cores
  * the background hashing would otherwise slow it, and what is not hashed by complete is read then.
  */
-import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
-import { ALGORITHMS, type Algorithm, type FileDigests, type HashOptions } from '../fixity/index.js';
+import type { Algorithm, FileDigests, HashOptions } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
 import { flush, identityOf, sameIdentity } from './file-identity.js';
+import { LandedAlgorithms } from './landed-algorithms.js';
 import type { LandingZone } from './landing.js';
 import type { LandedFile } from './rsync/index.js';
-
-/** What is computed for a landed file while its upload has no manifest yet (docs/decisions.md). */
-export const LANDED_ALGORITHMS: readonly Algorithm[] = ['md5', 'sha1', 'sha256', 'sha512'];
 
 /** What the landed hasher needs of the fixity pool. */
 export interface LandedPool {
@@ -104,7 +101,7 @@ export class LandedHasher {
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly signal = new AbortController();
-  private readonly algorithms = new Map<string, { at: number; algorithms: Algorithm[] }>();
+  private readonly algorithms = new LandedAlgorithms();
   private readonly flushing = pLimit(FLUSHING);
 
   constructor(
@@ -315,7 +312,7 @@ export class LandedHasher {
       ready.push({ key, job, abs, before });
     }
     if (ready.length === 0) return;
-    const algorithms = await this.algorithmsOf(ready[0]!.job.capability);
+    const algorithms = await this.algorithms.of(this.o.landing.path(ready[0]!.job.capability));
     const opts = { crc32: true, priority: 'audit' as const, signal: this.signal.signal };
     let results: Array<FileDigests | Error>;
     try {
@@ -370,26 +367,6 @@ export class LandedHasher {
     if (record === undefined) return false;
     const now = identityOf(abs);
     return now !== undefined && sameIdentity(now, record);
-  }
-
-  /**
-   * sha256 and the algorithms of the manifests at the upload's root (rsync sends the root's files
-   * before data/'s, so they are mostly there); all of LANDED_ALGORITHMS while there is none.
-   * Looked up at most once a second per upload.
-   */
-  private async algorithmsOf(capability: string): Promise<Algorithm[]> {
-    const cached = this.algorithms.get(capability);
-    if (cached !== undefined && Date.now() - cached.at < 1_000) return cached.algorithms;
-    const names = await readdir(this.o.landing.path(capability)).catch(() => [] as string[]);
-    const named = new Set<string>(['sha256']);
-    for (const name of names) {
-      const match = /^(?:tag)?manifest-(\w+)\.txt$/.exec(name);
-      if (match !== null) named.add(match[1]!);
-    }
-    const algorithms = named.size > 1 ? ALGORITHMS.filter((a) => named.has(a)) : [...LANDED_ALGORITHMS];
-    if (this.algorithms.size > 1_000) this.algorithms.clear();
-    this.algorithms.set(capability, { at: Date.now(), algorithms });
-    return algorithms;
   }
 
   /**

@@ -28,6 +28,7 @@ import { checkUploadHere, CHECKED_HERE_MAX_ENTRIES, holdsAtMost } from './check-
 import { checkUploadIsolated, type CheckedUpload, type PreparedCheck } from './isolated-check.js';
 import { KnownDigestsHasher } from './known-digests.js';
 import { ingestProblem } from './problems.js';
+import { waitForQuietUpload } from './quiet-wait.js';
 import { returnUpload } from './recovery.js';
 import {
   recordRevisionIntent,
@@ -36,9 +37,7 @@ import {
   storeRevisionVersion,
   versionOf,
 } from './revision-steps.js';
-import { latestPendingTransfer } from './rsync/index.js';
 import type { IngestDeps } from './deps.js';
-import type { QuietOutcome } from './watcher.js';
 
 /** What a step that may find the upload unusable returns: go on, or end with this problem. */
 type StepOutcome = { ok: true } | { ok: false; problem: StoredProblem };
@@ -66,7 +65,7 @@ export class IngestStages {
     if (pkg === undefined || storedAlready(pkg, item)) return true; // ingest() ends it at once
     const started = Date.now();
     try {
-      if ((await this.waitForQuiet(pkg)) === 'quiet') return true;
+      if ((await waitForQuietUpload(this.deps, pkg, this.signal)) === 'quiet') return true;
       this.deps.logger.warn(
         { queueItem: item.id, bagId: pkg.bagId },
         'ingest failed: the upload was still being written at the deadline',
@@ -188,41 +187,6 @@ export class IngestStages {
     await returnUpload(this.deps, pkg).catch((err: unknown) =>
       this.deps.logger.error({ err, bagId: pkg.bagId }, 'could not return the upload to its landing folder'),
     );
-  }
-
-  /**
-   * Closes the upload link, then waits until no rsync runs into it and nothing was written
-   * lately, for at most `upload.quietTimeoutMs`. With our rsync's gate closed and no transfer
-   * running nothing can write any more, so a file named like an rsync temp file is just a file.
-   */
-  private async waitForQuiet(pkg: Package): Promise<QuietOutcome> {
-    const { landing, watcher, config } = this.deps;
-    await landing.close(pkg.capability);
-    if (!(await exists(landing.path(pkg.capability)))) return 'quiet';
-    return watcher.waitForQuiet(pkg.capability, {
-      quietMs: config.upload.quietMs,
-      timeoutMs: config.upload.quietTimeoutMs,
-      ...(config.upload.rsync.enabled ? { tempFileTimeoutMs: 0 } : {}),
-      activeTransfers: () => landing.activeTransfers(pkg.capability),
-      lastTransferEndedAt: () => this.lastTransferEndedAt(pkg),
-      signal: this.signal,
-    });
-  }
-
-  /**
-   * When our rsync's last transfer into the upload ended: a record the transfer log has not
-   * delivered yet, or a `transfer` event it already made of one (read in that order, so that a
-   * delivery in between is not missed).
-   */
-  private async lastTransferEndedAt(pkg: Package): Promise<number | undefined> {
-    const { landing, catalog } = this.deps;
-    const pending = await latestPendingTransfer(landing.layout.transfers, pkg.capability);
-    let delivered: number | undefined;
-    for (const event of catalog.events.forPackage(pkg.bagId)) {
-      if (event.type === 'transfer') delivered = Math.max(delivered ?? 0, event.date);
-    }
-    if (pending === undefined) return delivered;
-    return Math.max(pending, delivered ?? 0);
   }
 
   /** Moves the upload out of the uploader's reach into staging/ (a rename; done once). */

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import t from 'tap';
 import { checkUpload } from '../../src/ingest/check-upload.js';
 import { KnownDigestsHasher } from '../../src/ingest/known-digests.js';
-import { LANDED_ALGORITHMS } from '../../src/ingest/landed-hasher.js';
+import { LANDED_ALGORITHMS } from '../../src/ingest/landed-algorithms.js';
 import { suiteCases } from '../helpers/conformance-suite.js';
 import { landedWorld } from '../helpers/landed-world.js';
 import { filesUnder } from '../helpers/walk.js';
