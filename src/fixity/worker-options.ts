@@ -27,18 +27,25 @@ export function workerOptions(): Pick<WorkerOptions, 'execArgv' | 'resourceLimit
   return { execArgv: workerExecArgv(), resourceLimits: WORKER_LIMITS };
 }
 
+/** Options that take their value as the next argument and that a worker must not get. */
+const DROPPED_WITH_VALUE = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
+/**
+ * Options (`--name=value`) a worker must not get: the evaluation ones, and V8's heap sizes, which
+ * a worker refuses (ERR_WORKER_INVALID_EXEC_ARGV) and sets through `resourceLimits` instead.
+ */
+const DROPPED = ['--input-type=', '--eval=', '--print=', '--max-semi-space-size', '--max-old-space-size'];
+
 /**
  * The process's Node options, less those that make no sense for (and break) a worker module:
- * `node --input-type=module -e …` would otherwise pass --input-type on, and the worker fails.
+ * `node --input-type=module -e …` would otherwise pass --input-type on, and the daemon's
+ * `--max-semi-space-size` (its deployment's) would keep every worker from starting.
  */
 export function workerExecArgv(): string[] {
   const args: string[] = [];
-  const withValue = new Set(['-e', '--eval', '-p', '--print', '--input-type']);
   for (let i = 0; i < process.execArgv.length; i++) {
     const arg = process.execArgv[i]!;
-    if (withValue.has(arg)) i++;
-    else if (!arg.startsWith('--input-type=') && !arg.startsWith('--eval=') && !arg.startsWith('--print='))
-      args.push(arg);
+    if (DROPPED_WITH_VALUE.has(arg)) i++;
+    else if (!DROPPED.some((prefix) => arg.startsWith(prefix))) args.push(arg);
   }
   return args;
 }

@@ -14,6 +14,12 @@ import { boundByPermissions, checkoutOwner } from './unprivileged.js';
 /** The repository root (tests run from dist/test/...). */
 export const repoRoot = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
 export const cliPath = join(repoRoot, 'dist/src/cli.js');
+/**
+ * The Node options the daemon is deployed with (the `preservd` command's first line, `npm start`,
+ * systemd/preservd.service; test/service/node-options.test.ts holds them to this): tests' and
+ * benches' daemons run as a deployment's do.
+ */
+export const DAEMON_NODE_OPTIONS = ['--max-semi-space-size=2'];
 
 export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
@@ -120,7 +126,7 @@ export class TestDaemon {
         PRESERVD_RSYNC_PORT: String(rsyncPort),
         ...options.env,
       };
-      const [command, args] = TestDaemon.command([cliPath, 'serve'], bound);
+      const [command, args] = TestDaemon.command([...DAEMON_NODE_OPTIONS, cliPath, 'serve'], bound);
       const proc = spawn(command, args, { env, stdio: ['ignore', 'pipe', 'pipe'], ...identity });
       current = new TestDaemon(proc, dataDir, httpPort, rsyncPort, env, identity, bound);
       try {
