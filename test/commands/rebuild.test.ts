@@ -14,7 +14,7 @@ import t, { type Test } from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { packageObjectPath } from '../../src/ocfl/layout.js';
 import { DataLayout } from '../../src/storage/layout.js';
-import { cliPath, TestDaemon } from '../helpers/daemon.js';
+import { cliPath, DAEMON_NODE_OPTIONS, TestDaemon } from '../helpers/daemon.js';
 import {
   bagFiles,
   eventsRecordFor,
@@ -226,7 +226,7 @@ t.test('killed part-way, the daemon refuses the half catalog and a second run fi
   t.equal(catalog.packages.count(), 5, 'five done');
   t.match(catalog.records.rebuild(), { from: 'primary' });
   await catalog.close();
-  const serve = spawnSync(process.execPath, [cliPath, 'serve'], {
+  const serve = spawnSync(process.execPath, [...DAEMON_NODE_OPTIONS, cliPath, 'serve'], {
     env: {
       ...process.env,
       PRESERVD_CONFIG: join(dir, 'config.json'),

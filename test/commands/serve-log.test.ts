@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
-import { cliPath, freePort } from '../helpers/daemon.js';
+import { cliPath, DAEMON_NODE_OPTIONS, freePort } from '../helpers/daemon.js';
 import { childrenOf } from '../helpers/proc.js';
 
 /** Starts `preservd serve` (through `script` for a terminal) and collects its output until it serves. */
@@ -30,10 +30,15 @@ async function serveUntilServing(
     PRESERVD_RSYNC_PORT: String(rsyncPort),
     TERM: 'dumb',
   };
-  const command = `${JSON.stringify(process.execPath)} ${JSON.stringify(cliPath)} serve`;
+  const command = [process.execPath, ...DAEMON_NODE_OPTIONS, cliPath, 'serve']
+    .map((a) => JSON.stringify(a))
+    .join(' ');
   const child: ChildProcess = terminal
     ? spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] })
-    : spawn(process.execPath, [cliPath, 'serve'], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    : spawn(process.execPath, [...DAEMON_NODE_OPTIONS, cliPath, 'serve'], {
+        env,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
   let output = '';
   child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr?.on('data', (chunk: Buffer) => (output += chunk.toString()));

@@ -28,7 +28,7 @@ import { assembleObject, commitObject, undoAssembly } from '../../src/storage/as
 import { DataLayout } from '../../src/storage/layout.js';
 import { prepareStorageRoot } from '../../src/storage/ocfl-root.js';
 import { Storage } from '../../src/storage/storage.js';
-import { cliPath, freePort, TestDaemon } from '../helpers/daemon.js';
+import { cliPath, DAEMON_NODE_OPTIONS, freePort, TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { filesUnder } from '../helpers/walk.js';
 
@@ -144,7 +144,7 @@ t.test('an ingest through the daemon and rsync leaves an OCFL object in an OCFL 
 
 /** `preservd serve` on a data directory that is refused: its exit code and what it said. */
 async function serveRefused(dataDir: string): Promise<{ code: number | null; stderr: string }> {
-  const proc = spawn(process.execPath, [cliPath, 'serve'], {
+  const proc = spawn(process.execPath, [...DAEMON_NODE_OPTIONS, cliPath, 'serve'], {
     env: {
       ...process.env,
       PRESERVD_DATA_DIR: dataDir,
