@@ -119,8 +119,8 @@ export class IngestStages {
     let stage = item.stage;
     /** The upload's files flushed while it was validated (the store need not flush them again). */
     let flushed: Promise<ReadonlySet<string>> | undefined;
-    /** Its files the validation found as they were hashed and flushed on landing (known-digests.ts). */
-    const unchanged = new Set<string>();
+    /** Its files the validation found as they were flushed on landing (known-digests.ts). */
+    const onDisk = new Set<string>();
     try {
       if (stage === 'waiting') {
         failpoint('ingest:before-stage');
@@ -134,7 +134,7 @@ export class IngestStages {
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
         flushed = this.deps.landed?.takeOver(pkg.bagId, this.deps.storage.stagingDir(pkg.bagId));
-        const checked = await this.validate(pkg, unchanged, prepared);
+        const checked = await this.validate(pkg, onDisk, prepared);
         try {
           if (!checked.valid) {
             await this.returnUpload(pkg);
@@ -153,7 +153,10 @@ export class IngestStages {
       if (stage === 'validated') {
         const storagePath = Storage.storagePath(pkg.bagId);
         if (versionOf(item) > 1) await storeRevisionVersion(this.deps, item, pkg);
-        else await this.store(item, pkg, [await flushed, unchanged]);
+        else {
+          for (const path of (await flushed) ?? []) onDisk.add(path);
+          await this.store(item, pkg, onDisk);
+        }
         failpoint('ingest:after-store');
         this.recordResult(item, pkg, storagePath, started);
         failpoint('ingest:after-result');
@@ -208,7 +211,7 @@ export class IngestStages {
    */
   private async validate(
     pkg: Package,
-    unchanged: Set<string>,
+    onDisk: Set<string>,
     prepared?: PreparedCheck,
   ): Promise<CheckedUpload> {
     const { storage, catalog, config, logger } = this.deps;
@@ -223,7 +226,7 @@ export class IngestStages {
     const { landed } = this.deps;
     const bag = { bagId: pkg.bagId, dir };
     const hasher =
-      landed === undefined ? checkpointed : new KnownDigestsHasher(checkpointed, landed, bag, unchanged);
+      landed === undefined ? checkpointed : new KnownDigestsHasher(checkpointed, landed, bag, onDisk);
     const request = { bagId: pkg.bagId, externalId: pkg.externalId, contentType: pkg.contentType };
     const rules = config.contentTypes[pkg.contentType];
     const options = { hasher, request, rules, signal: this.signal };
@@ -275,12 +278,8 @@ export class IngestStages {
    * it may be part-assembled (finished here) or already there. Its inventory is made from the
    * catalog's records, the depositor the version's user.
    */
-  /** `flushed`: paths of files known to be on disk already (none known after a restart). */
-  private async store(
-    item: QueueItem,
-    pkg: Package,
-    flushed: ReadonlyArray<ReadonlySet<string> | undefined> = [],
-  ): Promise<void> {
+  /** `onDisk`: the paths of files known to be on disk already (none known after a restart). */
+  private async store(item: QueueItem, pkg: Package, onDisk?: ReadonlySet<string>): Promise<void> {
     const { storage, catalog } = this.deps;
     if (await exists(storage.objectDir(pkg.bagId))) return;
     const files = [...catalog.files.iterate(pkg.bagId)].map((f) => {
@@ -297,8 +296,7 @@ export class IngestStages {
       storage,
       pkg.bagId,
       inventory,
-      (path, abs) =>
-        flushed.some((set) => set?.has(path) === true) || (landed?.onDisk(pkg.bagId, path, abs) ?? false),
+      (path, abs) => onDisk?.has(path) === true || (landed?.onDisk(pkg.bagId, path, abs) ?? false),
     );
     failpoint('ingest:after-assembly');
     await commitObject(storage, pkg.bagId);
