@@ -2,9 +2,9 @@
  * Hashing a bag's files for the validator: every file once, with every algorithm at once, through
  * the caller's FileHasher. A file that cannot be read becomes a failure, not a thrown error.
  */
-import { join } from 'node:path';
 import type { Algorithm } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
+import { under } from '../fs/paths.js';
 import type { BagFile, FileHasher } from './report.js';
 import type { ScannedFile } from './scan.js';
 
@@ -84,7 +84,7 @@ export async function hashFiles(
         let found: Array<HashResult | Error>;
         try {
           found = await batched(
-            batch.map((i) => ({ path: join(root, files[i]!.path), algorithms })),
+            batch.map((i) => ({ path: under(root, files[i]!.path), algorithms })),
             batchOpts,
           );
         } catch (err) {
@@ -102,7 +102,7 @@ export async function hashFiles(
       }
       const i = queue[next++]!;
       try {
-        keep(i, await hasher.hashFile(join(root, files[i]!.path), algorithms, opts));
+        keep(i, await hasher.hashFile(under(root, files[i]!.path), algorithms, opts));
       } catch (err) {
         signal?.throwIfAborted();
         failures.set(files[i]!.path, readFailure(err));

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { kindOf } from '../fixity/index.js';
 import { errorCode } from '../fs/errors.js';
+import { under } from '../fs/paths.js';
 import { nonPortableNameReason, unsafePathReason } from './paths.js';
 import type { BagProblemInit, SpecialFileKind } from './problems.js';
 
@@ -172,7 +173,7 @@ export async function scanBag(root: string, signal?: AbortSignal): Promise<BagSc
     const stats = new Array<Stats | Error>(decoded.length);
     await lstatEach(
       decoded.length,
-      (i) => join(root, dir, decoded[i]!),
+      (i) => under(root, dir === '' ? decoded[i]! : `${dir}/${decoded[i]!}`),
       (i, st) => (stats[i] = st),
       signal,
     );
@@ -267,7 +268,7 @@ export async function filesChangedSinceScan(
   signal?.throwIfAborted();
   await lstatEach(
     files.length,
-    (i) => join(root, files[i]!.path),
+    (i) => under(root, files[i]!.path),
     (i, st) => {
       if (st instanceof Error || !sameStamp(files[i]!, st)) changed.push(files[i]!.path);
     },

@@ -5,10 +5,10 @@
  * the ingest's hasher as before. The validator cannot tell the difference: the digests are the
  * file's, and every step (manifests, oxum, completeness) runs as in a full validation.
  */
-import { relative, sep } from 'node:path';
 import type { FileHasher } from '../bagit/index.js';
 import type { LandedHash } from '../catalog/landed-hashes.js';
 import type { Algorithm } from '../fixity/index.js';
+import { relativeUnder } from '../fs/paths.js';
 import { identityOf, sameIdentity } from './file-identity.js';
 import type { LandedHasher } from './landed-hasher.js';
 
@@ -50,7 +50,7 @@ export class KnownDigestsHasher implements FileHasher {
     algorithms: Algorithm[],
     crc32: boolean | undefined,
   ): Promise<Result | undefined> {
-    const path = relative(this.bag.dir, absPath).split(sep).join('/');
+    const path = relativeUnder(this.bag.dir, absPath);
     const record = await this.landed.claim(this.bag.bagId, path);
     const stats = this.landed.stats;
     if (record === undefined || !covers(record, algorithms, crc32)) {

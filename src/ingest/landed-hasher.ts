@@ -20,6 +20,7 @@ import { join } from 'node:path';
 import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
+import type { Package } from '../catalog/types.js';
 import type { Algorithm, FileDigests, HashOptions } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
 import { flush, identityOf, sameIdentity } from './file-identity.js';
@@ -118,8 +119,12 @@ export class LandedHasher {
   /** The landed log's listener: resolves once every file is recorded or given up on. */
   accept = async (files: LandedFile[]): Promise<void> => {
     const waits: Array<Promise<void>> = [];
+    // A report's files are mostly one upload's: its package is read once, not once a file.
+    const packages = new Map<string, Package | undefined>();
     for (const file of files) {
-      const pkg = this.o.catalog.packages.byUploadCapability(file.capability);
+      if (!packages.has(file.capability))
+        packages.set(file.capability, this.o.catalog.packages.byUploadCapability(file.capability));
+      const pkg = packages.get(file.capability);
       if (pkg === undefined || pkg.stored || pkg.capability !== file.capability) continue;
       if (!this.o.catalog.landedHashes.fits(pkg.bagId, file.path)) continue;
       const key = keyOf(pkg.bagId, file.path);
@@ -242,11 +247,16 @@ export class LandedHasher {
     job.resolve();
   }
 
-  /** Starts what is due, up to IN_POOL pool jobs; wakes again when the next one is due. */
+  /**
+   * Starts what is due, up to IN_POOL pool jobs; wakes again when the next one is due. With the
+   * pool full it looks at nothing: the end of a pool job kicks again (an upload of many small
+   * files reports them faster than they are read, and each report kicks).
+   */
   private kick(): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.inPool >= IN_POOL) return;
     if (this.o.holdWhile?.() === true) {
       if (this.jobs.size > 0) this.timer = setTimeout(() => this.kick(), HOLD_MS);
       return;
@@ -254,25 +264,27 @@ export class LandedHasher {
     const now = Date.now();
     let next = Infinity;
     const due: Array<[string, Job]> = [];
-    for (const entry of this.jobs) {
-      const job = entry[1];
-      if (job.started) continue;
-      if (job.due <= now) due.push(entry);
+    this.jobs.forEach((job, key) => {
+      if (job.started) return;
+      if (job.due <= now) due.push([key, job]);
       else next = Math.min(next, job.due);
-    }
-    while (this.inPool < IN_POOL && due.length > 0) {
-      const first = due.shift()!;
-      const batch = [first];
-      if (first[1].size < SMALL) {
-        let bytes = first[1].size;
-        for (let i = 0; i < due.length && batch.length < BATCH_FILES && bytes < BATCH_BYTES;) {
-          if (due[i]![1].size < SMALL) {
-            bytes += due[i]![1].size;
-            batch.push(...due.splice(i, 1));
-          } else i++;
-        }
+    });
+    // In the order reported: a large file alone, a small one with the small ones after it.
+    for (let first = 0; this.inPool < IN_POOL; first++) {
+      while (first < due.length && due[first]![1].started) first++;
+      if (first === due.length) break;
+      const batch = [due[first]!];
+      due[first]![1].started = true;
+      let bytes = due[first]![1].size;
+      const alone = bytes >= SMALL;
+      for (let i = first + 1; !alone && i < due.length; i++) {
+        if (batch.length === BATCH_FILES || bytes >= BATCH_BYTES) break;
+        const job = due[i]![1];
+        if (job.started || job.size >= SMALL) continue;
+        job.started = true;
+        bytes += job.size;
+        batch.push(due[i]!);
       }
-      for (const [, job] of batch) job.started = true;
       this.inPool++;
       void this.run(batch)
         .catch((err: unknown) =>
@@ -283,7 +295,7 @@ export class LandedHasher {
           this.kick();
         });
     }
-    if (next < Infinity && this.timer === undefined) {
+    if (next < Infinity && this.timer === undefined && this.inPool < IN_POOL) {
       this.timer = setTimeout(() => this.kick(), Math.max(10, next - Date.now()));
     }
   }

@@ -5,9 +5,9 @@
  */
 import { lstatSync, type Dirent } from 'node:fs';
 import { lstat, readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { isErrno } from '../fs/errors.js';
+import { under } from '../fs/paths.js';
 
 /** rsync's temp file for `name` while it is being received: `.name.XXXXXX`. */
 const RSYNC_TEMP_FILE = /^\..+\.[A-Za-z0-9]{6}$/;
@@ -67,7 +67,7 @@ export async function scanUpload(dir: string): Promise<UploadScan> {
         await nextTurn();
         sliceStart = performance.now();
       }
-      const path = join(current, entry.name);
+      const path = under(current, entry.name);
       const st = lstatSync(path, { throwIfNoEntry: false });
       if (st === undefined) continue;
       scan.lastWriteMs = Math.max(scan.lastWriteMs, st.ctimeMs);

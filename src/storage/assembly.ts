@@ -10,12 +10,13 @@
  * with `empty-folder`).
  */
 import { mkdir, open, readdir, rename, rm, rmdir, writeFile } from 'node:fs/promises';
-import { dirname, join, relative, sep } from 'node:path';
+import { dirname, join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import pLimit from 'p-limit';
 import { failpoint } from '../failpoints.js';
 import { exists } from '../fs/exists.js';
 import { syncFolder } from '../fs/atomic.js';
+import { relativeUnder, under } from '../fs/paths.js';
 import { INVENTORY, INVENTORY_SIDECAR, inventoryBytes, type Inventory } from '../ocfl/inventory.js';
 import { OBJECT_DECLARATION, versionName } from '../ocfl/layout.js';
 import type { Storage } from './storage.js';
@@ -50,10 +51,7 @@ export async function assembleObject(
       `the upload of ${bagId} holds ${contentFiles.length} files, its inventory lists ${listed}`,
     );
   const objectFiles = await writeObjectFiles(assembly, inventory);
-  const unflushed = await filterInSlices(
-    contentFiles,
-    (abs) => !onDisk(relative(content, abs).split(sep).join('/'), abs),
-  );
+  const unflushed = await filterInSlices(contentFiles, (abs) => !onDisk(relativeUnder(content, abs), abs));
   // One round of fsyncs for the whole object, not one after another (docs/performance.md).
   await flushAll([...unflushed, ...folders, ...objectFiles, version, assembly]);
 }
@@ -116,7 +114,7 @@ export async function undoAssembly(storage: Storage, bagId: string): Promise<voi
 async function listRemovingEmpty(dir: string, files: string[], folders: string[]): Promise<number> {
   let found = 0;
   for (const entry of await readdir(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
+    const path = under(dir, entry.name);
     if (!entry.isDirectory()) {
       files.push(path);
       found++;
