@@ -1,4 +1,4 @@
-#!/usr/bin/env -S node --max-semi-space-size=2
+#!/usr/bin/env -S node --max-semi-space-size=4
 /**
  * The `preservd` command at the path CLI.md names, `dist/cli.js`: the whole program is
  * `src/cli.ts`; this only gives it its documented address. The first line starts node with V8's

@@ -8,9 +8,10 @@
  * Exit 0 valid, 1 invalid, 2 could not run.
  */
 import { stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { showPath, type BagReport, type FileHasher } from '../bagit/index.js';
 import { errorsOf, type StoredProblem } from '../catalog/types.js';
-import { createHasher } from '../fixity/index.js';
+import { createHasher, HelpingHasher } from '../fixity/index.js';
 import { checkUpload } from '../ingest/check-upload.js';
 import type { ContentTypeRules, ExpectedRequest } from '../ingest/chipmunk/index.js';
 
@@ -145,8 +146,12 @@ export async function runValidate(
     rules = found.rules;
   }
 
-  const ownPool = deps.hasher === undefined ? createHasher() : undefined;
-  const hasher = deps.hasher ?? ownPool!;
+  // One worker fewer than cores: this thread, idle while the bag is hashed, hashes beside them.
+  const ownPool =
+    deps.hasher === undefined
+      ? createHasher({ workers: Math.max(1, availableParallelism() - 1) })
+      : undefined;
+  const hasher = deps.hasher ?? new HelpingHasher(ownPool!);
   let problems: StoredProblem[];
   let report: BagReport;
   try {

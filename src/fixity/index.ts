@@ -12,6 +12,7 @@
 export { ALGORITHMS, ALGORITHM_STRENGTH, DIGEST_LENGTH, type Algorithm } from './algorithms.js';
 export { NativeDigester } from './digesters.js';
 export { FixityPool, createHasher } from './pool.js';
+export { HelpingHasher } from './helping-hasher.js';
 export { entriesOf, errorCode, kindOf } from './types.js';
 export {
   AbortError,

@@ -23,7 +23,8 @@ import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
 import type { Package } from '../catalog/types.js';
 import type { Algorithm, FileDigests, HashOptions } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
-import { flush, identityOf, sameIdentity } from './file-identity.js';
+import { identityOf, sameIdentity } from './file-identity.js';
+import { flushFiles } from './flush-files.js';
 import { LandedAlgorithms } from './landed-algorithms.js';
 import type { LandingZone } from './landing.js';
 import type { LandedFile } from './rsync/index.js';
@@ -193,19 +194,10 @@ export class LandedHasher {
       this.finish(k, job);
       paths.push(job.path);
     }
-    const flushed = new Set<string>();
-    const limit = pLimit(TAKEN_OVER_FLUSHING);
-    await Promise.all(
-      paths.map((path) =>
-        limit(() =>
-          flush(join(dir, path)).then(
-            (ok) => ok && flushed.add(path),
-            () => undefined,
-          ),
-        ),
-      ),
-    );
-    return flushed;
+    const abs = paths.map((path) => join(dir, path));
+    // One that cannot be flushed now is flushed by the store, which reports why.
+    const flushed = await flushFiles(abs, pLimit(TAKEN_OVER_FLUSHING)).catch(() => new Set<string>());
+    return new Set(paths.filter((_, i) => flushed.has(abs[i]!)));
   }
 
   /** Files reported and neither recorded nor given up on yet. */
@@ -362,7 +354,10 @@ export class LandedHasher {
       finished.push(r);
     }
     // Flushed before recorded: a record says the file's bytes are on disk too (`onDisk`).
-    await Promise.all(finished.map((r) => this.flushing(() => flush(r.abs))));
+    await flushFiles(
+      finished.map((r) => r.abs),
+      this.flushing,
+    );
     if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
     this.stats.hashed += records.length;
     for (const r of finished) this.finish(r.key, r.job);

@@ -19,7 +19,7 @@ export const cliPath = join(repoRoot, 'dist/src/cli.js');
  * systemd/preservd.service; test/service/node-options.test.ts holds them to this): tests' and
  * benches' daemons run as a deployment's do.
  */
-export const DAEMON_NODE_OPTIONS = ['--max-semi-space-size=2'];
+export const DAEMON_NODE_OPTIONS = ['--max-semi-space-size=4'];
 
 export async function freePort(): Promise<number> {
   return new Promise((ok, fail) => {
