@@ -64,10 +64,12 @@ export interface QuietOptions {
 export type QuietOutcome = 'quiet' | 'timed-out';
 
 /**
- * How often `waitForQuiet` looks again while a transfer into the upload runs: soon at first (at
- * complete our rsync is usually ending, its post-transfer hook still running), then less often.
+ * How often `waitForQuiet` looks again while a transfer into the upload runs: every 10 ms for the
+ * first quarter second (at complete our rsync is usually ending, its post-transfer hook still
+ * running; a look is a readdir and a signal 0 to rsync), then every 50 ms.
  */
-const ACTIVE_POLL_FIRST_MS = 10;
+const ACTIVE_POLL_SOON_MS = 10;
+const ACTIVE_POLL_SOON_FOR_MS = 250;
 const ACTIVE_POLL_MS = 50;
 
 export interface LandingWatcherOptions {
@@ -220,14 +222,14 @@ export class LandingWatcher {
       sleep(Math.max(0, Math.min(ms, deadline - Date.now())), undefined, { signal });
     let signature: string | undefined;
     let changedAt = -Infinity;
-    let activePollMs = ACTIVE_POLL_FIRST_MS;
+    const began = Date.now();
     for (;;) {
       signal?.throwIfAborted();
       if (Date.now() >= deadline) return 'timed-out';
       // While rsync still writes (or runs its post-xfer hook), a scan says nothing new.
       if ((await options.activeTransfers()) > 0) {
-        await pause(Math.min(pollMs, activePollMs));
-        activePollMs = Math.min(2 * activePollMs, ACTIVE_POLL_MS);
+        const soon = Date.now() - began < ACTIVE_POLL_SOON_FOR_MS;
+        await pause(Math.min(pollMs, soon ? ACTIVE_POLL_SOON_MS : ACTIVE_POLL_MS));
         continue;
       }
       let scan: UploadScan;

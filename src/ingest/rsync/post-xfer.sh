@@ -14,7 +14,8 @@ transfers=$2
 case ${RSYNC_PID-} in ''|*[!0-9]*) exit 0 ;; esac
 record="$active/$RSYNC_PID"
 [ -f "$record" ] || exit 0
-cap=$(cat "$record")
+cap=
+IFS= read -r cap < "$record" || :
 ended=$(date +%s%3N 2>/dev/null)
 case $ended in ''|*[!0-9]*) ended=$(date +%s)000 ;; esac
 tmp="$transfers/.$RSYNC_PID.tmp"
