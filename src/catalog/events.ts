@@ -70,7 +70,7 @@ export class EventStore {
   }
 
   *forAudit(auditId: number): Generator<PreservationEvent> {
-    for (const { key } of this.byAudit.getRange({ start: [auditId], end: [auditId, Infinity] })) {
+    for (const key of this.byAudit.getKeys({ start: [auditId], end: [auditId, Infinity] })) {
       const event = this.events.get(key[1]);
       if (event !== undefined) yield event;
     }

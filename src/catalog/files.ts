@@ -101,7 +101,7 @@ export class FileStore {
   /** Removes up to `limit` file records of a package; returns how many. */
   private removeFiles(bagId: string, limit: number): number {
     let removed = 0;
-    for (const { key } of this.files.getRange({ start: [bagId], end: [bagId, '\uffff'], limit })) {
+    for (const key of this.files.getKeys({ start: [bagId], end: [bagId, '\uffff'], limit })) {
       this.files.removeSync(key);
       removed++;
     }
@@ -129,7 +129,7 @@ export class FileStore {
       parts.push(Buffer.from(`${parts.length === 0 ? '' : ','}${slice.join(',')}`, 'utf8'));
       slice = [];
     };
-    for (const { key } of this.files.getRange({ start: [bagId, 'data/'], end: [bagId, 'data0'] })) {
+    for (const key of this.files.getKeys({ start: [bagId, 'data/'], end: [bagId, 'data0'] })) {
       slice.push(JSON.stringify(key[1].slice(5)));
       if (slice.length === FILE_BATCH) flush();
     }

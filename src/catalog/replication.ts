@@ -60,7 +60,7 @@ export class ReplicationStore {
 
   /** Every copy not yet verified (pending or failed), in bag_id order. */
   *unverified(): Generator<ReplicaCopy> {
-    for (const { key } of this.open.getRange()) {
+    for (const key of this.open.getKeys()) {
       const copy = this.copies.get(key);
       if (copy !== undefined) yield copy;
     }
@@ -141,7 +141,7 @@ export class ReplicationStore {
   /** Paths already verified in a copy still being made. */
   verifiedFiles(replica: string, bagId: string): Set<string> {
     const out = new Set<string>();
-    for (const { key } of this.progress.getRange({
+    for (const key of this.progress.getKeys({
       start: [replica, bagId],
       end: [replica, bagId, '\uffff'],
     }))
@@ -168,7 +168,7 @@ export class ReplicationStore {
     rename: (path: string) => string,
   ): void {
     this.catalog.transaction(() => {
-      for (const { key } of this.progress.getRange({
+      for (const key of this.progress.getKeys({
         start: [replica, bagId],
         end: [replica, bagId, '\uffff'],
       }))
@@ -191,7 +191,7 @@ export class ReplicationStore {
       const now = Date.now();
       const { error: _error, damaged: _damaged, ownWrongCopies: _own, ...rest } = copy;
       this.put({ ...rest, status: 'verified', verifiedAt: now, updatedAt: now }, copy);
-      for (const { key } of this.progress.getRange({
+      for (const key of this.progress.getKeys({
         start: [replica, bagId],
         end: [replica, bagId, '\uffff'],
       }))
@@ -273,7 +273,7 @@ export class ReplicationStore {
         if (copy.status === 'verified') bump('verifiedBytes', -copy.bytes);
         this.copies.removeSync(key);
         this.open.removeSync(key);
-        for (const { key: progress } of this.progress.getRange({
+        for (const progress of this.progress.getKeys({
           start: [copy.replica, bagId],
           end: [copy.replica, bagId, '\uffff'],
         }))
