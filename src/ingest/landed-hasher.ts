@@ -45,10 +45,12 @@ const BATCH_BYTES = 8 * 1024 * 1024;
 /** Pool jobs of ours at once: few, so that what complete claims has mostly not started. */
 const IN_POOL = 2;
 /**
- * How far a file's ctime must be behind the clock before it is read: more than the kernel's
- * coarse timestamp tick (at most 10 ms); 2 s where the filesystem keeps whole seconds only.
+ * How far a file's ctime must be behind the clock before it is read: more than twice the
+ * kernel's coarse timestamp tick (at most 10 ms, at HZ=100; a ctime lags the clock by up to one),
+ * so that any later write gets another ctime; 2 s where the filesystem keeps whole seconds only.
+ * A reported file is first looked at this long after its report (it landed just before).
  */
-const SETTLE_MS = 50;
+const SETTLE_MS = 20;
 const SETTLE_COARSE_MS = 2_100;
 /** While held (a download is under way), looks again this often. */
 const HOLD_MS = 100;
@@ -144,7 +146,7 @@ export class LandedHasher {
         capability: file.capability,
         path: file.path,
         size: file.size,
-        due: Date.now(),
+        due: Date.now() + SETTLE_MS,
         tries: 0,
         started: false,
         claimed: false,
