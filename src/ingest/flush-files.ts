@@ -18,9 +18,11 @@ import { spawnIsolated } from '../process/spawn.js';
 
 /**
  * From this many files one syncfs may do; fewer get their own fdatasync. Starting `sync` costs
- * the daemon's thread 13–18 ms (a fork of a large process), what ~1,000 fdatasyncs cost it.
+ * the daemon's thread 13–18 ms (a fork of a large process), what ~1,000 fdatasyncs cost it, but
+ * those take it longer: 128 fdatasyncs at once through libuv's four threads already wait longer
+ * than one syncfs.
  */
-const SYNCFS_FROM = 1024;
+const SYNCFS_FROM = 128;
 /** The most the machine may hold unwritten (Dirty + Writeback) for a syncfs to be taken. */
 const SYNCFS_MAX_UNWRITTEN_BYTES = 64 * 1024 * 1024;
 

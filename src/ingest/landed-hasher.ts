@@ -356,9 +356,12 @@ export class LandedHasher {
       finished.push(r);
     }
     // Flushed before recorded: a record says the file's bytes are on disk too (`onDisk`).
+    // One by one: during an upload nothing waits for them, and a syncfs's fork costs this thread
+    // more than a batch's fdatasyncs (flush-files.ts).
     await flushFiles(
       finished.map((r) => r.abs),
       this.flushing,
+      { syncfsFrom: Infinity },
     );
     if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
     this.stats.hashed += records.length;
