@@ -100,14 +100,17 @@ async function floorRead(
     else buffers.push(buf);
   };
   const take = () => buffers.pop() ?? new Promise<Buffer>((resolve) => (waiter = resolve));
-  for (let at = 0; at < size;) {
-    const buf = await take();
-    const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, size - at), at);
-    if (bytesRead === 0) break;
-    at += bytesRead;
-    res.write(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead), () => give(buf));
+  try {
+    for (let at = 0; at < size;) {
+      const buf = await take();
+      const { bytesRead } = await handle.read(buf, 0, Math.min(buf.length, size - at), at);
+      if (bytesRead === 0) break;
+      at += bytesRead;
+      res.write(bytesRead === buf.length ? buf : buf.subarray(0, bytesRead), () => give(buf));
+    }
+  } finally {
+    await handle.close();
   }
-  await handle.close();
 }
 
 /** Files up to this size the zip floor reads whole, synchronously (the application's zip does the same). */
