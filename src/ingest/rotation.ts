@@ -12,7 +12,7 @@
  * marker of a retired capability stays: a transfer that passed the gate's folder check just
  * before the rename is still refused by it.
  */
-import { rename, rmdir } from 'node:fs/promises';
+import { rename } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Access } from '../auth/access.js';
 import type { Catalog } from '../catalog/catalog.js';
@@ -21,7 +21,6 @@ import type { Rotation } from '../catalog/rotations.js';
 import type { Package, Role } from '../catalog/types.js';
 import { failpoint } from '../failpoints.js';
 import { isErrno } from '../fs/errors.js';
-import { exists } from '../fs/exists.js';
 import type { Logger } from '../logger.js';
 import { newCapability } from './capability.js';
 import type { LandingZone } from './landing.js';
@@ -98,10 +97,13 @@ export async function retireLinks(
   await finishRotations(catalog, landing, logger);
 }
 
-/** Whether `folder` is free now: absent, or empty and removed (rmdir never removes a file). */
-async function removeIfEmpty(folder: string): Promise<boolean> {
+/**
+ * Renames folder `from` to `to`, which may be an empty folder (replaced); true if done or if
+ * `from` is gone (moved by another process), false if `to` holds files.
+ */
+async function renameUnlessFull(from: string, to: string): Promise<boolean> {
   try {
-    await rmdir(folder);
+    await rename(from, to);
     return true;
   } catch (err) {
     if (isErrno(err, 'ENOENT')) return true;
@@ -131,23 +133,24 @@ async function finish(
         'stopped transfers through a retired upload link',
       );
     const from = landing.path(old);
-    if (!(await exists(from))) continue;
-    // An empty new folder (opened while this step could not run, e.g. on a full disk) gives way;
-    // one that holds files came from an earlier retired link: keep this one beside, unused.
-    const to = (await removeIfEmpty(target))
-      ? target
-      : join(landing.layout.landing, `${old}.retired-${Date.now()}`);
+    // An empty new folder (opened while this step could not run, e.g. on a full disk) gives way:
+    // rename replaces an empty directory. One that holds files came from an earlier retired link:
+    // this one is kept beside it, unused. Gone already: another process (`preservd revoke` and
+    // the daemon's sweep may both finish a rotation) moved it just now. No folder is ever
+    // removed here: a step of looking first and removing after could take the folder the other
+    // process had just moved in for an empty new one.
+    if (await renameUnlessFull(from, target)) continue;
+    const aside = join(landing.layout.landing, `${old}.retired-${Date.now()}`);
     try {
-      await rename(from, to);
+      await rename(from, aside);
     } catch (err) {
-      if (isErrno(err, 'ENOENT')) continue; // another process moved it just now
+      if (isErrno(err, 'ENOENT')) continue;
       throw err;
     }
-    if (to !== target)
-      logger.warn(
-        { bagId: rotation.bagId, folder: to },
-        'a retired upload folder was kept beside the new one',
-      );
+    logger.warn(
+      { bagId: rotation.bagId, folder: aside },
+      'a retired upload folder was kept beside the new one',
+    );
   }
   failpoint('rotation:after-move');
   catalog.rotations.finish(rotation);

@@ -75,3 +75,26 @@ t.test('a new folder that holds files is kept, and the old upload set beside it'
   t.equal(aside.length, 1, 'the old upload kept beside it');
   t.equal(await readFile(join(layout.landing, aside[0]!, 'bagit.txt'), 'utf8'), 'the upload\n');
 });
+
+t.test('two processes finishing one rotation at once leave the upload under the new link', async (t) => {
+  // `preservd revoke` finishes it, and so does the daemon's sweep when its tick falls meanwhile:
+  // the one that comes second must not take the moved folder for an empty new one and remove it.
+  // The second starts 0 to 40 event-loop turns after the first, so that some start falls between
+  // the first's look at the old folder and its rename.
+  for (const upload of ['empty', 'with files'])
+    for (let turns = 0; turns <= 40; turns++) {
+      const { catalog, landing, layout, old, fresh, logger } = await setUp(t);
+      if (upload === 'empty') await rm(join(landing.path(old), 'bagit.txt'));
+      const first = finishRotations(catalog, landing, logger);
+      for (let i = 0; i < turns; i++) await new Promise((resolve) => setImmediate(resolve));
+      await Promise.all([first, finishRotations(catalog, landing, logger)]);
+      const under = await readdir(landing.path(fresh)).catch(() => 'no folder');
+      const left = (await readdir(layout.landing)).filter((n) => n.includes('.retired-') || n === old);
+      const expected = upload === 'empty' ? [] : ['bagit.txt'];
+      if (JSON.stringify(under) !== JSON.stringify(expected) || left.length > 0) {
+        t.fail(`${upload}, the second after ${turns} turns: new link ${JSON.stringify(under)}, left ${left}`);
+        return;
+      }
+    }
+  t.pass('the upload under the new link every time, nothing left under the old name or set aside');
+});
