@@ -92,7 +92,9 @@ t.test('two processes finishing one rotation at once leave the upload under the 
       const left = (await readdir(layout.landing)).filter((n) => n.includes('.retired-') || n === old);
       const expected = upload === 'empty' ? [] : ['bagit.txt'];
       if (JSON.stringify(under) !== JSON.stringify(expected) || left.length > 0) {
-        t.fail(`${upload}, the second after ${turns} turns: new link ${JSON.stringify(under)}, left ${left}`);
+        t.fail(
+          `${upload}, the second after ${turns} turns: new link ${JSON.stringify(under)}, left ${left.join(', ')}`,
+        );
         return;
       }
     }
