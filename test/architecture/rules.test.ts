@@ -12,16 +12,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import t from 'tap';
 import { repoRoot } from '../helpers/daemon.js';
+import { node } from '../helpers/node.js';
 
-const bin = (name: string) => join(repoRoot, 'node_modules', '.bin', name);
-// tap's coverage hook must not follow the tools into their own processes.
-const env = { ...process.env, NODE_OPTIONS: '' };
+/** A tool of node_modules/.bin run with `args` (through helpers/node: tap's hooks stay out of it). */
+const tool = (name: string, args: string[]) => node([join(repoRoot, 'node_modules', '.bin', name), ...args]);
 
 t.test('dependency-cruiser finds no violation of the import rules', async (t) => {
   const run = spawnSync(
-    bin('depcruise'),
-    ['src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json'],
-    { cwd: repoRoot, env, encoding: 'utf8', maxBuffer: 64 << 20 },
+    ...tool('depcruise', ['src', '--config', '.dependency-cruiser.cjs', '--output-type', 'json']),
+    {
+      cwd: repoRoot,
+      encoding: 'utf8',
+      maxBuffer: 64 << 20,
+    },
   );
   t.equal(run.status, 0, run.stderr);
   const result = JSON.parse(run.stdout) as {
@@ -41,9 +44,8 @@ t.test('dependency-cruiser finds no violation of the import rules', async (t) =>
 const FORMATTED = ['src', 'test', 'bench', 'scripts', 'cli.ts', 'eslint.config.js'];
 
 t.test('knip finds no unused file, export or dependency', async (t) => {
-  const run = spawnSync(bin('knip'), ['--reporter', 'json'], {
+  const run = spawnSync(...tool('knip', ['--reporter', 'json']), {
     cwd: repoRoot,
-    env,
     encoding: 'utf8',
     maxBuffer: 64 << 20,
   });
@@ -53,9 +55,8 @@ t.test('knip finds no unused file, export or dependency', async (t) => {
 });
 
 t.test('eslint finds no problem', async (t) => {
-  const run = spawnSync(bin('eslint'), ['--format', 'json', 'src', 'test', 'bench', 'cli.ts'], {
+  const run = spawnSync(...tool('eslint', ['--format', 'json', 'src', 'test', 'bench', 'cli.ts']), {
     cwd: repoRoot,
-    env,
     encoding: 'utf8',
     maxBuffer: 64 << 20,
   });
@@ -75,9 +76,8 @@ t.test('eslint finds no problem', async (t) => {
 });
 
 t.test('prettier finds every source formatted', async (t) => {
-  const run = spawnSync(bin('prettier'), ['--list-different', ...FORMATTED], {
+  const run = spawnSync(...tool('prettier', ['--list-different', ...FORMATTED]), {
     cwd: repoRoot,
-    env,
     encoding: 'utf8',
   });
   t.same(run.stdout.split('\n').filter(Boolean), [], `not formatted (npm run format): ${run.stderr}`);

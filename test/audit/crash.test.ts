@@ -12,6 +12,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { makeWorld, until } from './fixtures/world.js';
+import { node } from '../helpers/node.js';
 
 const PACKAGES = 50;
 const CHILD = join(dirname(fileURLToPath(import.meta.url)), 'fixtures/crash-child.js');
@@ -20,7 +21,7 @@ t.test('an audit killed with SIGKILL resumes without counting anything twice', a
   const dataDir = await mkdtemp(join(tmpdir(), 'preservd-audit-crash-'));
   t.teardown(() => rm(dataDir, { recursive: true, force: true })); // teardowns run last-in first-out: after the world's
 
-  const child = spawn(process.execPath, [CHILD, dataDir, String(PACKAGES), '2'], {
+  const child = spawn(...node([CHILD, dataDir, String(PACKAGES), '2']), {
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<NodeJS.Signals | null>((resolve) =>

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { writeManyFilePackage } from '../helpers/many-files.js';
+import { node } from '../helpers/node.js';
 
 const run = promisify(execFile);
 
@@ -28,7 +29,7 @@ async function peakLiveOf(files: number): Promise<number> {
   const dataDir = join(root, `data-${files}`);
   const bagId = await writeManyFilePackage(dataDir, files);
   const child = join(import.meta.dirname, 'fixtures', 'walk-peak.js');
-  const { stdout } = await run(process.execPath, [child, dataDir, bagId, 'audit'], { maxBuffer: 1 << 20 });
+  const { stdout } = await run(...node([child, dataDir, bagId, 'audit']), { maxBuffer: 1 << 20 });
   const result = JSON.parse(stdout) as { bytes: number; peakLive: number };
   t.ok(result.bytes > 0, `the package of ${files} files was audited, nothing found`);
   rmSync(dataDir, { recursive: true, force: true });

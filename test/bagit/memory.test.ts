@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import t from 'tap';
 import { writeManyFilesBag } from '../helpers/many-files-bag.js';
+import { node } from '../helpers/node.js';
 
 const run = promisify(execFile);
 
@@ -26,7 +27,7 @@ async function peakOf(files: number): Promise<number> {
   const dir = join(root, `bag-${files}`);
   writeManyFilesBag(dir, files);
   const child = join(import.meta.dirname, 'fixtures', 'validate-peak.js');
-  const { stdout } = await run(process.execPath, [child, dir], { maxBuffer: 1 << 20 });
+  const { stdout } = await run(...node([child, dir]), { maxBuffer: 1 << 20 });
   const result = JSON.parse(stdout) as { valid: boolean; files: number; peak: number };
   t.same(
     [result.valid, result.files],

@@ -22,6 +22,7 @@ import { cliPath } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { boundByPermissions } from '../helpers/unprivileged.js';
 import { SimpleHasher } from './simple-hasher.js';
+import { node } from '../helpers/node.js';
 
 const validate = (dir: string): Promise<BagReport> =>
   validateBag(dir, { hasher: new SimpleHasher(), alsoDigest: ['sha256'] });
@@ -189,14 +190,11 @@ t.test('one problem per cause: a bag folder that cannot be read, and a path beyo
     const r = await validateBag(process.argv[1], { hasher: new SimpleHasher() });
     console.log(JSON.stringify(r.problems.map((p) => [p.severity, p.code, p.path])));
   })`;
-  const out = execFileSync(...boundByPermissions([process.execPath, '-e', script, dir]), {
+  const out = execFileSync(...boundByPermissions(node(['-e', script, dir]).flat()), {
     encoding: 'utf8',
   });
   t.same(JSON.parse(out), [['error', 'bag-unreadable', undefined]], 'one problem, no "bagit.txt missing"');
-  const cli = spawnSync(
-    ...boundByPermissions(['env', '-u', 'NODE_OPTIONS', process.execPath, cliPath, 'validate', dir]),
-    { encoding: 'utf8' },
-  ); // tap's coverage hook stays out
+  const cli = spawnSync(...boundByPermissions(node([cliPath, 'validate', dir]).flat()), { encoding: 'utf8' });
   t.equal(cli.status, 2, 'preservd validate: could not run');
   t.equal(cli.stdout, '');
   t.equal(cli.stderr, 'preservd validate: The bag directory cannot be read (EACCES).\n');
@@ -212,7 +210,7 @@ t.test('one problem per cause: a bag folder that cannot be read, and a path beyo
   const depth = Math.ceil(4200 / (segment.length + 1));
   // Made by relative steps: no single call sees a path beyond PATH_MAX.
   const mkdeep = `const fs = require('fs'); for (let i = 0; i < ${depth}; i++) { fs.mkdirSync('${segment}'); process.chdir('${segment}'); } fs.writeFileSync('deep.txt', 'x\\n');`;
-  execFileSync(process.execPath, ['-e', mkdeep], { cwd: join(deep, 'data') });
+  execFileSync(...node(['-e', mkdeep]), { cwd: join(deep, 'data') });
   t.teardown(() => execFileSync('rm', ['-rf', join(deep, '..')])); // coreutils rm walks any depth
   const rel = ['data', ...Array.from({ length: depth }, () => segment)].join('/');
   appendFileSync(join(deep, 'manifest-md5.txt'), `${md5('x\n')}  ${rel}/deep.txt\n`);

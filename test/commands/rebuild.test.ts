@@ -25,6 +25,7 @@ import {
   writeKeys,
   type TestPackage,
 } from '../helpers/ocfl-root.js';
+import { node } from '../helpers/node.js';
 
 function scratch(t: Test): string {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-rebuild-'));
@@ -35,7 +36,7 @@ function scratch(t: Test): string {
 function rebuild(dataDir: string, args: string[], env: Record<string, string> = {}) {
   const config = join(dataDir, '..', 'config.json');
   if (!existsSync(config)) writeFileSync(config, '{}');
-  const r = spawnSync(process.execPath, [cliPath, 'rebuild', ...args], {
+  const r = spawnSync(...node([cliPath, 'rebuild', ...args]), {
     env: { ...process.env, PRESERVD_CONFIG: config, PRESERVD_DATA_DIR: dataDir, ...env },
     encoding: 'utf8',
     timeout: 120_000,
@@ -226,7 +227,7 @@ t.test('killed part-way, the daemon refuses the half catalog and a second run fi
   t.equal(catalog.packages.count(), 5, 'five done');
   t.match(catalog.records.rebuild(), { from: 'primary' });
   await catalog.close();
-  const serve = spawnSync(process.execPath, [...DAEMON_NODE_OPTIONS, cliPath, 'serve'], {
+  const serve = spawnSync(...node([...DAEMON_NODE_OPTIONS, cliPath, 'serve']), {
     env: {
       ...process.env,
       PRESERVD_CONFIG: join(dir, 'config.json'),

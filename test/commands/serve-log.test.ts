@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import t, { type Test } from 'tap';
 import { cliPath, DAEMON_NODE_OPTIONS, freePort } from '../helpers/daemon.js';
 import { childrenOf } from '../helpers/proc.js';
+import { node } from '../helpers/node.js';
 
 /** Starts `preservd serve` (through `script` for a terminal) and collects its output until it serves. */
 async function serveUntilServing(
@@ -30,12 +31,13 @@ async function serveUntilServing(
     PRESERVD_RSYNC_PORT: String(rsyncPort),
     TERM: 'dumb',
   };
-  const command = [process.execPath, ...DAEMON_NODE_OPTIONS, cliPath, 'serve']
+  const command = node([...DAEMON_NODE_OPTIONS, cliPath, 'serve'])
+    .flat()
     .map((a) => JSON.stringify(a))
     .join(' ');
   const child: ChildProcess = terminal
     ? spawn('script', ['-q', '-e', '-c', command, '/dev/null'], { env, stdio: ['pipe', 'pipe', 'pipe'] })
-    : spawn(process.execPath, [...DAEMON_NODE_OPTIONS, cliPath, 'serve'], {
+    : spawn(...node([...DAEMON_NODE_OPTIONS, cliPath, 'serve']), {
         env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });

@@ -14,6 +14,7 @@ import { createHasher } from '../../src/fixity/index.js';
 import { suiteCases } from '../helpers/conformance-suite.js';
 import { cliPath } from '../helpers/daemon.js';
 import { makeBag } from '../helpers/make-bag.js';
+import { node } from '../helpers/node.js';
 
 // One real fixity pool for the many runs below: starting worker threads under tap's
 // instrumentation costs about a second each. One test runs the command's own pool.
@@ -250,8 +251,7 @@ t.test('the installed command reads PRESERVD_CONFIG itself, with no daemon runni
     chipmunkInfo: { externalId: 'm', bagId, contentType: 'maps' },
   });
   const r = spawnSync(
-    process.execPath,
-    [cliPath, 'validate', bag, '--content-type', 'maps', '--external-id', 'm', '--bag-id', bagId],
+    ...node([cliPath, 'validate', bag, '--content-type', 'maps', '--external-id', 'm', '--bag-id', bagId]),
     {
       env: { PATH: process.env.PATH, PRESERVD_CONFIG: join(root, 'config.json') },
       encoding: 'utf8',
@@ -306,7 +306,7 @@ t.test('validating a bag loads no configuration schema (ajv), a good part of the
   });
   const preload = join(root, 'loaded.cjs');
   const dir = await makeBag(join(root, 'bag'), { files: { 'a.txt': 'a\n' } });
-  const r = spawnSync(process.execPath, ['--require', preload, cliPath, 'validate', dir], {
+  const r = spawnSync(...node(['--require', preload, cliPath, 'validate', dir]), {
     env: { PATH: process.env.PATH },
     encoding: 'utf8',
   });

@@ -13,6 +13,7 @@ import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { mountSmallFilesystem, type SmallFilesystem } from '../helpers/small-fs.js';
+import { node } from '../helpers/node.js';
 
 const mounted = mountSmallFilesystem(16);
 const skip = 'skip' in mounted ? mounted.skip : false;
@@ -28,7 +29,7 @@ t.test(
     mkdirSync(dataDir);
     await Catalog.open(new DataLayout(dataDir)).close(); // created while there is room
 
-    const child = spawnSync(process.execPath, [writer, dataDir, fs.dir, '25', '20261125'], {
+    const child = spawnSync(...node([writer, dataDir, fs.dir, '25', '20261125']), {
       encoding: 'utf8',
       timeout: 300_000,
     });

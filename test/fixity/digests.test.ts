@@ -9,6 +9,7 @@ import type { FileHasher } from '../../src/bagit/index.js';
 import { createHasher, FixityPool } from '../../src/fixity/index.js';
 import { repoRoot } from '../helpers/daemon.js';
 import { MiB, scratch } from './files.js';
+import { node } from '../helpers/node.js';
 
 const files = scratch();
 const pool = createHasher({ workers: 2, readSize: 64 * 1024 });
@@ -106,7 +107,7 @@ t.test('a worker’s hashing code loads hash-wasm only for a resumable job', asy
     const set = await createWasmHasherSet();
     console.log(JSON.stringify({ before, after: cache().length, md5: set.md5.init().update('abc').digest('hex') }));
   `;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8' });
+  const out = execFileSync(...node(['--input-type=module', '-e', script]), { encoding: 'utf8' });
   const { before, after, md5 } = JSON.parse(out) as { before: number; after: number; md5: string };
   t.equal(before, 0, 'not loaded with the hashing code');
   t.ok(after > 0, 'loaded for the first resumable hasher set');

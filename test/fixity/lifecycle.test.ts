@@ -5,6 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { WORKER_IDLE_MS } from '../../src/fixity/worker-options.js';
 import { createHasher, POOL_CLOSED } from '../../src/fixity/index.js';
 import { scratch } from './files.js';
+import { node } from '../helpers/node.js';
 
 const files = scratch();
 t.teardown(() => files.remove());
@@ -34,7 +35,7 @@ t.test('an idle pool does not keep the process alive; a busy one does until its 
   `;
   const started = Date.now();
   const stdout = await new Promise<string>((resolve, reject) => {
-    execFile(process.execPath, ['--input-type=module', '-e', script], { timeout: 15_000 }, (err, out) =>
+    execFile(...node(['--input-type=module', '-e', script]), { timeout: 15_000 }, (err, out) =>
       err ? reject(err) : resolve(out),
     );
   });
@@ -56,8 +57,7 @@ t.test('workers that cannot start fail the jobs instead of respawning forever', 
   `;
   const stdout = await new Promise<string>((resolve, reject) => {
     execFile(
-      process.execPath,
-      ['--import', failInWorkers, '--input-type=module', '-e', script],
+      ...node(['--import', failInWorkers, '--input-type=module', '-e', script]),
       { timeout: 15_000 },
       (err, out) => (err ? reject(err) : resolve(out)),
     );

@@ -9,6 +9,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { node } from './node.js';
 import { boundByPermissions, checkoutOwner } from './unprivileged.js';
 
 /** The repository root (tests run from dist/test/...). */
@@ -141,7 +142,7 @@ export class TestDaemon {
 
   /** node with `args`, bound by file permissions when asked. */
   private static command(args: string[], bound: boolean): [string, string[]] {
-    return bound ? boundByPermissions([process.execPath, ...args]) : [process.execPath, args];
+    return bound ? boundByPermissions(node(args).flat()) : node(args);
   }
 
   get url(): string {

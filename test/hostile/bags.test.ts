@@ -24,6 +24,7 @@ import {
   snapshot,
   type Request,
 } from './fixtures/attack.js';
+import { node } from '../helpers/node.js';
 
 const scratchRoot = mkdtempSync(join(tmpdir(), 'preservd-hostile-'));
 t.teardown(() => rmSync(scratchRoot, { recursive: true, force: true }));
@@ -427,7 +428,7 @@ async function hostileBags(t: Test, hashOnArrival: boolean): Promise<void> {
       const dir = await makeBag(join(scratch, 'growing'), {
         files: { 'big.bin': Buffer.alloc(64 << 20, 3) },
       });
-      const child = spawn(process.execPath, [cliPath, 'validate', dir], {
+      const child = spawn(...node([cliPath, 'validate', dir]), {
         env: d.env,
         stdio: ['ignore', 'pipe', 'pipe'],
       });

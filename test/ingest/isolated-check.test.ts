@@ -18,6 +18,7 @@ import { checkUploadIsolated, prepareCheck, type CheckedUpload } from '../../src
 import { SimpleHasher } from '../bagit/simple-hasher.js';
 import { makeBag } from '../helpers/make-bag.js';
 import { writeManyFilesBag } from '../helpers/many-files-bag.js';
+import { node } from '../helpers/node.js';
 
 const root = mkdtempSync(join(tmpdir(), 'preservd-isolated-'));
 t.teardown(() => rmSync(root, { recursive: true, force: true }));
@@ -186,7 +187,7 @@ t.test("the validator's work stays out of the daemon thread's heap", async (t) =
   const FILES = 100_000;
   const peak = async (mode: 'isolated' | 'inline', dir: string): Promise<number> => {
     const child = join(import.meta.dirname, 'fixtures', 'check-heap.js');
-    const { stdout } = await promisify(execFile)(process.execPath, [child, mode, dir], {
+    const { stdout } = await promisify(execFile)(...node([child, mode, dir]), {
       maxBuffer: 1 << 20,
     });
     const result = JSON.parse(stdout) as { valid: boolean; files: number; growth: number };
@@ -240,12 +241,11 @@ t.test('a check worker started ahead and never given an upload keeps no process 
   const module = new URL('../../src/ingest/isolated-check.js', import.meta.url).href;
   const started = Date.now();
   const { stdout } = await promisify(execFile)(
-    process.execPath,
-    [
+    ...node([
       '--input-type=module',
       '-e',
       `const m = await import(${JSON.stringify(module)}); m.prepareCheck(); console.log('prepared');`,
-    ],
+    ]),
     { timeout: 60_000 },
   );
   t.equal(stdout.trim(), 'prepared');

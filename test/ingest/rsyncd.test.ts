@@ -23,6 +23,7 @@ import {
   type Transfer,
 } from '../../src/ingest/rsync/index.js';
 import { DataLayout } from '../../src/storage/layout.js';
+import { node } from '../helpers/node.js';
 
 /** The chipmunk client's exact upload command line (minus source and link). */
 const CHIPMUNK_FLAGS = ['-rtvzP', '--delete', '--no-group', '--no-perms', '--chmod=ugo=rwX'];
@@ -560,7 +561,7 @@ t.test(
     await d.start();
     console.log('started');
     setInterval(() => {}, 1000);`;
-    const crashed = spawn(process.execPath, ['--input-type=module', '-e', script], {
+    const crashed = spawn(...node(['--input-type=module', '-e', script]), {
       stdio: ['ignore', 'pipe', 'inherit'],
     });
     const strays: number[] = [];

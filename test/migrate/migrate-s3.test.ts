@@ -24,6 +24,7 @@ import { s3Test, startCeph } from '../helpers/ceph.js';
 import { cliPath, repoRoot } from '../helpers/daemon.js';
 import { bytesUnder } from '../helpers/walk.js';
 import { s3Client } from '../replicas/fixtures/replica-world.js';
+import { node } from '../helpers/node.js';
 
 const fixture = join(repoRoot, 'test/fixtures/old-repository');
 const { answers } = JSON.parse(readFileSync(join(fixture, 'answers.json'), 'utf8')) as {
@@ -82,7 +83,7 @@ s3Test(
       };
       const configPath = join(work, 'config.json');
       writeFileSync(configPath, JSON.stringify({ replicas: [replica], logLevel: 'warn' }));
-      const r = spawnSync(process.execPath, [cliPath, 'migrate'], {
+      const r = spawnSync(...node([cliPath, 'migrate']), {
         env: { ...process.env, PRESERVD_CONFIG: configPath, PRESERVD_DATA_DIR: dataDir },
         encoding: 'utf8',
         timeout: 180_000,

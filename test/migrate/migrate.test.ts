@@ -19,6 +19,7 @@ import { fsReader, validateRoot } from '../../src/ocfl/validate/index.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { cliPath, repoRoot, TestDaemon } from '../helpers/daemon.js';
 import { bytesUnder } from '../helpers/walk.js';
+import { node } from '../helpers/node.js';
 
 const fixture = join(repoRoot, 'test/fixtures/old-repository');
 const answers = JSON.parse(readFileSync(join(fixture, 'answers.json'), 'utf8')) as {
@@ -54,7 +55,7 @@ function migrate(repo: Repo, failpoint?: string) {
   const env = { ...repo.env };
   if (failpoint !== undefined) env.PRESERVD_FAILPOINT = failpoint;
   else delete env.PRESERVD_FAILPOINT;
-  const r = spawnSync(process.execPath, [cliPath, 'migrate'], { env, encoding: 'utf8', timeout: 120_000 });
+  const r = spawnSync(...node([cliPath, 'migrate']), { env, encoding: 'utf8', timeout: 120_000 });
   return { code: r.status, signal: r.signal, stdout: r.stdout, stderr: r.stderr };
 }
 

@@ -11,6 +11,7 @@ import { promisify } from 'node:util';
 import t from 'tap';
 import { createHasher } from '../../src/fixity/index.js';
 import { DAEMON_NODE_OPTIONS, repoRoot } from '../helpers/daemon.js';
+import { node } from '../helpers/node.js';
 
 const read = (path: string): string => readFileSync(join(repoRoot, path), 'utf8');
 
@@ -30,12 +31,9 @@ const pool = createHasher({ workers: 2 });
 const digests = await pool.hashFile(${JSON.stringify(join(repoRoot, 'package.json'))}, ['sha256']);
 await pool.close();
 process.stdout.write(digests.digests.sha256);`;
-  const { stdout } = await promisify(execFile)(process.execPath, [
-    ...DAEMON_NODE_OPTIONS,
-    '--input-type=module',
-    '-e',
-    script,
-  ]);
+  const { stdout } = await promisify(execFile)(
+    ...node([...DAEMON_NODE_OPTIONS, '--input-type=module', '-e', script]),
+  );
   const pool = createHasher({ workers: 1 });
   t.teardown(() => pool.close());
   const here = await pool.hashFile(join(repoRoot, 'package.json'), ['sha256']);

@@ -31,6 +31,7 @@ import { Storage } from '../../src/storage/storage.js';
 import { cliPath, DAEMON_NODE_OPTIONS, freePort, TestDaemon } from '../helpers/daemon.js';
 import { ingestBag } from '../helpers/ingest.js';
 import { filesUnder } from '../helpers/walk.js';
+import { node } from '../helpers/node.js';
 
 const sha256 = (bytes: Buffer | string) => createHash('sha256').update(bytes).digest('hex');
 
@@ -144,7 +145,7 @@ t.test('an ingest through the daemon and rsync leaves an OCFL object in an OCFL 
 
 /** `preservd serve` on a data directory that is refused: its exit code and what it said. */
 async function serveRefused(dataDir: string): Promise<{ code: number | null; stderr: string }> {
-  const proc = spawn(process.execPath, [...DAEMON_NODE_OPTIONS, cliPath, 'serve'], {
+  const proc = spawn(...node([...DAEMON_NODE_OPTIONS, cliPath, 'serve']), {
     env: {
       ...process.env,
       PRESERVD_DATA_DIR: dataDir,
