@@ -15,6 +15,7 @@ import type { Config } from './config/config.js';
 import { FixityPool } from './fixity/index.js';
 import { writeAtomically } from './fs/atomic.js';
 import type { HttpContext } from './http/context.js';
+import { gracefulCloser } from './http/close.js';
 import { buildServer } from './http/server.js';
 import { IngestWorker } from './ingest/ingest.js';
 import { reconcile } from './ingest/recovery.js';
@@ -148,7 +149,7 @@ export class Daemon {
       httpContext({ config, catalog, storage, landing, watcher, targets, metrics, downloads, ...services }),
       logger,
     );
-    lifecycle.onStop('HTTP server', () => closeGracefully(app, config.http.shutdownGraceSeconds * 1000));
+    lifecycle.onStop('HTTP server', gracefulCloser(app, config.http.shutdownGraceSeconds * 1000));
     await app.listen({ host: config.http.host, port: config.http.port });
     const daemon = new Daemon(config, logger, lifecycle, app);
     const serving = { ...where, api: daemon.url };
@@ -330,14 +331,6 @@ function httpContext(parts: Omit<ServiceParts, 'logger' | 'pool' | 'records'> & 
     observeResponse: (route, method, status, seconds) =>
       metrics.observeResponse(route, method, status, seconds),
   };
-}
-
-/** Closes the HTTP server: requests under way get `graceMs` to finish, then their connections are closed. */
-async function closeGracefully(app: FastifyInstance, graceMs: number): Promise<void> {
-  const deadline = setTimeout(() => app.server.closeAllConnections(), graceMs);
-  deadline.unref();
-  await app.close();
-  clearTimeout(deadline);
 }
 
 /** Where people reach the daemon: its API, its rsync daemon (undefined when off), the admin token. */

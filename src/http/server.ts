@@ -23,6 +23,7 @@ import { sessionRoutes } from './pages/session.js';
 import { deaccessionPages } from './pages/deaccessions.js';
 import { registerPageHeaders, registerSite, renderErrorPage, wantsPage } from './pages/site.js';
 import { requestIdOf, requestLogSerializers } from './request-log.js';
+import { sharedSerializers } from './serializers.js';
 import { auditRoutes } from './routes/audits.js';
 import { deaccessionRoutes } from './routes/deaccessions.js';
 import { downloadRoutes } from './routes/downloads.js';
@@ -122,6 +123,7 @@ export async function buildServer(ctx: HttpContext, logger?: FastifyBaseLogger):
       customOptions: { removeAdditional: false, coerceTypes: false, allErrors: true, verbose: true },
       onCreate: (ajv) => ajv.addVocabulary(['problem']),
     },
+    schemaController: { compilersFactory: { buildSerializer: sharedSerializers() } },
     routerOptions: { maxParamLength: 2048 },
     ...connectionLimits(ctx.config.http.requestTimeoutMs),
     clientErrorHandler,

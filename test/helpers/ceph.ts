@@ -149,6 +149,11 @@ osd failsafe full ratio = .995
 mon mgr mkfs grace = 31536000
 paxos propose interval = 0.01
 paxos min wait = 0.01
+# A radosgw killed by a test (stopGateway) leaves its watches on the control objects; the next
+# bucket creation's notify waits for them to time out: 30 s by default, 4 s here (the watchers
+# alive ping every second).
+osd client watch timeout = 4
+objecter tick interval = 1
 
 [mon]
 mon data = ${dir}/mon/$id
