@@ -234,6 +234,31 @@ t.test(
   },
 );
 
+t.test('logins within one millisecond: the per-user cap still ends the oldest', async (t) => {
+  const catalog = openCatalog(t);
+  catalog.users.add('carol', false);
+  const token = catalog.users.issueToken('carol');
+  const now = Date.now();
+  const clock = Date.now;
+  Date.now = () => now; // seven logins on one clock reading
+  t.teardown(() => void (Date.now = clock));
+  const limits = { maxPerUser: 5, idleMs: 0 };
+  const opened = Array.from({ length: 7 }, () =>
+    catalog.sessions.open('carol', token.secret, 60_000, limits),
+  );
+  Date.now = clock;
+  t.same(
+    opened.map((o) => catalog.sessions.find(o.secret) !== undefined),
+    [false, false, true, true, true, true, true],
+    'the five newest are kept',
+  );
+  t.same(
+    opened.map((o) => o.session.createdAt - now),
+    [0, 1, 2, 3, 4, 5, 6],
+    'each a millisecond later than the one before',
+  );
+});
+
 t.test('sessions from before the indexes are indexed when the catalog opens', async (t) => {
   const dir = mkdtempSync(join(tmpdir(), 'preservd-sessions-old-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
