@@ -6,7 +6,7 @@
  * D1/D14: a content manager of a type sees and completes a colleague's deposit.
  */
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t from 'tap';
@@ -84,7 +84,9 @@ t.test('each role on a content type and on all, through the API', async (t) => {
     external_id: 'colleague-barcode',
     content_type: 'video',
   });
-  const bagDir = join(mkdtempSync(join(tmpdir(), 'preservd-grants-')), 'bag');
+  const scratch = mkdtempSync(join(tmpdir(), 'preservd-grants-'));
+  t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
+  const bagDir = join(scratch, 'bag');
   await makeBag(bagDir, {
     files: { 'c.txt': 'finished by a colleague\n' },
     chipmunkInfo: { externalId: 'colleague-barcode', bagId: openId, contentType: 'video' },

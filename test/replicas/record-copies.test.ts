@@ -15,7 +15,6 @@ import { replicaFolder, waitForCopies } from './fixtures/replica-world.js';
 t.test('a dir replica gets the logs of a verified copy and the repository record', async (t) => {
   const mirror = replicaFolder(t);
   const d = await TestDaemon.start(t, {
-    keepDataDir: true,
     config: { replicas: [{ name: 'mirror', kind: 'dir', path: mirror }], storage: { recordDelayMs: 100 } },
   });
   const { request } = await ingestBag(d, d.adminToken, { 'a.txt': 'hello\n' });

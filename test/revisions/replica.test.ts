@@ -18,7 +18,10 @@ import { waitForCopies } from '../replicas/fixtures/replica-world.js';
 
 t.test('a revision is copied to a dir replica: only the new content, the new inventories', async (t) => {
   const mirror = mkdtempSync(join(tmpdir(), 'preservd-revision-mirror-'));
-  t.teardown(() => rmSync(mirror, { recursive: true, force: true }));
+  t.teardown(() => {
+    rmSync(mirror, { recursive: true, force: true });
+    rmSync(`${mirror}.preservd-tmp`, { recursive: true, force: true }); // the replica's scratch folder
+  });
   const d = await TestDaemon.start(t, {
     config: { replicas: [{ name: 'mirror', kind: 'dir', path: mirror }] },
   });
