@@ -59,26 +59,30 @@ export class SessionStore {
   ): { secret: string; session: Session } {
     const secret = randomBytes(32).toString('base64url');
     const now = Date.now();
-    const newestFirst = { start: [userName, Number.MAX_SAFE_INTEGER, ''], end: [userName], reverse: true };
     return this.catalog.transaction(() => {
       this.sweep(now, SWEEP_BATCH);
       if (limits.replaces !== undefined && limits.replaces.length <= 256)
         this.remove(tokenDigest(limits.replaces));
-      // A user's sessions are ordered by createdAt: a later one gets a later millisecond, so
-      // that "the oldest" is exact even for logins within one millisecond.
-      const [newest] = [...this.byUser.getKeys({ ...newestFirst, limit: 1 })];
+      // The user's sessions, newest first: at most maxPerUser, the cap holds. A later one gets a
+      // later createdAt, so that "the oldest" is exact even for logins within one millisecond.
+      const mine = [
+        ...this.byUser.getKeys({
+          start: [userName, Number.MAX_SAFE_INTEGER, ''],
+          end: [userName],
+          reverse: true,
+        }),
+      ];
       const session: Session = {
         digest: tokenDigest(secret),
         userName,
         tokenDigest: tokenDigest(token),
-        createdAt: Math.max(now, (newest?.[1] ?? 0) + 1),
+        createdAt: Math.max(now, (mine[0]?.[1] ?? 0) + 1),
         expiresAt: now + lifetimeMs,
         lastSeenAt: now,
         ...(limits.idleMs > 0 ? { idleMs: limits.idleMs } : {}),
       };
       // Every one after the newest maxPerUser - 1 makes room.
-      const older = this.byUser.getKeys({ ...newestFirst, offset: limits.maxPerUser - 1 });
-      for (const key of [...older]) this.remove(key[2]);
+      for (const key of mine.slice(limits.maxPerUser - 1)) this.remove(key[2]);
       this.put(session);
       return { secret, session };
     });

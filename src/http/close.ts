@@ -1,11 +1,11 @@
 /**
  * Stopping the API. fastify's close stops accepting, closes the idle keep-alive connections and
  * waits for the requests under way; after the grace period whatever is left is cut. Two kinds of
- * connection have no request to finish yet are not idle to Node at that moment, and each held a
- * stop for the whole grace period (10 s of every restart): one that has not sent a byte (it waits
- * for a first request, up to `http.requestTimeoutMs`; a client's spare connection), closed at
- * once; and a keep-alive one whose download ends during the stop, idle only from then on, closed
- * by looking again every 100 ms.
+ * connection with no request to finish are not idle to Node when the stop begins, and each held
+ * it for the whole grace period (10 s): one that has not sent a byte (Node waits for its first
+ * request, up to `http.requestTimeoutMs`; a client's spare connection), closed at once; and a
+ * keep-alive one whose download ends during the stop, idle only from then on, closed by looking
+ * again every 100 ms.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Socket } from 'node:net';
