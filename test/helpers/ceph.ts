@@ -92,10 +92,14 @@ export interface Ceph {
   stop(): Promise<void>;
 }
 
-/** Ports `base` … `base + 32` free on 127.0.0.1 (the mon, the OSD's range, and radosgw at +31 and +32). */
+/**
+ * Ports `base` … `base + 32` free on 127.0.0.1 (the mon, the OSD's range, and radosgw at +31 and
+ * +32), below Linux's ephemeral range (32768 up): a port found free there could be taken by any
+ * outgoing connection or `listen(0)` before radosgw binds it, and was, once.
+ */
 async function freePortBlock(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 20000 + Math.floor(Math.random() * 35000);
+    const base = 10000 + Math.floor(Math.random() * 22000);
     let free = true;
     for (let p = base; p <= base + 32 && free; p++) free = await portFree(p);
     if (free) return base;
@@ -191,22 +195,27 @@ const POOLS = [
 export async function startCeph(t: { teardown(fn: () => unknown): void }): Promise<Ceph> {
   const missing = cephMissing();
   if (missing !== undefined) throw new Error(missing);
-  const dir = mkdtempSync(join(tmpdir(), 'preservd-ceph-'));
-  const children: ChildProcess[] = [];
-  let stopped = false;
-  const stop = async () => {
-    if (stopped) return;
-    stopped = true;
-    for (const child of children.reverse()) await kill(child);
-    rmSync(dir, { recursive: true, force: true });
-  };
-  t.teardown(stop);
-  try {
-    return await bootstrap(dir, children, stop);
-  } catch (err) {
-    const logs = tailLogs(dir);
-    await stop();
-    throw new Error(`Ceph did not start: ${(err as Error).message}\n${logs}`);
+  for (let attempt = 1; ; attempt++) {
+    const dir = mkdtempSync(join(tmpdir(), 'preservd-ceph-'));
+    const children: ChildProcess[] = [];
+    let stopped = false;
+    const stop = async () => {
+      if (stopped) return;
+      stopped = true;
+      for (const child of children.reverse()) await kill(child);
+      rmSync(dir, { recursive: true, force: true });
+    };
+    t.teardown(stop);
+    try {
+      return await bootstrap(dir, children, stop);
+    } catch (err) {
+      const logs = tailLogs(dir);
+      await stop();
+      // Another cluster of a test running beside this one may have taken a port of the block
+      // between the check and radosgw's bind (seconds later): a new block, a new cluster.
+      if (attempt < 3 && logs.includes('Address already in use')) continue;
+      throw new Error(`Ceph did not start: ${(err as Error).message}\n${logs}`);
+    }
   }
 }
 
