@@ -22,7 +22,7 @@ import pLimit from 'p-limit';
 import type { Catalog } from '../catalog/catalog.js';
 import type { FileIdentity, LandedHash } from '../catalog/landed-hashes.js';
 import type { Package } from '../catalog/types.js';
-import type { Algorithm, FileDigests, HashOptions } from '../fixity/index.js';
+import type { FileDigests, FixityPool } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
 import { identityOf, sameIdentity } from './file-identity.js';
 import { flushFiles } from './flush-files.js';
@@ -31,13 +31,7 @@ import type { LandingZone } from './landing.js';
 import type { LandedFile } from './rsync/index.js';
 
 /** What the landed hasher needs of the fixity pool. */
-export interface LandedPool {
-  hashFile(absPath: string, algorithms: Algorithm[], opts?: HashOptions): Promise<FileDigests>;
-  hashFiles(
-    files: ReadonlyArray<{ path: string; algorithms: Algorithm[] }>,
-    opts?: Omit<HashOptions, 'resume'>,
-  ): Promise<Array<FileDigests | Error>>;
-}
+export type LandedPool = Pick<FixityPool, 'hashFile' | 'hashFiles'>;
 
 /** Files below this go to the pool in batches (one job, one commit). */
 const SMALL = 1024 * 1024;
@@ -116,7 +110,7 @@ export class LandedHasher {
       landing: LandingZone;
       pool: LandedPool;
       logger: Logger;
-      /** While this says yes (a download is being answered), no new read starts. */
+      /** While this says yes (a download is being answered), no new read starts either. */
       holdWhile?: () => boolean;
     },
   ) {}
@@ -204,14 +198,9 @@ export class LandedHasher {
     return new Set(paths.filter((_, i) => flushed.has(abs[i]!)));
   }
 
-  /**
-   * Told by the ingest worker how many ingests run: while any does, no new read starts (reads
-   * under way finish; its own upload's queued files the ingest takes over).
-   */
+  /** Told by the ingest worker how many ingests run: while any does, no new read starts. */
   ingestsRunning(count: number): void {
-    const was = this.ingests;
     this.ingests = count;
-    if (was > 0 && count === 0) this.kick();
   }
 
   /** Files reported and neither recorded nor given up on yet. */
