@@ -16,12 +16,12 @@
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { accessSync, constants, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { promisify } from 'node:util';
 import type { Test } from 'tap';
+import { portFree } from './daemon.js';
 
 const run = promisify(execFile);
 
@@ -94,25 +94,18 @@ export interface Ceph {
 
 /**
  * Ports `base` … `base + 32` free on 127.0.0.1 (the mon, the OSD's range, and radosgw at +31 and
- * +32), below Linux's ephemeral range (32768 up): a port found free there could be taken by any
- * outgoing connection or `listen(0)` before radosgw binds it, and was, once.
+ * +32), in 20000–31999: below Linux's ephemeral range (32768 up), where a port found free could
+ * be taken by any outgoing connection or `listen(0)` before radosgw binds it (it was, once), and
+ * apart from the test daemons' ports (10000–19999, daemon.ts).
  */
 async function freePortBlock(): Promise<number> {
   for (let attempt = 0; attempt < 50; attempt++) {
-    const base = 10000 + Math.floor(Math.random() * 22000);
+    const base = 20000 + Math.floor(Math.random() * (12000 - 33));
     let free = true;
     for (let p = base; p <= base + 32 && free; p++) free = await portFree(p);
     if (free) return base;
   }
   throw new Error('no block of 33 free ports found on 127.0.0.1');
-}
-
-function portFree(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const server = createServer();
-    server.once('error', () => resolve(false));
-    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
-  });
 }
 
 function confText(dir: string, monPort: number, rgwPort: number, tlsPort: number): string {

@@ -22,15 +22,26 @@ export const cliPath = join(repoRoot, 'dist/src/cli.js');
  */
 export const DAEMON_NODE_OPTIONS = ['--max-semi-space-size=4'];
 
+/**
+ * A port free on 127.0.0.1 now, from 10000–19999: below Linux's ephemeral range (32768 up), so
+ * that no outgoing connection or `listen(0)` takes it before the daemon binds it, and apart from
+ * the Ceph clusters' blocks (20000–31999, ceph.ts). Tests' own picks may still meet: a daemon
+ * that finds its port taken is started again (`TestDaemon.start`).
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((ok, fail) => {
+  for (let attempt = 0; attempt < 100; attempt++) {
+    const port = 10000 + Math.floor(Math.random() * 10000);
+    if (await portFree(port)) return port;
+  }
+  throw new Error('no free port found in 10000–19999 on 127.0.0.1');
+}
+
+/** Whether `port` can be listened on at 127.0.0.1 now. */
+export function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      const port = typeof address === 'object' && address !== null ? address.port : 0;
-      server.close(() => ok(port));
-    });
+    server.once('error', () => resolve(false));
+    server.listen(port, '127.0.0.1', () => server.close(() => resolve(true)));
   });
 }
 
@@ -115,7 +126,8 @@ export class TestDaemon {
       if (options.keepDataDir !== true) rmSync(dataDir, { recursive: true, force: true });
     });
     // A port found free may be taken by another test's process before the daemon binds it: then
-    // the daemon stops at once (EADDRINUSE) and is started again on other ports.
+    // the daemon stops at once (EADDRINUSE from the HTTP server, "rsync port … is already in use"
+    // from the rsync listener) and is started again on other ports.
     for (let attempt = 1; ; attempt++) {
       const httpPort = await freePort();
       const rsyncPort = await freePort();
@@ -134,7 +146,8 @@ export class TestDaemon {
         await current.waitUntilServing();
         return current;
       } catch (err) {
-        if (attempt < 3 && proc.exitCode !== null && current.output.includes('EADDRINUSE')) continue;
+        if (attempt < 3 && proc.exitCode !== null && /EADDRINUSE|already in use/.test(current.output))
+          continue;
         throw err;
       }
     }
