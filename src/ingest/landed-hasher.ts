@@ -47,7 +47,7 @@ const IN_POOL = 2;
  */
 const SETTLE_MS = 20;
 const SETTLE_COARSE_MS = 2_100;
-/** While held (a download is under way), looks again this often. */
+/** While held (a download or an ingest under way), looks again this often. */
 const HOLD_MS = 100;
 /**
  * Flushes at once: few, as each holds one of libuv's four threads, which downloads read with;
