@@ -13,9 +13,8 @@
  * A hashed file is also flushed to disk (fdatasync) before it is recorded: the store at complete
  * must have every byte on disk before it says DONE, and a 1 GiB upload's writeback otherwise all
  * lands on that moment (docs/performance.md, issue 27); it skips the files still as recorded.
- * No read starts while a download is being answered (`holdWhile`) or an ingest runs
- * (`ingestsRunning`): on a machine of few cores the background hashing would otherwise slow them,
- * and what is not hashed by complete is read then.
+ * No read starts while a download is being answered (`holdWhile`): on a machine of few cores
+ * the background hashing would otherwise slow it, and what is not hashed by complete is read then.
  */
 import { join } from 'node:path';
 import pLimit from 'p-limit';
@@ -47,7 +46,7 @@ const IN_POOL = 2;
  */
 const SETTLE_MS = 20;
 const SETTLE_COARSE_MS = 2_100;
-/** While held (a download or an ingest under way), looks again this often. */
+/** While held (a download is under way), looks again this often. */
 const HOLD_MS = 100;
 /**
  * Flushes at once: few, as each holds one of libuv's four threads, which downloads read with;
@@ -97,7 +96,6 @@ export class LandedHasher {
   /** A file's key → the keys of its jobs (two while a newer copy waits for a read under way). */
   private readonly byFile = new Map<string, string[]>();
   private inPool = 0;
-  private ingests = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly signal = new AbortController();
@@ -110,7 +108,7 @@ export class LandedHasher {
       landing: LandingZone;
       pool: LandedPool;
       logger: Logger;
-      /** While this says yes (a download is being answered), no new read starts either. */
+      /** While this says yes (a download is being answered), no new read starts. */
       holdWhile?: () => boolean;
     },
   ) {}
@@ -198,11 +196,6 @@ export class LandedHasher {
     return new Set(paths.filter((_, i) => flushed.has(abs[i]!)));
   }
 
-  /** Told by the ingest worker how many ingests run: while any does, no new read starts. */
-  ingestsRunning(count: number): void {
-    this.ingests = count;
-  }
-
   /** Files reported and neither recorded nor given up on yet. */
   get pending(): number {
     return this.jobs.size;
@@ -252,7 +245,7 @@ export class LandedHasher {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.inPool >= IN_POOL) return;
-    if (this.ingests > 0 || this.o.holdWhile?.() === true) {
+    if (this.o.holdWhile?.() === true) {
       if (this.jobs.size > 0) this.timer = setTimeout(() => this.kick(), HOLD_MS);
       return;
     }

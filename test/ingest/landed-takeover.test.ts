@@ -4,34 +4,13 @@
  * (the validation reads them), are flushed where the upload is staged, and are named as flushed
  * so that the store does not flush them again; a file that is gone is not named; another bag's
  * queue is left alone; a read under way that complete claims is given up once its file has left.
- * While an ingest runs, no read starts (it would take the ingest's cores).
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import t from 'tap';
 import type { FixityPool } from '../../src/fixity/index.js';
 import type { LandedPool } from '../../src/ingest/landed-hasher.js';
 import { landedWorld } from '../helpers/landed-world.js';
-
-t.test('no read starts while an ingest runs; the queue moves on when the last one ends', async (t) => {
-  const { catalog, landing, landed, request } = await landedWorld(t);
-  landed.ingestsRunning(2);
-  const { bagId, capability } = request();
-  mkdirSync(join(landing.path(capability), 'data'), { recursive: true });
-  const files = { 'data/a.txt': 'a\n', 'data/b.txt': 'b\n' };
-  for (const [path, text] of Object.entries(files)) writeFileSync(join(landing.path(capability), path), text);
-  const recorded = landed.accept(
-    Object.entries(files).map(([path, text]) => ({ capability, path, size: text.length })),
-  );
-  landed.ingestsRunning(1);
-  await sleep(500); // many times the settling delay and the hold's look-again period
-  t.equal(landed.pending, 2, 'both queued');
-  t.equal(catalog.landedHashes.count(bagId), 0, 'none read while an ingest runs');
-  landed.ingestsRunning(0);
-  await recorded;
-  t.equal(catalog.landedHashes.count(bagId), 2, 'both read and recorded once no ingest runs');
-});
 
 t.test("the ingest takes over a bag's queued files and flushes them where they are staged", async (t) => {
   // Held as while a download is answered: nothing queued starts.
