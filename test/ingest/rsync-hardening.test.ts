@@ -6,7 +6,6 @@
  * capability check, and says so when they are taken.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { once } from 'node:events';
 import {
   chmod,
   chown,
@@ -19,7 +18,6 @@ import {
   stat,
   writeFile,
 } from 'node:fs/promises';
-import net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import t, { type Test } from 'tap';
@@ -27,15 +25,7 @@ import { newCapability } from '../../src/ingest/capability.js';
 import { LandingZone } from '../../src/ingest/landing.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { HOOK_SOURCES, hookCommands, RsyncDaemon } from '../../src/ingest/rsync/index.js';
-
-async function freePort(): Promise<number> {
-  const server = net.createServer().listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
+import { freePort } from '../helpers/daemon.js';
 
 function rsync(args: string[]): Promise<{ code: number | null; output: string }> {
   return new Promise((resolve) => {

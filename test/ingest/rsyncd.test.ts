@@ -24,6 +24,7 @@ import {
 } from '../../src/ingest/rsync/index.js';
 import { DataLayout } from '../../src/storage/layout.js';
 import { node } from '../helpers/node.js';
+import { freePort } from '../helpers/daemon.js';
 
 /** The chipmunk client's exact upload command line (minus source and link). */
 const CHIPMUNK_FLAGS = ['-rtvzP', '--delete', '--no-group', '--no-perms', '--chmod=ugo=rwX'];
@@ -33,16 +34,6 @@ async function landingIn(dataDir: string): Promise<LandingZone> {
   const layout = new DataLayout(dataDir);
   await layout.ensure();
   return new LandingZone(layout);
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
 }
 
 interface RsyncResult {
