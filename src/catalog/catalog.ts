@@ -71,6 +71,8 @@ export class Catalog implements Transactor {
   private depth = 0;
   /** What a nested call threw, so that the outer transaction rolls back even if it was caught. */
   private nestedFailure: { err: unknown } | undefined;
+  /** Inside outcomeTransaction(): reserve() may use the room kept for outcomes (space.ts). */
+  private outcome = false;
 
   private constructor(
     private readonly root: RootDatabase,
@@ -152,6 +154,19 @@ export class Catalog implements Transactor {
    * the outer `fn` caught it, so nothing is ever committed half-done.
    */
   transaction<T>(fn: () => T): T {
+    return this.run(fn, false);
+  }
+
+  /**
+   * A transaction that records that work ended (an ingest DONE or FAILED, an upload given back
+   * under a new link): on a full disk it may use the room kept back from every other write
+   * (space.ts), so that what ends is not left waiting for space.
+   */
+  outcomeTransaction<T>(fn: () => T): T {
+    return this.run(fn, true);
+  }
+
+  private run<T>(fn: () => T, outcome: boolean): T {
     if (this.depth > 0) {
       try {
         return fn();
@@ -161,8 +176,9 @@ export class Catalog implements Transactor {
       }
     }
     // Before LMDB writes anything: it must never be the one to find the disk full (space.ts).
-    this.space?.ensure();
+    this.space?.ensure(0, outcome);
     this.depth = 1;
+    this.outcome = outcome;
     this.nestedFailure = undefined;
     try {
       return this.root.transactionSync(() => {
@@ -173,11 +189,12 @@ export class Catalog implements Transactor {
     } finally {
       this.depth = 0;
       this.nestedFailure = undefined;
+      this.outcome = false;
     }
   }
 
   reserve(bytes: number): void {
-    this.space?.ensure(bytes);
+    this.space?.ensure(bytes, this.outcome);
   }
 
   /**

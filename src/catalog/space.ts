@@ -8,6 +8,12 @@
  * write is refused as out of space (507) with nothing changed. Blocks claimed this way cannot be
  * taken by an upload that fills the disk afterwards.
  *
+ * The last headroom's worth of that room is kept for writes that end work (`outcome`): an ingest
+ * recording that it FAILED for lack of space, an upload given back under a new link. Any other
+ * write is refused while the claimed room is below two headrooms, so background writers (files
+ * hashed as they land, records written behind) cannot use up what an ingest needs to say it
+ * ended; without it an ingest on a full disk could stay PENDING, retried until space came back.
+ *
  * Where the filesystem cannot preallocate (fallocate unsupported), it falls back to refusing
  * writes while the filesystem's free space is below the headroom: racy against another writer,
  * but the best such a filesystem allows.
@@ -54,10 +60,11 @@ export class SpaceClaim {
 
   /**
    * Makes sure `extraBytes` (at least the headroom) can be written past the file's end without a
-   * new block from the filesystem; throws CatalogSpaceError when that room cannot be had.
+   * new block from the filesystem, and for any write but an `outcome` another headroom after it
+   * (the reserve); throws CatalogSpaceError when that room cannot be had.
    */
-  ensure(extraBytes = 0): void {
-    const need = Math.max(this.headroom, extraBytes);
+  ensure(extraBytes = 0, outcome = false): void {
+    const need = Math.max(this.headroom, extraBytes) + (outcome ? 0 : this.headroom);
     const { size, allocated } = fileSpace(this.file);
     if (size + need <= allocated) return;
     if (this.mode === 'statfs') return this.checkFree(need);

@@ -113,7 +113,7 @@ export function recordRevisionResult(deps: IngestDeps, item: QueueItem, pkg: Pac
   const { catalog } = deps;
   const version = versionOf(item);
   const now = Date.now();
-  return catalog.transaction(() => {
+  return catalog.outcomeTransaction(() => {
     const files = [...catalog.revisions.files(pkg.bagId, version)];
     if (catalog.revisions.version(pkg.bagId, version - 1) === undefined) {
       const earlier = [...catalog.revisions.files(pkg.bagId, version - 1)];

@@ -25,14 +25,17 @@ import type { Logger } from '../logger.js';
 import { newCapability } from './capability.js';
 import type { LandingZone } from './landing.js';
 
-/** Gives an open request a new upload link and retires the old one (all three steps). */
+/**
+ * Gives an open request a new upload link and retires the old one (all three steps): for an
+ * upload given back, so its new link is an outcome, written even on a full disk (catalog/space.ts).
+ */
 export async function rotateUpload(
   catalog: Catalog,
   landing: LandingZone,
   bagId: string,
   logger: Logger,
 ): Promise<Package> {
-  const rotated = catalog.rotations.rotate(bagId, newCapability());
+  const rotated = catalog.outcomeTransaction(() => catalog.rotations.rotate(bagId, newCapability()));
   failpoint('rotation:after-catalog');
   await finishRotations(catalog, landing, logger);
   return rotated;

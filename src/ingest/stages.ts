@@ -105,10 +105,8 @@ export class IngestStages {
     const started = Date.now();
     const pkg = catalog.packages.get(item.bagId);
     if (pkg === undefined) {
-      catalog.queue.finish(item.id, {
-        status: 'FAILED',
-        errors: [ingestProblem({ code: 'request-missing', bagId: item.bagId })],
-      });
+      const errors = [ingestProblem({ code: 'request-missing', bagId: item.bagId })];
+      catalog.outcomeTransaction(() => catalog.queue.finish(item.id, { status: 'FAILED', errors }));
       return;
     }
     if (storedAlready(pkg, item) && item.stage !== 'validated') {
@@ -307,7 +305,7 @@ export class IngestStages {
     let bytes = 0;
     if (versionOf(item) > 1) bytes = recordRevisionResult(this.deps, item, pkg);
     else
-      catalog.transaction(() => {
+      catalog.outcomeTransaction(() => {
         catalog.packages.markStored(pkg.bagId, storagePath);
         bytes = catalog.files.bytes(pkg.bagId);
         catalog.events.add({
@@ -344,7 +342,7 @@ export class IngestStages {
     const errors = errorsOf(problems);
     const version = versionOf(item);
     const detail = `${version > 1 ? `version ${version}: ` : ''}${errors.map((p) => p.message).join('\n')}`;
-    catalog.transaction(() => {
+    catalog.outcomeTransaction(() => {
       if (events === 'validation-and-ingestion')
         catalog.events.add({
           bagId: pkg.bagId,

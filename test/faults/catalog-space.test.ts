@@ -3,7 +3,8 @@
  * as out of space (CatalogSpaceError, ENOSPC) before LMDB writes a byte. LMDB must never meet the
  * full disk itself: lmdb-js answers a failed page write with errors of its own (ENOSPC, EIO) and,
  * a few writes later, can abort the process on a corrupted heap (catalog/space.ts). The writer
- * runs in a child so that such an abort is seen as the failure it is.
+ * runs in a child so that such an abort is seen as the failure it is. Once ordinary writes are
+ * refused, a write that records an outcome still goes through: room is kept back for it.
  */
 import { spawnSync } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
@@ -39,7 +40,11 @@ t.test(
       `the writer was not killed by a signal (${child.signal}); its stderr ends: ${child.stderr.slice(-2000)}`,
     );
     t.equal(child.status, 0, `the writer finished: ${child.stderr.slice(-2000)}`);
-    const report = JSON.parse(child.stdout) as { created: number; refusals: Record<string, number> };
+    const report = JSON.parse(child.stdout) as {
+      created: number;
+      refusals: Record<string, number>;
+      outcomes: { written: number; refused: string[] };
+    };
     t.same(
       Object.keys(report.refusals),
       ['CatalogSpaceError ENOSPC'],
@@ -50,6 +55,8 @@ t.test(
       `many writes were refused (${report.refusals['CatalogSpaceError ENOSPC']})`,
     );
     t.ok(report.created > 100, `and many went through (${report.created} packages)`);
+    t.same(report.outcomes.refused, [], 'no outcome write was refused after ordinary ones were');
+    t.ok(report.outcomes.written > 10, `outcomes written on a full disk: ${report.outcomes.written}`);
 
     const catalog = Catalog.open(new DataLayout(dataDir));
     t.teardown(() => catalog.close());
