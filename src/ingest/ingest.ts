@@ -73,6 +73,7 @@ export class IngestWorker implements Service {
       this.hold(this.running, next, this.run(stages, next));
     }
     this.deps.replication?.ingestsRunning(this.running.size);
+    this.deps.landed?.ingestsRunning(this.running.size);
   }
 
   private hold(where: Map<number, Held>, item: QueueItem, work: Promise<void>): void {
@@ -159,6 +160,7 @@ export class IngestWorker implements Service {
     await this.loop.stop();
     for (const id of [...this.prepared.keys()]) this.dropPrepared(id);
     this.deps.replication?.ingestsRunning(0);
+    this.deps.landed?.ingestsRunning(0);
   }
 }
 

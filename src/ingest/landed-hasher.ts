@@ -13,8 +13,9 @@
  * A hashed file is also flushed to disk (fdatasync) before it is recorded: the store at complete
  * must have every byte on disk before it says DONE, and a 1 GiB upload's writeback otherwise all
  * lands on that moment (docs/performance.md, issue 27); it skips the files still as recorded.
- * No read starts while a download is being answered (`holdWhile`): on a machine of few cores
- * the background hashing would otherwise slow it, and what is not hashed by complete is read then.
+ * No read starts while a download is being answered (`holdWhile`) or an ingest runs
+ * (`ingestsRunning`): on a machine of few cores the background hashing would otherwise slow them,
+ * and what is not hashed by complete is read then.
  */
 import { join } from 'node:path';
 import pLimit from 'p-limit';
@@ -27,6 +28,7 @@ import { identityOf, sameIdentity } from './file-identity.js';
 import { flushFiles } from './flush-files.js';
 import { LandedAlgorithms } from './landed-algorithms.js';
 import type { LandingZone } from './landing.js';
+import { LandedJobs, type Job } from './landed-jobs.js';
 import type { LandedFile } from './rsync/index.js';
 
 /** What the landed hasher needs of the fixity pool. */
@@ -46,7 +48,7 @@ const IN_POOL = 2;
  */
 const SETTLE_MS = 20;
 const SETTLE_COARSE_MS = 2_100;
-/** While held (a download is under way), looks again this often. */
+/** While held (a download or an ingest under way), looks again this often. */
 const HOLD_MS = 100;
 /**
  * Flushes at once: few, as each holds one of libuv's four threads, which downloads read with;
@@ -73,29 +75,11 @@ export interface LandedStats {
   unreported: number;
 }
 
-interface Job {
-  bagId: string;
-  capability: string;
-  path: string;
-  size: number;
-  due: number;
-  tries: number;
-  started: boolean;
-  /**
-   * Complete has come for its upload (a claim waits for it, or the upload was taken over): if
-   * its read under way does not record it, it is given up at once, not tried again later.
-   */
-  claimed: boolean;
-  done: Promise<void>;
-  resolve: () => void;
-}
-
 export class LandedHasher {
   readonly stats: LandedStats = { hashed: 0, known: 0, rehashed: 0, unreported: 0 };
-  private readonly jobs = new Map<string, Job>();
-  /** A file's key → the keys of its jobs (two while a newer copy waits for a read under way). */
-  private readonly byFile = new Map<string, string[]>();
+  private readonly jobs = new LandedJobs();
   private inPool = 0;
+  private ingests = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
   private readonly signal = new AbortController();
@@ -108,7 +92,7 @@ export class LandedHasher {
       landing: LandingZone;
       pool: LandedPool;
       logger: Logger;
-      /** While this says yes (a download is being answered), no new read starts. */
+      /** While this says yes (a download is being answered), no new read starts either. */
       holdWhile?: () => boolean;
     },
   ) {}
@@ -124,7 +108,7 @@ export class LandedHasher {
       const pkg = packages.get(file.capability);
       if (pkg === undefined || pkg.stored || pkg.capability !== file.capability) continue;
       if (!this.o.catalog.landedHashes.fits(pkg.bagId, file.path)) continue;
-      const key = keyOf(pkg.bagId, file.path);
+      const key = LandedJobs.keyOf(pkg.bagId, file.path);
       const queued = this.jobs.get(key);
       if (queued !== undefined && !queued.started) {
         // Received again before it was read: one read, of the newer one.
@@ -148,7 +132,7 @@ export class LandedHasher {
         resolve,
       };
       // A job already running for the old bytes finishes; this one waits its turn under another key.
-      this.add(key, queued === undefined ? key : `${key}\0${Date.now()}`, job);
+      this.jobs.add(queued === undefined ? key : `${key}\0${Date.now()}`, job);
       waits.push(done);
     }
     this.kick();
@@ -162,13 +146,11 @@ export class LandedHasher {
    * queued one is dropped (the validation reads it now, at the ingest's priority).
    */
   async claim(bagId: string, path: string): Promise<LandedHash | undefined> {
-    for (const k of this.byFile.get(keyOf(bagId, path)) ?? []) {
-      const job = this.jobs.get(k);
-      if (job === undefined) continue;
+    for (const [key, job] of this.jobs.ofFile(bagId, path)) {
       if (job.started) {
         this.hurry(job);
         await job.done;
-      } else this.finish(k, job);
+      } else this.jobs.finish(key, job);
     }
     return this.o.catalog.landedHashes.get(bagId, path);
   }
@@ -187,13 +169,18 @@ export class LandedHasher {
         this.hurry(job); // its file has left the landing folder: not looked for there again
         continue;
       }
-      this.finish(k, job);
+      this.jobs.finish(k, job);
       paths.push(job.path);
     }
     const abs = paths.map((path) => join(dir, path));
     // One that cannot be flushed now is flushed by the store, which reports why.
     const flushed = await flushFiles(abs, pLimit(TAKEN_OVER_FLUSHING)).catch(() => new Set<string>());
     return new Set(paths.filter((_, i) => flushed.has(abs[i]!)));
+  }
+
+  /** Told by the ingest worker how many ingests run: while any does, no new read starts. */
+  ingestsRunning(count: number): void {
+    this.ingests = count;
   }
 
   /** Files reported and neither recorded nor given up on yet. */
@@ -205,7 +192,7 @@ export class LandedHasher {
     this.stopped = true;
     this.signal.abort(new Error('the landed hasher stopped'));
     clearTimeout(this.timer);
-    for (const [k, job] of this.jobs) if (!job.started) this.finish(k, job);
+    for (const [k, job] of this.jobs) if (!job.started) this.jobs.finish(k, job);
   }
 
   /**
@@ -215,24 +202,6 @@ export class LandedHasher {
   private hurry(job: Job): void {
     job.claimed = true;
     this.flushing.concurrency = TAKEN_OVER_FLUSHING;
-  }
-
-  private add(fileKey: string, key: string, job: Job): void {
-    this.jobs.set(key, job);
-    const keys = this.byFile.get(fileKey);
-    if (keys === undefined) this.byFile.set(fileKey, [key]);
-    else keys.push(key);
-  }
-
-  private finish(key: string, job: Job): void {
-    if (this.jobs.get(key) === job) {
-      this.jobs.delete(key);
-      const fileKey = keyOf(job.bagId, job.path);
-      const keys = this.byFile.get(fileKey)?.filter((k) => k !== key) ?? [];
-      if (keys.length > 0) this.byFile.set(fileKey, keys);
-      else this.byFile.delete(fileKey);
-    }
-    job.resolve();
   }
 
   /**
@@ -245,18 +214,18 @@ export class LandedHasher {
     clearTimeout(this.timer);
     this.timer = undefined;
     if (this.inPool >= IN_POOL) return;
-    if (this.o.holdWhile?.() === true) {
+    if (this.ingests > 0 || this.o.holdWhile?.() === true) {
       if (this.jobs.size > 0) this.timer = setTimeout(() => this.kick(), HOLD_MS);
       return;
     }
     const now = Date.now();
     let next = Infinity;
     const due: Array<[string, Job]> = [];
-    this.jobs.forEach((job, key) => {
-      if (job.started) return;
+    for (const [key, job] of this.jobs) {
+      if (job.started) continue;
       if (job.due <= now) due.push([key, job]);
       else next = Math.min(next, job.due);
-    });
+    }
     // In the order reported: a large file alone, a small one with the small ones after it.
     for (let first = 0; this.inPool < IN_POOL; first++) {
       while (first < due.length && due[first]![1].started) first++;
@@ -288,8 +257,21 @@ export class LandedHasher {
     }
   }
 
-  /** One pool job: the files' identities, their digests, the same identities after, one commit. */
+  /**
+   * One pool job. What it neither recorded nor sent back to the queue, because it failed (the
+   * catalog refused the record on a full disk, a flush failed), is given up: left to the
+   * validation at complete, whose claim must not wait for it forever.
+   */
   private async run(batch: Array<[string, Job]>): Promise<void> {
+    try {
+      await this.hashAndRecord(batch);
+    } finally {
+      for (const [key, job] of batch) if (job.started) this.jobs.finish(key, job);
+    }
+  }
+
+  /** The files' identities, their digests, the same identities after, one commit. */
+  private async hashAndRecord(batch: Array<[string, Job]>): Promise<void> {
     const ready: Array<{ key: string; job: Job; abs: string; before: FileIdentity }> = [];
     for (const [key, job] of batch) {
       const abs = join(this.o.landing.path(job.capability), job.path);
@@ -306,7 +288,7 @@ export class LandedHasher {
       }
       const recorded = this.o.catalog.landedHashes.get(job.bagId, job.path);
       if (recorded !== undefined && sameIdentity(recorded, before)) {
-        this.finish(key, job); // read already (a log read again after a restart)
+        this.jobs.finish(key, job); // read already (a log read again after a restart)
         continue;
       }
       ready.push({ key, job, abs, before });
@@ -324,7 +306,7 @@ export class LandedHasher {
               opts,
             );
     } catch (err) {
-      for (const r of ready) this.finish(r.key, r.job);
+      for (const r of ready) this.jobs.finish(r.key, r.job);
       if (this.stopped) return;
       throw err;
     }
@@ -359,8 +341,8 @@ export class LandedHasher {
     );
     if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
     this.stats.hashed += records.length;
-    for (const r of finished) this.finish(r.key, r.job);
-    if (this.flushing.concurrency !== FLUSHING && ![...this.jobs.values()].some((j) => j.claimed))
+    for (const r of finished) this.jobs.finish(r.key, r.job);
+    if (this.flushing.concurrency !== FLUSHING && ![...this.jobs].some(([, job]) => job.claimed))
       this.flushing.concurrency = FLUSHING;
   }
 
@@ -380,12 +362,8 @@ export class LandedHasher {
    * file is read at complete, which must not wait out the retries).
    */
   private again(key: string, job: Job, delayMs: number | undefined): void {
-    if (delayMs === undefined || this.stopped || job.claimed) return this.finish(key, job);
+    if (delayMs === undefined || this.stopped || job.claimed) return this.jobs.finish(key, job);
     job.started = false;
     job.due = Date.now() + delayMs;
   }
-}
-
-function keyOf(bagId: string, path: string): string {
-  return `${bagId}\0${path}`;
 }

@@ -3,7 +3,8 @@
  * landed-hasher.ts, `takeOver`): the bag's queued files leave the queue unread and unrecorded
  * (the validation reads them), are flushed where the upload is staged, and are named as flushed
  * so that the store does not flush them again; a file that is gone is not named; another bag's
- * queue is left alone; a read under way that complete claims is given up once its file has left.
+ * queue is left alone; a read under way that complete claims is given up once its file has left;
+ * a read whose record the catalog refuses is given up too.
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -113,3 +114,24 @@ t.test(
     t.equal(catalog.landedHashes.count(taken.bagId), 0);
   },
 );
+
+t.test('a read whose record the catalog refuses is given up: a claim does not wait for it', async (t) => {
+  const { catalog, landing, landed, request } = await landedWorld(t);
+  // The catalog refuses the record, as on a full disk (catalog/space.ts); the real disk-full
+  // test (test/faults/disk-full.test.ts) met this as an ingest whose claim waited forever.
+  catalog.landedHashes.putAll = () => {
+    throw new Error('the catalog cannot claim disk space for a write');
+  };
+  const { bagId, capability } = request();
+  mkdirSync(join(landing.path(capability), 'data'), { recursive: true });
+  writeFileSync(join(landing.path(capability), 'data/a.txt'), 'a\n');
+  const recorded = landed.accept([{ capability, path: 'data/a.txt', size: 2 }]);
+  const ended = await Promise.race([
+    recorded.then(() => 'ended'),
+    new Promise((resolve) => setTimeout(() => resolve('still waiting'), 10_000).unref()),
+  ]);
+  t.equal(ended, 'ended', "the landed log's wait ends");
+  t.equal(landed.pending, 0, 'nothing left queued or under way');
+  t.equal(await landed.claim(bagId, 'data/a.txt'), undefined, 'no record: the validation reads the file');
+  t.equal(landed.stats.hashed, 0);
+});
