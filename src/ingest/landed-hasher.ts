@@ -258,20 +258,12 @@ export class LandedHasher {
   }
 
   /**
-   * One pool job. What it neither recorded nor sent back to the queue, because it failed (the
-   * catalog refused the record on a full disk, a flush failed), is given up: left to the
-   * validation at complete, whose claim must not wait for it forever.
+   * One pool job: the files' identities, their digests, the same identities after, one commit.
+   * A file it could not record (its read, its flush or the commit failed: the catalog refuses
+   * records on a full disk) is given up, left to the validation at complete: a claim must never
+   * wait for a job that no longer runs.
    */
   private async run(batch: Array<[string, Job]>): Promise<void> {
-    try {
-      await this.hashAndRecord(batch);
-    } finally {
-      for (const [key, job] of batch) if (job.started) this.jobs.finish(key, job);
-    }
-  }
-
-  /** The files' identities, their digests, the same identities after, one commit. */
-  private async hashAndRecord(batch: Array<[string, Job]>): Promise<void> {
     const ready: Array<{ key: string; job: Job; abs: string; before: FileIdentity }> = [];
     for (const [key, job] of batch) {
       const abs = join(this.o.landing.path(job.capability), job.path);
@@ -294,10 +286,10 @@ export class LandedHasher {
       ready.push({ key, job, abs, before });
     }
     if (ready.length === 0) return;
-    const algorithms = await this.algorithms.of(this.o.landing.path(ready[0]!.job.capability));
     const opts = { crc32: true, priority: 'audit' as const, signal: this.signal.signal };
     let results: Array<FileDigests | Error>;
     try {
+      const algorithms = await this.algorithms.of(this.o.landing.path(ready[0]!.job.capability));
       results =
         ready.length === 1 && ready[0]!.before.size >= SMALL
           ? [await this.o.pool.hashFile(ready[0]!.abs, algorithms, opts)]
@@ -334,14 +326,17 @@ export class LandedHasher {
     // Flushed before recorded: a record says the file's bytes are on disk too (`onDisk`).
     // One by one: during an upload nothing waits for them, and a syncfs's fork costs this thread
     // more than a batch's fdatasyncs (flush-files.ts).
-    await flushFiles(
-      finished.map((r) => r.abs),
-      this.flushing,
-      { syncfsFrom: Infinity },
-    );
-    if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
-    this.stats.hashed += records.length;
-    for (const r of finished) this.jobs.finish(r.key, r.job);
+    try {
+      await flushFiles(
+        finished.map((r) => r.abs),
+        this.flushing,
+        { syncfsFrom: Infinity },
+      );
+      if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
+      this.stats.hashed += records.length;
+    } finally {
+      for (const r of finished) this.jobs.finish(r.key, r.job);
+    }
     if (this.flushing.concurrency !== FLUSHING && ![...this.jobs].some(([, job]) => job.claimed))
       this.flushing.concurrency = FLUSHING;
   }
