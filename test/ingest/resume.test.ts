@@ -25,7 +25,16 @@ const BIG = 64 * MiB;
 /** Checkpoints every quarter of it (4 MiB); the daemon dies after the second, at 8 MiB. */
 const RESUME_ABOVE = 16 * MiB;
 const DIES_AT = 8 * MiB;
-const config = { ingest: { resumeAboveBytes: RESUME_ABOVE }, logLevel: 'info' };
+/**
+ * Not hashed as it lands: the ingest must be the one to read the huge file. With hashing on
+ * arrival on, whether it does depends on whether complete comes before the background read of
+ * it starts (under load it sometimes did not, and no checkpoint was ever written).
+ */
+const config = {
+  ingest: { resumeAboveBytes: RESUME_ABOVE },
+  upload: { rsync: { hashOnArrival: false } },
+  logLevel: 'info',
+};
 
 const scratch = mkdtempSync(join(tmpdir(), 'preservd-resume-'));
 t.teardown(() => rmSync(scratch, { recursive: true, force: true }));
@@ -94,14 +103,8 @@ async function crashMidFile(t: Test) {
     [[bagId, 'data/big.bin']],
     'the checkpoint is in the catalog',
   );
-  // The files hashed as they landed (the small ones, if the daemon got to them before complete)
-  // are not read again after the restart: their digests are in the catalog.
-  const landedBytes = filesUnder(bagDir, { regularOnly: true })
-    .filter((path) => catalog.landedHashes.get(bagId, path) !== undefined)
-    .reduce((n, path) => n + statSync(join(bagDir, path)).size, 0);
   await catalog.close();
   return {
-    landedBytes,
     dataDir,
     token,
     bagId,
@@ -142,7 +145,7 @@ const bagBytes = (bagDir: string): number =>
   filesUnder(bagDir, { regularOnly: true }).reduce((n, p) => n + statSync(join(bagDir, p)).size, 0);
 
 t.test('killed after a checkpoint of a huge file, the restarted daemon goes on from it', async (t) => {
-  const { dataDir, token, bagId, bagDir, queueId, landedBytes } = await crashMidFile(t);
+  const { dataDir, token, bagId, bagDir, queueId } = await crashMidFile(t);
 
   const second = await TestDaemon.start(t, { dataDir, keepDataDir: true, config });
   const item = await second.waitForQueueItem(queueId, token);
@@ -151,8 +154,8 @@ t.test('killed after a checkpoint of a huge file, the restarted daemon goes on f
   t.match(resumed, [{ path: 'data/big.bin', offset: DIES_AT }], 'the log says it resumed at the checkpoint');
   t.equal(
     await bytesHashed(second),
-    bagBytes(bagDir) - DIES_AT - landedBytes,
-    `the restarted daemon read the bag less the checkpointed bytes and the ${landedBytes} hashed as they landed`,
+    bagBytes(bagDir) - DIES_AT,
+    'the restarted daemon read the bag less the checkpointed bytes',
   );
   await second.stop();
   await assertRecordedDigests(t, dataDir, bagId, bagDir);
@@ -162,7 +165,7 @@ t.test('killed after a checkpoint of a huge file, the restarted daemon goes on f
 t.test(
   'a file changed before the restart refuses its checkpoint: hashed from the start, still right',
   async (t) => {
-    const { dataDir, token, bagId, bagDir, queueId, stagedBig, landedBytes } = await crashMidFile(t);
+    const { dataDir, token, bagId, bagDir, queueId, stagedBig } = await crashMidFile(t);
     const later = new Date(Date.now() + 60_000);
     utimesSync(stagedBig, later, later); // same bytes, another mtime: the checkpoint no longer fits
 
@@ -180,11 +183,7 @@ t.test(
       [{ path: 'data/big.bin' }],
       'the refusal is logged',
     );
-    t.equal(
-      await bytesHashed(second),
-      bagBytes(bagDir) - landedBytes,
-      `every byte was read again but the ${landedBytes} hashed as they landed`,
-    );
+    t.equal(await bytesHashed(second), bagBytes(bagDir), 'every byte was read again');
     await second.stop();
     await assertRecordedDigests(t, dataDir, bagId, bagDir);
     await assertInvariants(t, dataDir);
