@@ -51,14 +51,23 @@ export function bagIdOf(objectId: string): string | undefined {
   return m?.[1];
 }
 
+/**
+ * The last object folder asked for: a download, a copy or a repair asks for one object's
+ * folder once for each of its files (2,000 sha256 digests and encodings per zip of a bag of
+ * 2,000 files, before this).
+ */
+let last = { objectId: '', path: '' };
+
 /** An object's folder relative to the storage root, by extension 0003 (`abc/def/012/urn%3auuid%3a…`). */
 export function objectPathOf(objectId: string): string {
+  if (last.objectId === objectId) return last.path;
   const digest = createHash('sha256').update(objectId, 'utf8').digest('hex');
   const tuples: string[] = [];
   for (let i = 0; i < NUMBER_OF_TUPLES; i++) tuples.push(digest.slice(i * TUPLE_SIZE, (i + 1) * TUPLE_SIZE));
   let encoded = percentEncode(objectId);
   if (encoded.length > MAX_ENCODED_ID) encoded = `${encoded.slice(0, MAX_ENCODED_ID)}-${digest}`;
-  return [...tuples, encoded].join('/');
+  last = { objectId, path: [...tuples, encoded].join('/') };
+  return last.path;
 }
 
 /** The folder of a package's object relative to the root. */
@@ -68,12 +77,9 @@ export function packageObjectPath(bagId: string): string {
 
 /** Every UTF-8 byte outside `[A-Za-z0-9_-]` as `%xx`, lower-case hex (extension 0003). */
 function percentEncode(id: string): string {
-  let out = '';
-  for (const byte of Buffer.from(id, 'utf8')) {
-    const c = String.fromCharCode(byte);
-    out += /[A-Za-z0-9_-]/.test(c) ? c : `%${byte.toString(16).padStart(2, '0')}`;
-  }
-  return out;
+  return id.replace(/[^A-Za-z0-9_-]/gu, (char) =>
+    Array.from(Buffer.from(char, 'utf8'), (byte) => `%${byte.toString(16).padStart(2, '0')}`).join(''),
+  );
 }
 
 /** `v1`, `v2`, ...: no zero padding. */
