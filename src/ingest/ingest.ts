@@ -72,8 +72,13 @@ export class IngestWorker implements Service {
       this.ready.delete(next.id);
       this.hold(this.running, next, this.run(stages, next));
     }
-    this.deps.replication?.ingestsRunning(this.running.size);
-    this.deps.landed?.ingestsRunning(this.running.size);
+    this.tellRunning(this.running.size);
+  }
+
+  /** Background work that yields to ingests (replica copies, hashing of landed files) hears how many run. */
+  private tellRunning(count: number): void {
+    this.deps.replication?.ingestsRunning(count);
+    this.deps.landed?.ingestsRunning(count);
   }
 
   private hold(where: Map<number, Held>, item: QueueItem, work: Promise<void>): void {
@@ -159,8 +164,7 @@ export class IngestWorker implements Service {
   async stop(): Promise<void> {
     await this.loop.stop();
     for (const id of [...this.prepared.keys()]) this.dropPrepared(id);
-    this.deps.replication?.ingestsRunning(0);
-    this.deps.landed?.ingestsRunning(0);
+    this.tellRunning(0);
   }
 }
 
