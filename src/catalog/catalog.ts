@@ -18,7 +18,7 @@ import { LandedHashStore } from './landed-hashes.js';
 import { FixityStore } from './fixity.js';
 import { FileStore } from './files.js';
 import { PackageStore } from './packages.js';
-import { SpaceClaim } from './space.js';
+import { SpaceClaim, type WriteKind } from './space.js';
 import type { DataLayout } from '../storage/layout.js';
 import { QueueStore } from './queue.js';
 import { ReplicationStore } from './replication.js';
@@ -71,8 +71,8 @@ export class Catalog implements Transactor {
   private depth = 0;
   /** What a nested call threw, so that the outer transaction rolls back even if it was caught. */
   private nestedFailure: { err: unknown } | undefined;
-  /** Inside outcomeTransaction(): reserve() may use the room kept for outcomes (space.ts). */
-  private outcome = false;
+  /** Whose room reserve() may use: the kind of the transaction under way (space.ts). */
+  private kind: WriteKind = 'normal';
 
   private constructor(
     private readonly root: RootDatabase,
@@ -154,7 +154,7 @@ export class Catalog implements Transactor {
    * the outer `fn` caught it, so nothing is ever committed half-done.
    */
   transaction<T>(fn: () => T): T {
-    return this.run(fn, false);
+    return this.run(fn, 'normal');
   }
 
   /**
@@ -163,10 +163,18 @@ export class Catalog implements Transactor {
    * (space.ts), so that what ends is not left waiting for space.
    */
   outcomeTransaction<T>(fn: () => T): T {
-    return this.run(fn, true);
+    return this.run(fn, 'outcome');
   }
 
-  private run<T>(fn: () => T, outcome: boolean): T {
+  /**
+   * A transaction that only saves work later (files hashed as they land): on a filling disk it
+   * is refused first, while every other write still has room (space.ts).
+   */
+  backgroundTransaction<T>(fn: () => T): T {
+    return this.run(fn, 'background');
+  }
+
+  private run<T>(fn: () => T, kind: WriteKind): T {
     if (this.depth > 0) {
       try {
         return fn();
@@ -176,9 +184,9 @@ export class Catalog implements Transactor {
       }
     }
     // Before LMDB writes anything: it must never be the one to find the disk full (space.ts).
-    this.space?.ensure(0, outcome);
+    this.space?.ensure(0, kind);
     this.depth = 1;
-    this.outcome = outcome;
+    this.kind = kind;
     this.nestedFailure = undefined;
     try {
       return this.root.transactionSync(() => {
@@ -189,12 +197,12 @@ export class Catalog implements Transactor {
     } finally {
       this.depth = 0;
       this.nestedFailure = undefined;
-      this.outcome = false;
+      this.kind = 'normal';
     }
   }
 
   reserve(bytes: number): void {
-    this.space?.ensure(bytes, this.outcome);
+    this.space?.ensure(bytes, this.kind);
   }
 
   /**

@@ -23,6 +23,12 @@ export interface FileIdentity {
 export interface LandedHash extends FileIdentity {
   crc32: string;
   digests: Partial<Record<Algorithm, string>>;
+  /**
+   * True when the file was flushed to disk before this was recorded (a large file); otherwise
+   * the store flushes it at complete (records written before this field existed lack it, and
+   * their files are flushed again: safe, only slower).
+   */
+  flushed?: boolean;
 }
 
 export class LandedHashStore {
@@ -50,6 +56,14 @@ export class LandedHashStore {
       for (const { bagId, path, hash } of records)
         if (this.fits(bagId, path)) this.records.putSync([bagId, path], hash);
     });
+  }
+
+  /** The paths of the bag's records whose files were not flushed when recorded. */
+  unflushed(bagId: string): string[] {
+    const paths: string[] = [];
+    for (const { key, value } of this.records.getRange({ start: [bagId], end: [bagId, '\uffff'] }))
+      if (value.flushed !== true) paths.push(key[1]);
+    return paths;
   }
 
   /** Drops every record of the bag; joins the caller's transaction (an ingest's last). */

@@ -10,9 +10,11 @@
  *
  * The last headroom's worth of that room is kept for writes that end work (`outcome`): an ingest
  * recording that it FAILED for lack of space, an upload given back under a new link. Any other
- * write is refused while the claimed room is below two headrooms, so background writers (files
- * hashed as they land, records written behind) cannot use up what an ingest needs to say it
- * ended; without it an ingest on a full disk could stay PENDING, retried until space came back.
+ * write is refused while the claimed room is below two headrooms, so that no writer can use up
+ * what an ingest needs to say it ended; without it an ingest on a full disk could stay PENDING,
+ * retried until space came back. Writes that only save work later (`background`: the digests of
+ * files hashed as they land, which complete otherwise reads again) stop at three, so that they
+ * cannot leave a depositor's complete or new request without room either.
  *
  * Where the filesystem cannot preallocate (fallocate unsupported), it falls back to refusing
  * writes while the filesystem's free space is below the headroom: racy against another writer,
@@ -35,6 +37,10 @@ class CatalogSpaceError extends Error {
     this.code = code;
   }
 }
+
+/** Whose room a write may use (above): headrooms kept back from it, besides its own. */
+const KEPT_BACK = { outcome: 0, normal: 1, background: 2 } as const;
+export type WriteKind = keyof typeof KEPT_BACK;
 
 export interface SpaceClaimOptions {
   /** Bytes of claimed blocks kept past the end of the file before every write. */
@@ -60,11 +66,11 @@ export class SpaceClaim {
 
   /**
    * Makes sure `extraBytes` (at least the headroom) can be written past the file's end without a
-   * new block from the filesystem, and for any write but an `outcome` another headroom after it
+   * new block from the filesystem, and the headrooms kept back from this kind of write after it
    * (the reserve); throws CatalogSpaceError when that room cannot be had.
    */
-  ensure(extraBytes = 0, outcome = false): void {
-    const need = Math.max(this.headroom, extraBytes) + (outcome ? 0 : this.headroom);
+  ensure(extraBytes = 0, kind: WriteKind = 'normal'): void {
+    const need = Math.max(this.headroom, extraBytes) + KEPT_BACK[kind] * this.headroom;
     const { size, allocated } = fileSpace(this.file);
     if (size + need <= allocated) return;
     if (this.mode === 'statfs') return this.checkFree(need);

@@ -9,7 +9,7 @@
  * syncfs took 23–37 ms, the child process included (docs/performance.md, "Tenth session"). It
  * writes back whatever the filesystem holds unwritten, other uploads' data too, so it is taken
  * only while that is small: the wait it adds is bounded, and the landed hasher flushes every
- * upload's files as they are hashed, so little waits unwritten for long.
+ * upload's large files as they are hashed, so little waits unwritten for long.
  */
 import { close, existsSync, fdatasync, open, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -84,7 +84,7 @@ function unwrittenBytes(): number {
  * writeback on the filesystem failed unseen. False if it could not run or failed: the caller
  * then flushes file by file, which reports what failed.
  */
-function syncFilesystemOf(path: string): Promise<boolean> {
+export function syncFilesystemOf(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const child = spawnIsolated('sync', ['-f', dirname(path)], { stdio: 'ignore' });
     child.once('error', () => resolve(false));

@@ -21,8 +21,9 @@ export class KnownDigestsHasher implements FileHasher {
     private readonly landed: LandedHasher,
     private readonly bag: { bagId: string; dir: string },
     /**
-     * Receives the path of each file answered from its record: flushed as it landed (the landed
-     * hasher flushes before it records) and unchanged since, so the store need not flush it.
+     * Receives the path of each file answered from a record that says it was flushed as it
+     * landed (the landed hasher flushes large files before it records them) and unchanged
+     * since, so the store need not flush it.
      */
     private readonly onDisk?: Set<string>,
   ) {}
@@ -63,7 +64,7 @@ export class KnownDigestsHasher implements FileHasher {
       return undefined;
     }
     stats.known++;
-    this.onDisk?.add(path);
+    if (record.flushed === true) this.onDisk?.add(path);
     const digests: Partial<Record<Algorithm, string>> = {};
     for (const a of algorithms) digests[a] = record.digests[a]!;
     return crc32 === true

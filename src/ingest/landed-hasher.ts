@@ -10,9 +10,13 @@
  * read and must be the same after it, and the read starts only once the file's ctime is behind
  * the clock's coarse tick, so that any later write gives it a different ctime.
  *
- * A hashed file is also flushed to disk (fdatasync) before it is recorded: the store at complete
- * must have every byte on disk before it says DONE, and a 1 GiB upload's writeback otherwise all
- * lands on that moment (docs/performance.md, issue 27); it skips the files still as recorded.
+ * A hashed large file is also flushed to disk (fdatasync) before it is recorded: the store at
+ * complete must have every byte on disk before it says DONE, and a 1 GiB upload's writeback
+ * otherwise all lands on that moment (docs/performance.md, issue 27); it skips the files still as
+ * recorded. Small files are recorded unflushed: a flush each cost them five times their hashing
+ * and left most of an upload's last pages unhashed at complete, where one syncfs (`takeOver`)
+ * flushes them all; their writeback is started as they are recorded (`writeBack`), so that the
+ * syncfs at complete finds little left to write.
  * No read starts while a download is being answered (`holdWhile`) or an ingest runs
  * (`ingestsRunning`): on a machine of few cores the background hashing would otherwise slow them,
  * and what is not hashed by complete is read then.
@@ -25,7 +29,7 @@ import type { Package } from '../catalog/types.js';
 import type { FileDigests, FixityPool } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
 import { identityOf, sameIdentity } from './file-identity.js';
-import { flushFiles } from './flush-files.js';
+import { flushFiles, syncFilesystemOf } from './flush-files.js';
 import { LandedAlgorithms } from './landed-algorithms.js';
 import type { LandingZone } from './landing.js';
 import { LandedJobs, type Job } from './landed-jobs.js';
@@ -85,6 +89,9 @@ export class LandedHasher {
   private readonly signal = new AbortController();
   private readonly algorithms = new LandedAlgorithms();
   private readonly flushing = pLimit(FLUSHING);
+  /** A `writeBack` under way, and whether another was asked for meanwhile. */
+  private writingBack = false;
+  private writeBackAgain: string | undefined;
 
   constructor(
     private readonly o: {
@@ -158,24 +165,30 @@ export class LandedHasher {
   /**
    * At complete, once the upload is staged at `dir`: the bag's files still queued leave the
    * queue (the validation reads them at the ingest's priority) and are flushed to disk now, while
-   * the validation runs, rather than by the store after it. Resolves with the paths flushed
-   * (those it could not open are left to the store).
+   * the validation runs, rather than by the store after it; with `recorded`, so are those
+   * recorded or being read without a flush (small files). Resolves with the paths flushed (those
+   * it could not open are left to the store).
    */
-  async takeOver(bagId: string, dir: string): Promise<ReadonlySet<string>> {
-    const paths: string[] = [];
+  async takeOver(
+    bagId: string,
+    dir: string,
+    { recorded }: { recorded: boolean },
+  ): Promise<ReadonlySet<string>> {
+    const paths = new Set(recorded ? this.o.catalog.landedHashes.unflushed(bagId) : []);
     for (const [k, job] of this.jobs) {
       if (job.bagId !== bagId) continue;
       if (job.started) {
         this.hurry(job); // its file has left the landing folder: not looked for there again
+        if (recorded && job.size < SMALL) paths.add(job.path);
         continue;
       }
       this.jobs.finish(k, job);
-      paths.push(job.path);
+      paths.add(job.path);
     }
-    const abs = paths.map((path) => join(dir, path));
+    const abs = [...paths].map((path) => join(dir, path));
     // One that cannot be flushed now is flushed by the store, which reports why.
     const flushed = await flushFiles(abs, pLimit(TAKEN_OVER_FLUSHING)).catch(() => new Set<string>());
-    return new Set(paths.filter((_, i) => flushed.has(abs[i]!)));
+    return new Set([...paths].filter((_, i) => flushed.has(abs[i]!)));
   }
 
   /** Told by the ingest worker how many ingests run: while any does, no new read starts. */
@@ -316,24 +329,29 @@ export class LandedHasher {
         this.again(r.key, r.job, RETRY_MS[r.job.tries++]);
         continue;
       }
+      const flushed = r.before.size >= SMALL;
       records.push({
         bagId: r.job.bagId,
         path: r.job.path,
-        hash: { ...r.before, crc32: result.crc32 ?? '', digests: result.digests },
+        hash: { ...r.before, crc32: result.crc32 ?? '', digests: result.digests, flushed },
       });
       finished.push(r);
     }
-    // Flushed before recorded: a record says the file's bytes are on disk too (`onDisk`).
-    // One by one: during an upload nothing waits for them, and a syncfs's fork costs this thread
-    // more than a batch's fdatasyncs (flush-files.ts).
+    // A large file is flushed before it is recorded: its record says its bytes are on disk too
+    // (`onDisk`). One by one: during an upload nothing waits for them, and a syncfs's fork costs
+    // this thread more than a few fdatasyncs (flush-files.ts).
     try {
       await flushFiles(
-        finished.map((r) => r.abs),
+        finished.filter((r) => r.before.size >= SMALL).map((r) => r.abs),
         this.flushing,
         { syncfsFrom: Infinity },
       );
-      if (records.length > 0) this.o.catalog.landedHashes.putAll(records);
+      // Refused first on a filling disk: the files are then read at complete.
+      if (records.length > 0)
+        this.o.catalog.backgroundTransaction(() => this.o.catalog.landedHashes.putAll(records));
       this.stats.hashed += records.length;
+      const small = finished.find((r) => r.before.size < SMALL);
+      if (small !== undefined) this.writeBack(small.abs);
     } finally {
       for (const r of finished) this.jobs.finish(r.key, r.job);
     }
@@ -342,12 +360,33 @@ export class LandedHasher {
   }
 
   /**
+   * Starts the writeback of the filesystem of `abs` (a small file just recorded unflushed) and
+   * does not wait for it: one `sync -f` at a time, the next one once it ends if more were
+   * recorded meanwhile, none while held. It only makes the take-over's syncfs at complete
+   * shorter; what it fails to write, that one writes or reports.
+   */
+  private writeBack(abs: string): void {
+    if (this.writingBack) {
+      this.writeBackAgain = abs;
+      return;
+    }
+    if (this.stopped || this.ingests > 0 || this.o.holdWhile?.() === true) return;
+    this.writingBack = true;
+    void syncFilesystemOf(abs).finally(() => {
+      this.writingBack = false;
+      const again = this.writeBackAgain;
+      this.writeBackAgain = undefined;
+      if (again !== undefined) this.writeBack(again);
+    });
+  }
+
+  /**
    * Whether the file at `abs` (`path` in the bag) is the one hashed and flushed as it landed:
    * then the store at complete need not flush it again.
    */
   onDisk(bagId: string, path: string, abs: string): boolean {
     const record = this.o.catalog.landedHashes.get(bagId, path);
-    if (record === undefined) return false;
+    if (record?.flushed !== true) return false;
     const now = identityOf(abs);
     return now !== undefined && sameIdentity(now, record);
   }

@@ -131,7 +131,9 @@ export class IngestStages {
         // Again after a crash: the bag may be back in landing/.
         const staged = await this.stage(pkg);
         if (!staged.ok) return await this.giveBack(item, pkg, staged.problem, started);
-        flushed = this.deps.landed?.takeOver(pkg.bagId, this.deps.storage.stagingDir(pkg.bagId));
+        flushed = this.deps.landed?.takeOver(pkg.bagId, this.deps.storage.stagingDir(pkg.bagId), {
+          recorded: versionOf(item) === 1, // a revision's store flushes what it writes itself
+        });
         const checked = await this.validate(pkg, onDisk, prepared);
         try {
           if (!checked.valid) {

@@ -4,16 +4,18 @@
  * full disk itself: lmdb-js answers a failed page write with errors of its own (ENOSPC, EIO) and,
  * a few writes later, can abort the process on a corrupted heap (catalog/space.ts). The writer
  * runs in a child so that such an abort is seen as the failure it is. Once ordinary writes are
- * refused, a write that records an outcome still goes through: room is kept back for it.
+ * refused, a write that records an outcome still goes through: room is kept back for it; and once
+ * background writes (files hashed as they land) are refused, ordinary ones still go through.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import t from 'tap';
 import { Catalog } from '../../src/catalog/catalog.js';
 import { DataLayout } from '../../src/storage/layout.js';
-import { mountSmallFilesystem, type SmallFilesystem } from '../helpers/small-fs.js';
+import { fill, mountSmallFilesystem, type SmallFilesystem } from '../helpers/small-fs.js';
 import { node } from '../helpers/node.js';
 
 const mounted = mountSmallFilesystem(16);
@@ -72,5 +74,74 @@ t.test(
       if ([...catalog.events.forAudit(audit.id)].length !== audit.packages)
         t.fail(`audit ${audit.id} has not one event per package`);
     }
+  },
+);
+
+t.test(
+  'on a filling disk background writes stop first, then ordinary ones, and outcomes last',
+  { skip },
+  async (t) => {
+    const small = mountSmallFilesystem(16) as SmallFilesystem;
+    t.teardown(() => small.unmount());
+    const dataDir = join(small.dir, 'data');
+    mkdirSync(dataDir);
+    const catalog = Catalog.open(new DataLayout(dataDir));
+    t.teardown(() => catalog.close());
+    const filler = fill(small.dir, 3 * (catalog.space?.headroom ?? 0));
+    t.teardown(() => rmSync(filler, { force: true }));
+
+    const request = () => {
+      const bagId = randomUUID();
+      catalog.packages.create({
+        bagId,
+        externalId: `ext-${bagId}`,
+        contentType: 'video',
+        user: 'alice',
+        capability: randomUUID().replace(/-/g, ''),
+      });
+    };
+    /** Writes until one is refused as out of space; how many went through. */
+    const untilRefused = (write: () => void): number => {
+      for (let done = 0; ; done++) {
+        try {
+          write();
+        } catch (err) {
+          t.match(err, { name: 'CatalogSpaceError', code: 'ENOSPC' }, 'refused as out of space');
+          return done;
+        }
+      }
+    };
+    const bagId = randomUUID();
+    let batch = 0;
+    const landed = untilRefused(() => {
+      const records = Array.from({ length: 20 }, (_, i) => ({
+        bagId,
+        path: `data/${batch}-${i}-${'x'.repeat(150)}.txt`,
+        hash: { size: 1, mtimeNs: '1', ctimeNs: '1', ino: '1', dev: '1', crc32: '0', digests: {} },
+      }));
+      batch++;
+      catalog.backgroundTransaction(() => catalog.landedHashes.putAll(records));
+    });
+    t.ok(landed > 0, `background writes went through until the disk filled (${landed})`);
+    const requests = untilRefused(request);
+    t.ok(requests > 0, `ordinary writes still went through after them (${requests})`);
+    t.doesNotThrow(
+      () =>
+        catalog.outcomeTransaction(() =>
+          catalog.events.add({
+            type: 'ingestion',
+            bagId,
+            executor: 'alice',
+            outcome: 'failure',
+            detail: 'the disk is full; the upload is kept',
+          }),
+        ),
+      'and an outcome after those',
+    );
+    t.equal(
+      catalog.landedHashes.count(bagId),
+      landed * 20,
+      'every background write that went through is there',
+    );
   },
 );

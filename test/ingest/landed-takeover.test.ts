@@ -3,7 +3,8 @@
  * landed-hasher.ts, `takeOver`): the bag's queued files leave the queue unread and unrecorded
  * (the validation reads them), are flushed where the upload is staged, and are named as flushed
  * so that the store does not flush them again; a file that is gone is not named; another bag's
- * queue is left alone; a read under way that complete claims is given up once its file has left;
+ * queue is left alone; small files hashed as they landed, recorded without a flush, are flushed
+ * there too, large ones were flushed before they were recorded; a read under way that complete claims is given up once its file has left;
  * a read whose record the catalog refuses is given up too.
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -33,7 +34,7 @@ t.test("the ingest takes over a bag's queued files and flushes them where they a
   const staged = join(dataDir, 'staged-one');
   renameSync(landing.path(one.capability), staged);
   rmSync(join(staged, 'bagit.txt'));
-  const flushed = await landed.takeOver(one.bagId, staged);
+  const flushed = await landed.takeOver(one.bagId, staged, { recorded: true });
   t.same(
     [...flushed].sort(),
     ['data/a.txt', 'data/b.txt'],
@@ -104,9 +105,9 @@ t.test(
 
     const taken = await reading();
     t.same(
-      [...(await landed.takeOver(taken.bagId, taken.staged))],
-      [],
-      'a read under way is not flushed by the take-over',
+      [...(await landed.takeOver(taken.bagId, taken.staged, { recorded: true }))],
+      ['data/a.txt'],
+      'a small file under way is flushed where it is staged (its read does not flush it)',
     );
     release();
     await within("the landed log's wait ended", taken.recorded);
@@ -135,3 +136,47 @@ t.test('a read whose record the catalog refuses is given up: a claim does not wa
   t.equal(await landed.claim(bagId, 'data/a.txt'), undefined, 'no record: the validation reads the file');
   t.equal(landed.stats.hashed, 0);
 });
+
+t.test(
+  'small files are recorded unflushed and flushed at the take-over; large ones are flushed as they land',
+  async (t) => {
+    const { dataDir, catalog, landing, landed, request } = await landedWorld(t);
+    const { bagId, capability } = request();
+    const upload = landing.path(capability);
+    mkdirSync(join(upload, 'data'), { recursive: true });
+    const large = Buffer.alloc(1024 * 1024 + 1, 7); // the landed hasher's SMALL is 1 MiB
+    writeFileSync(join(upload, 'data/large.bin'), large);
+    writeFileSync(join(upload, 'data/small.txt'), 'small\n');
+    writeFileSync(join(upload, 'bagit.txt'), 'x\n');
+    await landed.accept([
+      { capability, path: 'data/large.bin', size: large.length },
+      { capability, path: 'data/small.txt', size: 6 },
+      { capability, path: 'bagit.txt', size: 2 },
+    ]);
+    t.equal(catalog.landedHashes.count(bagId), 3, 'all three hashed and recorded');
+    t.equal(catalog.landedHashes.get(bagId, 'data/large.bin')?.flushed, true);
+    t.equal(catalog.landedHashes.get(bagId, 'data/small.txt')?.flushed, false);
+    t.same(catalog.landedHashes.unflushed(bagId).sort(), ['bagit.txt', 'data/small.txt']);
+    t.ok(
+      landed.onDisk(bagId, 'data/large.bin', join(upload, 'data/large.bin')),
+      'the store need not flush the large file',
+    );
+    t.notOk(
+      landed.onDisk(bagId, 'data/small.txt', join(upload, 'data/small.txt')),
+      'the store flushes the small one',
+    );
+
+    const staged = join(dataDir, 'staged');
+    renameSync(upload, staged);
+    t.same(
+      [...(await landed.takeOver(bagId, staged, { recorded: false }))],
+      [],
+      'a revision: none flushed here',
+    );
+    t.same(
+      [...(await landed.takeOver(bagId, staged, { recorded: true }))].sort(),
+      ['bagit.txt', 'data/small.txt'],
+      'the first version: the small files flushed where they are staged, the large one not again',
+    );
+  },
+);
