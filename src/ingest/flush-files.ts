@@ -66,6 +66,38 @@ function flush(abs: string): Promise<boolean> {
   });
 }
 
+/**
+ * Writeback started without waiting for it: one `sync -f` at a time, and one more once it ends
+ * if asked for meanwhile. It only makes a later syncfs (the take-over's at complete) shorter;
+ * what it fails to write, that one writes or reports.
+ */
+export class BackgroundWriteback {
+  private running = false;
+  private again: string | undefined;
+
+  /** `allowed`: whether one may start now (asked when one would); `sync`: the tests' stand-in. */
+  constructor(
+    private readonly allowed: () => boolean,
+    private readonly sync: (path: string) => Promise<boolean> = syncFilesystemOf,
+  ) {}
+
+  /** Starts the writeback of the filesystem of `path`, or asks for one after the one under way. */
+  request(path: string): void {
+    if (this.running) {
+      this.again = path;
+      return;
+    }
+    if (!this.allowed()) return;
+    this.running = true;
+    void this.sync(path).finally(() => {
+      this.running = false;
+      const again = this.again;
+      this.again = undefined;
+      if (again !== undefined) this.request(again);
+    });
+  }
+}
+
 /** Dirty + Writeback of /proc/meminfo in bytes; Infinity where it cannot be read. */
 function unwrittenBytes(): number {
   let meminfo: string;
@@ -84,7 +116,7 @@ function unwrittenBytes(): number {
  * writeback on the filesystem failed unseen. False if it could not run or failed: the caller
  * then flushes file by file, which reports what failed.
  */
-export function syncFilesystemOf(path: string): Promise<boolean> {
+function syncFilesystemOf(path: string): Promise<boolean> {
   return new Promise((resolve) => {
     const child = spawnIsolated('sync', ['-f', dirname(path)], { stdio: 'ignore' });
     child.once('error', () => resolve(false));

@@ -15,7 +15,7 @@
  * otherwise all lands on that moment (docs/performance.md, issue 27); it skips the files still as
  * recorded. Small files are recorded unflushed: a flush each cost them five times their hashing
  * and left most of an upload's last pages unhashed at complete, where one syncfs (`takeOver`)
- * flushes them all; their writeback is started as they are recorded (`writeBack`), so that the
+ * flushes them all; their writeback is started as they are recorded (`BackgroundWriteback`), so that the
  * syncfs at complete finds little left to write.
  * No read starts while a download is being answered (`holdWhile`) or an ingest runs
  * (`ingestsRunning`): on a machine of few cores the background hashing would otherwise slow them,
@@ -29,7 +29,7 @@ import type { Package } from '../catalog/types.js';
 import type { FileDigests, FixityPool } from '../fixity/index.js';
 import type { Logger } from '../logger.js';
 import { identityOf, sameIdentity } from './file-identity.js';
-import { flushFiles, syncFilesystemOf } from './flush-files.js';
+import { BackgroundWriteback, flushFiles } from './flush-files.js';
 import { LandedAlgorithms } from './landed-algorithms.js';
 import type { LandingZone } from './landing.js';
 import { LandedJobs, type Job } from './landed-jobs.js';
@@ -89,9 +89,10 @@ export class LandedHasher {
   private readonly signal = new AbortController();
   private readonly algorithms = new LandedAlgorithms();
   private readonly flushing = pLimit(FLUSHING);
-  /** A `writeBack` under way, and whether another was asked for meanwhile. */
-  private writingBack = false;
-  private writeBackAgain: string | undefined;
+  /** Of small files recorded unflushed; none while held. */
+  private readonly writeback = new BackgroundWriteback(
+    () => !this.stopped && this.ingests === 0 && this.o.holdWhile?.() !== true,
+  );
 
   constructor(
     private readonly o: {
@@ -351,33 +352,12 @@ export class LandedHasher {
         this.o.catalog.backgroundTransaction(() => this.o.catalog.landedHashes.putAll(records));
       this.stats.hashed += records.length;
       const small = finished.find((r) => r.before.size < SMALL);
-      if (small !== undefined) this.writeBack(small.abs);
+      if (small !== undefined) this.writeback.request(small.abs);
     } finally {
       for (const r of finished) this.jobs.finish(r.key, r.job);
     }
     if (this.flushing.concurrency !== FLUSHING && ![...this.jobs].some(([, job]) => job.claimed))
       this.flushing.concurrency = FLUSHING;
-  }
-
-  /**
-   * Starts the writeback of the filesystem of `abs` (a small file just recorded unflushed) and
-   * does not wait for it: one `sync -f` at a time, the next one once it ends if more were
-   * recorded meanwhile, none while held. It only makes the take-over's syncfs at complete
-   * shorter; what it fails to write, that one writes or reports.
-   */
-  private writeBack(abs: string): void {
-    if (this.writingBack) {
-      this.writeBackAgain = abs;
-      return;
-    }
-    if (this.stopped || this.ingests > 0 || this.o.holdWhile?.() === true) return;
-    this.writingBack = true;
-    void syncFilesystemOf(abs).finally(() => {
-      this.writingBack = false;
-      const again = this.writeBackAgain;
-      this.writeBackAgain = undefined;
-      if (again !== undefined) this.writeBack(again);
-    });
   }
 
   /**

@@ -1,14 +1,15 @@
 /**
  * src/ingest/flush-files.ts: many files flushed by one syncfs when the machine holds little
  * unwritten, else one by one; the same answer either way (the files that are there), and a
- * syncfs that cannot run falls back to the files' own fdatasyncs.
+ * syncfs that cannot run falls back to the files' own fdatasyncs. Writeback started behind:
+ * one at a time, the requests made meanwhile answered by one more, none while not allowed.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pLimit, { type LimitFunction } from 'p-limit';
 import t from 'tap';
-import { flushFiles } from '../../src/ingest/flush-files.js';
+import { BackgroundWriteback, flushFiles } from '../../src/ingest/flush-files.js';
 
 /** A p-limit that counts the fdatasyncs it is given. */
 function countingLimit(): { limit: LimitFunction; calls: () => number } {
@@ -57,4 +58,36 @@ t.test('flushFiles', async (t) => {
     t.same([...flushed].sort(), [...present].sort());
     t.equal(calls(), paths.length, 'fell back to fdatasyncs');
   });
+});
+
+t.test('BackgroundWriteback: one at a time, one more for the requests made meanwhile', async (t) => {
+  const started: string[] = [];
+  const running: Array<() => void> = [];
+  let allowed = true;
+  const writeback = new BackgroundWriteback(
+    () => allowed,
+    (path) =>
+      new Promise<boolean>((resolve) => {
+        started.push(path);
+        running.push(() => resolve(true));
+      }),
+  );
+  const settle = () => new Promise((resolve) => setImmediate(resolve));
+  writeback.request('/fs/a');
+  writeback.request('/fs/b');
+  writeback.request('/fs/c');
+  t.same(started, ['/fs/a'], 'one started, the others wait for it');
+  running.shift()!();
+  await settle();
+  t.same(started, ['/fs/a', '/fs/c'], 'then one more for the two asked meanwhile');
+  running.shift()!();
+  await settle();
+  t.same(started, ['/fs/a', '/fs/c'], 'and no other');
+  allowed = false;
+  writeback.request('/fs/d');
+  t.same(started, ['/fs/a', '/fs/c'], 'none while not allowed');
+  allowed = true;
+  writeback.request('/fs/e');
+  t.same(started, ['/fs/a', '/fs/c', '/fs/e']);
+  running.shift()!();
 });
