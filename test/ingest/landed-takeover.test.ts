@@ -4,12 +4,14 @@
  * (the validation reads them), are flushed where the upload is staged, and are named as flushed
  * so that the store does not flush them again; a file that is gone is not named; another bag's
  * queue is left alone; small files hashed as they landed, recorded without a flush, are flushed
- * there too, large ones were flushed before they were recorded; a read under way that complete claims is given up once its file has left;
+ * there too (their records good only in the machine's boot that made them), large ones were
+ * flushed before they were recorded; a read under way that complete claims is given up once its file has left;
  * a read whose record the catalog refuses is given up too.
  */
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import t from 'tap';
+import { goodInBoot } from '../../src/catalog/landed-hashes.js';
 import type { FixityPool } from '../../src/fixity/index.js';
 import type { LandedPool } from '../../src/ingest/landed-hasher.js';
 import { landedWorld } from '../helpers/landed-world.js';
@@ -157,6 +159,18 @@ t.test(
     t.equal(catalog.landedHashes.get(bagId, 'data/large.bin')?.flushed, true);
     t.equal(catalog.landedHashes.get(bagId, 'data/small.txt')?.flushed, false);
     t.same(catalog.landedHashes.unflushed(bagId).sort(), ['bagit.txt', 'data/small.txt']);
+    // Unflushed, a record is good only in the boot that made it: after a power loss its file's
+    // bytes may not be what it says.
+    const thisBoot = readFileSync('/proc/sys/kernel/random/boot_id', 'latin1').trim();
+    const small = catalog.landedHashes.get(bagId, 'data/small.txt')!;
+    t.equal(small.bootId, thisBoot, 'the small file recorded with this boot');
+    t.ok(goodInBoot(small, thisBoot), 'used in this boot');
+    t.notOk(goodInBoot(small, 'an-earlier-boot'), 'not in another: the file is read at complete');
+    t.notOk(goodInBoot(small, undefined), 'nor where the boot cannot be told');
+    t.ok(
+      goodInBoot(catalog.landedHashes.get(bagId, 'data/large.bin')!, 'an-earlier-boot'),
+      'a flushed one in any boot',
+    );
     t.ok(
       landed.onDisk(bagId, 'data/large.bin', join(upload, 'data/large.bin')),
       'the store need not flush the large file',
