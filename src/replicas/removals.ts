@@ -3,7 +3,8 @@
  * package's object, the primary's and each replica's, is removed, then its removal is cleared in
  * the catalog. Before a root loses the object it must hold the package's tombstone (the record
  * writer's `preservd-tombstones.json`), so a rebuild from any root brings the tombstone back.
- * Every step is idempotent, and start-up runs the removals a crash left: storage always ends as
+ * A package's replicas lose its object only after the primary has. Every step is idempotent,
+ * and start-up runs the removals a crash left: storage always ends as
  * the catalog says: the primary's removals before the daemon serves or audits, so the root it
  * serves from is never left half emptied. A copy under S3 Object Lock retention is hidden at once
  * and removed when its date has passed. A removal owed to a replica no longer configured is
@@ -82,14 +83,19 @@ export class Remover implements Service {
     let next = Infinity;
     const recheck = Date.now() >= this.recheckAfter;
     if (recheck) this.recheckAfter = Date.now() + LONGEST_WAIT_MS;
-    // The primary's first: it is local and quick, and the root the daemon serves from.
+    // The primary's first: it is local and quick, and the root the daemon serves from. A
+    // package's replicas only once its primary copy is gone (its wait is in `next` already), so
+    // that a replica shown removed means the primary's copy is too.
     const removals = this.o.catalog.deaccessions.pendingRemovals();
+    const primaryLeft = new Set<string>();
     for (const removal of [
       ...removals.filter((r) => r.copy === PRIMARY),
       ...removals.filter((r) => r.copy !== PRIMARY),
     ]) {
       if (signal.aborted) return;
+      if (primaryLeft.has(removal.bagId)) continue;
       const at = await this.remove(removal, recheck, signal);
+      if (removal.copy === PRIMARY && at !== Infinity) primaryLeft.add(removal.bagId);
       next = Math.min(next, at);
     }
     if (next !== Infinity) this.loop.wakeIn(Math.min(LONGEST_WAIT_MS, Math.max(10, next - Date.now())));

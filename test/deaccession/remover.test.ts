@@ -3,7 +3,8 @@
  * kill -9 leaves: the primary's removal a crash left is finished, and its emptied layout folders
  * gone, by the time `start` resolves (before the daemon serves or audits); and the removals owed
  * to a replica no longer configured are abandoned in one transaction, with an event and a warning;
- * a dir replica whose folder is not there never counts its removal done.
+ * a dir replica whose folder is not there never counts its removal done; a package's replicas
+ * are removed only once its primary copy is.
  */
 import { randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,7 +59,7 @@ async function world(t: Test) {
     return bagId;
   };
   /** A remover with a dir replica for each name (its folder kept across starts, as a replica's). */
-  const remover = async (replicas: string[] = []) => {
+  const remover = async (replicas: string[] = [], writing: (bagId: string) => boolean = () => false) => {
     const targets = await targetsFor(
       replicas.map((name) => {
         mkdirSync(join(dir, `replica-${name}`), { recursive: true });
@@ -80,7 +81,7 @@ async function world(t: Test) {
       targets,
       logger,
       writeRecords: () => records.flush(),
-      writing: () => false,
+      writing,
     });
     removers.push(r);
     return r;
@@ -184,3 +185,22 @@ t.test(
     );
   },
 );
+
+t.test("a package's replicas are removed only once its primary copy is", async (t) => {
+  const { catalog, tombstone, remover } = await world(t);
+  const bagId = tombstone([PRIMARY, 'mirror']);
+  // Being written (a copy or a repair under way) at the primary's turn, no longer at the replica's.
+  let asked = 0;
+  const r = await remover(['mirror'], () => asked++ === 0);
+  await r.flush();
+  t.same(
+    catalog.deaccessions
+      .removalsOf(bagId)
+      .map((x) => x.copy)
+      .sort(),
+    ['mirror', PRIMARY],
+    'neither removed in that pass: the replica waits for the primary',
+  );
+  await r.flush();
+  t.same(catalog.deaccessions.removalsOf(bagId), [], 'both in the next');
+});
