@@ -15,8 +15,8 @@
  * otherwise all lands on that moment (docs/performance.md, issue 27); it skips the files still as
  * recorded. Small files are recorded unflushed: a flush each cost them five times their hashing
  * and left most of an upload's last pages unhashed at complete, where one syncfs (`takeOver`)
- * flushes them all; their writeback is started as they are recorded (`BackgroundWriteback`), so that the
- * syncfs at complete finds little left to write.
+ * flushes them all; their writeback is started as they are recorded (`BackgroundWriteback`), so
+ * that the syncfs at complete finds little left to write.
  * No read starts while a download is being answered (`holdWhile`) or an ingest runs
  * (`ingestsRunning`): on a machine of few cores the background hashing would otherwise slow them,
  * and what is not hashed by complete is read then.
@@ -186,10 +186,11 @@ export class LandedHasher {
       this.jobs.finish(k, job);
       paths.add(job.path);
     }
-    const abs = [...paths].map((path) => join(dir, path));
+    const listed = [...paths];
+    const abs = listed.map((path) => join(dir, path));
     // One that cannot be flushed now is flushed by the store, which reports why.
     const flushed = await flushFiles(abs, pLimit(TAKEN_OVER_FLUSHING)).catch(() => new Set<string>());
-    return new Set([...paths].filter((_, i) => flushed.has(abs[i]!)));
+    return new Set(listed.filter((_, i) => flushed.has(abs[i]!)));
   }
 
   /** Told by the ingest worker how many ingests run: while any does, no new read starts. */
@@ -318,6 +319,9 @@ export class LandedHasher {
     }
     const records: Array<{ bagId: string; path: string; hash: LandedHash }> = [];
     const finished: typeof ready = [];
+    /** The large files, flushed before they are recorded; the small ones written back behind. */
+    const toFlush: string[] = [];
+    let unflushed: string | undefined;
     for (const [i, r] of ready.entries()) {
       const result = results[i]!;
       const after = identityOf(r.abs);
@@ -331,6 +335,8 @@ export class LandedHasher {
         continue;
       }
       const flushed = r.before.size >= SMALL;
+      if (flushed) toFlush.push(r.abs);
+      else unflushed = r.abs;
       records.push({
         bagId: r.job.bagId,
         path: r.job.path,
@@ -342,17 +348,12 @@ export class LandedHasher {
     // (`onDisk`). One by one: during an upload nothing waits for them, and a syncfs's fork costs
     // this thread more than a few fdatasyncs (flush-files.ts).
     try {
-      await flushFiles(
-        finished.filter((r) => r.before.size >= SMALL).map((r) => r.abs),
-        this.flushing,
-        { syncfsFrom: Infinity },
-      );
+      await flushFiles(toFlush, this.flushing, { syncfsFrom: Infinity });
       // Refused first on a filling disk: the files are then read at complete.
       if (records.length > 0)
         this.o.catalog.backgroundTransaction(() => this.o.catalog.landedHashes.putAll(records));
       this.stats.hashed += records.length;
-      const small = finished.find((r) => r.before.size < SMALL);
-      if (small !== undefined) this.writeback.request(small.abs);
+      if (unflushed !== undefined) this.writeback.request(unflushed);
     } finally {
       for (const r of finished) this.jobs.finish(r.key, r.job);
     }
